@@ -1,0 +1,1 @@
+"""iolab: real servers, real clients and live plots for learning synchronous vs asynchronous IO."""

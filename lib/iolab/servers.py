@@ -1,0 +1,215 @@
+"""Start the lab's servers in subprocesses, learn their ports, and stop them for sure."""
+
+import atexit
+import contextlib
+import ipaddress
+import os
+import re
+import selectors
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+SERVERS_DIR = Path(os.environ.get("IOLAB_SERVERS_DIR", Path(__file__).resolve().parents[2] / "servers"))
+LOOPBACK = "127.0.0.1"
+PARENT_ENV = "IOLAB_PARENT_PID"
+READY_TIMEOUT_S = 10.0
+STOP_GRACE_S = 0.3
+_LISTENING = re.compile(r"^LISTENING (?P<host>[^\s]+):(?P<port>\d+)$")
+
+_running = []
+_running_lock = threading.Lock()
+# PR_SET_PDEATHSIG fires when the *thread* that forked the child exits, not the
+# process. Forking from one long-lived thread keeps servers alive while any
+# short-lived thread (a widget callback, a test helper) comes and goes.
+_spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="iolab-spawner")
+
+
+class ServerError(RuntimeError):
+    """A server could not be started, or died while in use."""
+
+
+class ServerNotReady(ServerError):
+    """A server did not print its LISTENING line within the deadline."""
+
+
+def available():
+    """The names `serve` accepts: every runnable file in servers/."""
+    return sorted(p.stem for p in SERVERS_DIR.glob("*.py") if not p.stem.startswith("_"))
+
+
+def check_loopback(host):
+    """Refuse anything but a loopback address: the lab never listens on a network."""
+    name = "127.0.0.1" if host == "localhost" else host
+    try:
+        loopback = ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        raise ValueError(f"host must be a loopback address (127.0.0.0/8, ::1 or localhost), got {host!r}")
+    return host
+
+
+class Server:
+    """A running server process: its name, port and URL, and the means to stop it."""
+
+    def __init__(self, name, process, host, port, stderr_file, started_in_s):
+        self.name = name
+        self.process = process
+        self.host = host
+        self.port = port
+        self.started_in_s = started_in_s
+        self._stderr_file = stderr_file
+
+    @property
+    def pid(self):
+        return self.process.pid
+
+    @property
+    def url(self):
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    def alive(self):
+        return self.process.poll() is None
+
+    def stderr_tail(self, lines=15):
+        """The last lines the server wrote to stderr: where its tracebacks go."""
+        self._stderr_file.flush()
+        self._stderr_file.seek(0)
+        text = self._stderr_file.read().decode(errors="replace")
+        return "\n".join(text.rstrip().splitlines()[-lines:])
+
+    def check(self):
+        """Raise ServerError if the server has died since it started."""
+        if not self.alive():
+            raise ServerError(
+                f"server {self.name!r} (pid {self.pid}) exited with code {self.process.returncode}"
+                f" while in use; last stderr:\n{self.stderr_tail()}"
+            )
+
+    def stop(self):
+        """SIGTERM the server's process group, SIGKILL it if it lingers, then reap."""
+        _signal_group(self.process, signal.SIGTERM)
+        try:
+            self.process.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            pass
+        # Kill the group even if the leader is gone: forked workers may remain.
+        _signal_group(self.process, signal.SIGKILL)
+        self.process.wait()
+        for stream in (self.process.stdout, self._stderr_file):
+            if stream and not stream.closed:
+                stream.close()
+        with _running_lock:
+            if self in _running:
+                _running.remove(self)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def __repr__(self):
+        state = "running" if self.alive() else f"exited {self.process.returncode}"
+        return f"<Server {self.name} {self.url} pid={self.pid} {state}>"
+
+
+def start(name, *args, host=LOOPBACK, port=0, ready_timeout=READY_TIMEOUT_S):
+    """Start servers/<name>.py and return once it has printed its LISTENING line."""
+    if name not in available():
+        raise ValueError(f"server must be one of {available()}, got {name!r}")
+    check_loopback(host)
+    if not 0 <= port <= 65535:
+        raise ValueError(f"port must be between 0 and 65535 (0 picks a free one), got {port}")
+    argv = [sys.executable, str(SERVERS_DIR / f"{name}.py"), "--host", host, "--port", str(port), *map(str, args)]
+    stderr_file = tempfile.TemporaryFile()
+    began = time.perf_counter()
+    process = _spawner.submit(
+        subprocess.Popen,
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=stderr_file,
+        env={**os.environ, PARENT_ENV: str(os.getpid())},
+        process_group=0,  # our own group, so stop() reaches forked workers too
+    ).result()
+    server = Server(name, process, host, None, stderr_file, None)
+    with _running_lock:
+        _running.append(server)
+    try:
+        line = _read_first_line(process, ready_timeout)
+    except ServerNotReady:
+        server.stop()
+        raise ServerNotReady(
+            f"server {name!r} did not print LISTENING within {ready_timeout} s; it was stopped."
+            f" Last stderr:\n{server.stderr_tail()}"
+        ) from None
+    match = _LISTENING.match(line)
+    if match is None:
+        server.stop()
+        raise ServerError(_explain_failure(name, port, line, process.returncode, server.stderr_tail()))
+    server.host, server.port = match["host"], int(match["port"])
+    server.started_in_s = time.perf_counter() - began
+    return server
+
+
+@contextlib.contextmanager
+def serve(name, *args, **kwargs):
+    """`with serve("tornado_app") as server:` starts a server and stops it however the block ends."""
+    server = start(name, *args, **kwargs)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def running():
+    """The servers this process started and has not stopped yet."""
+    with _running_lock:
+        return list(_running)
+
+
+def stop_all():
+    for server in running():
+        server.stop()
+
+
+def _read_first_line(process, timeout):
+    """Read stdout until the first newline, EOF or the deadline, never blocking past it."""
+    deadline = time.monotonic() + timeout
+    buffer = b""
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ)
+        while b"\n" not in buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ServerNotReady()
+            if selector.select(min(remaining, 0.05)):
+                chunk = os.read(process.stdout.fileno(), 4096)
+                if not chunk:  # stdout closed: the server has exited
+                    process.wait(timeout=STOP_GRACE_S * 3)
+                    break
+                buffer += chunk
+    return buffer.split(b"\n", 1)[0].decode(errors="replace").strip()
+
+
+def _explain_failure(name, port, line, returncode, stderr_tail):
+    if "Address already in use" in stderr_tail:
+        return f"port {port} is already in use, so server {name!r} could not bind it; use port=0 to pick a free one"
+    said = f"printed {line!r} instead of 'LISTENING host:port'" if line else "exited before listening"
+    return f"server {name!r} {said} (exit code {returncode}); last stderr:\n{stderr_tail}"
+
+
+def _signal_group(process, signum):
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signum)
+
+
+atexit.register(stop_all)

@@ -1,0 +1,104 @@
+"""The standard library's threaded HTTP server: one thread per connection, or a bounded pool of k."""
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+from _contract import (
+    BadParameter,
+    announce,
+    burn_cpu,
+    die_with_parent,
+    exit_on_sigterm,
+    parse_args,
+    parse_ms,
+)
+
+
+class LabHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, so every answer carries Content-Length
+    timeout = 30  # an idle keep-alive connection gives its thread back after this long
+
+    def do_GET(self):
+        url = urlsplit(self.path)
+        query = parse_qs(url.query)
+        routes = {"/": self.instant, "/sync-sleep": self.sync_sleep, "/cpu": self.cpu}
+        route = routes.get(url.path)
+        if route is None:
+            return self.answer(404, f"404 no route for {url.path}")
+        try:
+            route(query.get("ms", [None])[-1])
+        except BadParameter as error:
+            self.answer(400, f"400 {error}")
+
+    def instant(self, _):
+        self.answer(200, "hello world")
+
+    def sync_sleep(self, raw_ms):
+        # Only this connection's thread sleeps; the other threads keep serving.
+        ms = parse_ms(raw_ms)
+        time.sleep(ms / 1000)
+        self.answer(200, f"slept {ms} ms in one thread")
+
+    def cpu(self, raw_ms):
+        ms = parse_ms(raw_ms)
+        burn_cpu(ms)
+        self.answer(200, f"burned {ms} ms of CPU")
+
+    def answer(self, status, text):
+        body = (text + "\n").encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format, *args):
+        pass  # access logs would dominate the cost of a hello-world request
+
+
+class LabHTTPServer(ThreadingHTTPServer):
+    daemon_threads = True  # SIGTERM should not wait for sleeping handlers
+    request_queue_size = 1024  # listen() backlog: room for the lab's bursts of connections
+
+
+class PooledHTTPServer(LabHTTPServer):
+    """Hands each connection to a pool of k threads; connections beyond k wait their turn."""
+
+    def __init__(self, address, handler, threads):
+        super().__init__(address, handler)
+        self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="worker")
+
+    def process_request(self, request, client_address):
+        self.pool.submit(self.process_request_thread, request, client_address)
+
+
+def main():
+    def add_arguments(parser):
+        parser.add_argument(
+            "--threads",
+            type=int,
+            default=0,
+            help="size of the worker pool; 0 (default) starts a thread per connection",
+        )
+
+    args = parse_args(__doc__, add_arguments)
+    if args.threads < 0:
+        raise SystemExit(f"--threads must be 0 (a thread per connection) or more, got {args.threads}")
+    die_with_parent()
+    exit_on_sigterm()
+    if args.threads:
+        server = PooledHTTPServer((args.host, args.port), LabHandler, args.threads)
+    else:
+        server = LabHTTPServer((args.host, args.port), LabHandler)
+    host, port = server.server_address[:2]
+    announce(host, port)
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
+
+
+if __name__ == "__main__":
+    main()

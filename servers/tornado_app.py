@@ -1,0 +1,112 @@
+"""One Tornado process serving the lab's common routes: the article's handlers A, B and C."""
+
+import asyncio
+import time
+
+import tornado.httpserver
+import tornado.netutil
+import tornado.web
+
+from _contract import (
+    BadParameter,
+    announce,
+    burn_cpu,
+    die_with_parent,
+    exit_on_sigterm,
+    parse_args,
+    parse_ms,
+)
+
+
+class LabHandler(tornado.web.RequestHandler):
+    """Shared plumbing: plain-text answers and one-line 400s for bad query values."""
+
+    def ms(self):
+        return parse_ms(self.get_query_argument("ms", None))
+
+    def answer(self, text):
+        self.set_header("Content-Type", "text/plain")
+        self.finish(text + "\n")
+
+    def write_error(self, status_code, **kwargs):
+        error = kwargs.get("exc_info", (None, None))[1]
+        reason = str(error) if isinstance(error, BadParameter) else self._reason
+        self.set_header("Content-Type", "text/plain")
+        self.finish(f"{status_code} {reason}\n")
+
+    def _handle_request_exception(self, error):
+        # A bad query value is the client's fault: answer 400 instead of logging a traceback.
+        if isinstance(error, BadParameter):
+            self.send_error(400, exc_info=(type(error), error, None))
+        else:
+            super()._handle_request_exception(error)
+
+
+class Instant(LabHandler):
+    """Handler C: answers at once."""
+
+    def get(self):
+        self.answer("hello world")
+
+
+class SyncSleep(LabHandler):
+    """Handler A: time.sleep blocks the only thread, so the whole IOLoop stops with it."""
+
+    def get(self):
+        ms = self.ms()
+        time.sleep(ms / 1000)
+        self.answer(f"slept {ms} ms blocking the loop")
+
+
+class AsyncSleep(LabHandler):
+    """Handler B: awaiting a timer hands the thread back to the IOLoop while we wait."""
+
+    async def get(self):
+        ms = self.ms()
+        await asyncio.sleep(ms / 1000)
+        self.answer(f"waited {ms} ms without blocking")
+
+
+class Cpu(LabHandler):
+    """Burns CPU: no server model can overlap this on one core."""
+
+    def get(self):
+        ms = self.ms()
+        burn_cpu(ms)
+        self.answer(f"burned {ms} ms of CPU")
+
+
+class NotFound(LabHandler):
+    def prepare(self):
+        self.set_status(404)
+        self.answer(f"404 no route for {self.request.path}")
+
+
+def make_app():
+    return tornado.web.Application(
+        [
+            (r"/", Instant),
+            (r"/sync-sleep", SyncSleep),
+            (r"/async-sleep", AsyncSleep),
+            (r"/cpu", Cpu),
+        ],
+        default_handler_class=NotFound,
+        # Access logs would cost more than the hello-world handler itself.
+        log_function=lambda handler: None,
+    )
+
+
+async def main():
+    args = parse_args(__doc__)
+    die_with_parent()
+    exit_on_sigterm()
+    sockets = tornado.netutil.bind_sockets(args.port, address=args.host)
+    server = tornado.httpserver.HTTPServer(make_app())
+    server.add_sockets(sockets)
+    host, port = sockets[0].getsockname()[:2]
+    announce(host, port)
+    await asyncio.Event().wait()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
