@@ -1,0 +1,212 @@
+"""Exercise kinds in the learntools style: declarative classes whose check() says why."""
+
+import math
+import numbers
+import os
+import re
+
+CORRECT = "correct"
+INCORRECT = "incorrect"
+NOT_ATTEMPTED = "not attempted"
+
+# Either switch turns solutions off: the variable for a whole student install, the
+# call for one notebook (tools/make_student.py inserts it into the setup cell).
+DISABLE_ENV = "IOLAB_SOLUTIONS_DISABLED"
+_disabled_by_call = False
+
+
+def disable_solutions():
+    """Make every solution() in this process say that solutions are disabled."""
+    global _disabled_by_call
+    _disabled_by_call = True
+
+
+def solutions_disabled():
+    """True in a student copy: set by disable_solutions() or IOLAB_SOLUTIONS_DISABLED=1."""
+    return _disabled_by_call or os.environ.get(DISABLE_ENV, "").strip().lower() not in ("", "0", "false", "no")
+
+
+class Status(str):
+    """A status string that a notebook does not echo: check() has already printed the verdict."""
+
+    def _ipython_display_(self):
+        pass
+
+
+def is_missing(answer):
+    return answer is None or answer is Ellipsis
+
+
+class Exercise:
+    """One question. Subclasses set the class attributes and implement judge()."""
+
+    prompt = ""  # the question, for listings and error messages
+    hint_text = "No hint for this one: re-read the cell above."  # a string or a list of successive hints
+    solution_text = "No written solution for this one."
+    not_attempted_text = "set the answer variable (it is None) and run the check again."
+    correct_text = ""  # optional: what a right answer should make the student notice
+
+    def __init__(self):
+        self.name = type(self).__name__.lower()
+        self.status = Status(NOT_ATTEMPTED)
+        self.message = None
+        self._hints_shown = 0
+
+    def judge(self, answer, **context):
+        """Return (ok, explanation) for an answer that is not missing."""
+        raise NotImplementedError
+
+    def check(self, answer=None, **context):
+        """Print Correct / Incorrect: <why> / Not attempted: <what to do>, keep and return the status."""
+        if is_missing(answer):
+            status, message = NOT_ATTEMPTED, f"Not attempted: {self.not_attempted_text}"
+        else:
+            ok, explanation = self.judge(answer, **context)
+            status = CORRECT if ok else INCORRECT
+            message = ("Correct" if ok else "Incorrect") + (f": {explanation}" if explanation else "")
+        self.status, self.message = Status(status), message
+        print(message)
+        return self.status
+
+    def hint(self, number=None):
+        """Print the next hint (or hint `number`, counting from 1)."""
+        hints = [self.hint_text] if isinstance(self.hint_text, str) else list(self.hint_text)
+        index = (number - 1) if number else min(self._hints_shown, len(hints) - 1)
+        index = max(0, min(index, len(hints) - 1))
+        self._hints_shown = index + 1
+        label = f"Hint {index + 1}/{len(hints)}" if len(hints) > 1 else "Hint"
+        print(f"{label}: {hints[index]}")
+
+    def solution(self):
+        if solutions_disabled():
+            print("Solutions are disabled in this copy of the lab. Try hint(), or ask your instructor.")
+        else:
+            print(f"Solution: {self.solution_text}")
+
+    def reset(self):
+        self.status, self.message = Status(NOT_ATTEMPTED), None
+
+    def __repr__(self):
+        return f"<{type(self).__name__} {self.name}: {self.status}>"
+
+
+def _format(value, unit=""):
+    text = f"{value:.4g}" if isinstance(value, float) else str(value)
+    return f"{text} {unit}".rstrip()
+
+
+def _close(a, b, rel_tol, abs_tol):
+    return math.isclose(a, b, rel_tol=rel_tol, abs_tol=abs_tol)
+
+
+def _as_number(answer):
+    """A real number, or None for strings, booleans and other things that only look like one."""
+    if isinstance(answer, bool) or not isinstance(answer, numbers.Real):
+        return None
+    value = float(answer)
+    return value if math.isfinite(value) else None
+
+
+class NumberExercise(Exercise):
+    """A number within a tolerance of `expected` (or of what expected() computes).
+
+    `mistakes` maps answers students are likely to give to the reason each is wrong;
+    it is checked with the same tolerance, so a near miss of a known mistake is
+    explained as that mistake.
+    """
+
+    expected = None  # a number, or override expected() to compute it
+    rel_tol = 0.05
+    abs_tol = 0.0
+    unit = ""
+    mistakes = {}  # {likely wrong answer: "why it is wrong"}
+    too_high_text = "that is more than the bank can do."
+    too_low_text = "the bank can do better than that."
+
+    def expected_value(self):
+        return self.expected() if callable(self.expected) else self.expected
+
+    def judge(self, answer, **context):
+        value = _as_number(answer)
+        if value is None:
+            return False, f"the answer should be a number{' in ' + self.unit if self.unit else ''}, got {answer!r}."
+        expected = self.expected_value()
+        if _close(value, expected, self.rel_tol, self.abs_tol):
+            return True, self.correct_text
+        for mistake, reason in self.mistakes.items():
+            if _close(value, mistake, self.rel_tol, self.abs_tol):
+                return False, f"{_format(answer, self.unit)} {reason}"
+        direction = self.too_high_text if value > expected else self.too_low_text
+        return False, f"{_format(answer, self.unit)}: {direction}"
+
+
+def _normalise(choice):
+    return re.sub(r"\s+", "", choice).lower() if isinstance(choice, str) else choice
+
+
+class ChoiceExercise(Exercise):
+    """One of a fixed set of choices. `choices` maps each choice to why it is wrong (ignored for the right one)."""
+
+    choices = {}  # {choice: "why this choice is wrong"}; a list works when there is nothing to say
+    correct = None
+
+    def judge(self, answer, **context):
+        choices = self.choices if isinstance(self.choices, dict) else dict.fromkeys(self.choices, "")
+        by_key = {_normalise(choice): choice for choice in choices}
+        choice = by_key.get(_normalise(answer))
+        if choice is None:
+            listed = ", ".join(repr(c) for c in choices)
+            return False, f"{answer!r} is not one of the choices: {listed}."
+        if choice == self.correct:
+            return True, self.correct_text
+        return False, f"{choice!r}: {choices[choice] or 'not this one.'}"
+
+
+class PredictThenMeasure(Exercise):
+    """The student predicts a number, then check() runs the experiment and compares.
+
+    The lesson supplies the experiment: override measure(), or pass `measure=` to
+    the constructor (or assign `exercise.measure = fn`). Keyword arguments given
+    to check() go to the measure function, so a notebook can pass its own sizes.
+    """
+
+    rel_tol = 0.15
+    abs_tol = 0.0
+    unit = ""
+    quantity = "the measurement"
+    off_text = ""  # appended to a wrong prediction: what to reconsider
+
+    def __init__(self, measure=None):
+        super().__init__()
+        if measure is not None:
+            self.measure = measure
+        self.measured = None
+        self.prediction = None
+
+    def measure(self, **context):
+        raise NotImplementedError("this exercise needs a measure function: pass measure= or override measure()")
+
+    def judge(self, answer, **context):
+        value = _as_number(answer)
+        if value is None:
+            return False, f"the prediction should be a number{' in ' + self.unit if self.unit else ''}, got {answer!r}."
+        self.prediction = value
+        self.measured = measured = float(self.measure(**context))
+        both = f"you predicted {_format(value, self.unit)}, {self.quantity} measured {_format(measured, self.unit)}"
+        tolerance = f"{self.rel_tol:.0%}" if self.rel_tol else _format(self.abs_tol, self.unit)
+        if _close(value, measured, self.rel_tol, self.abs_tol):
+            return True, f"{both} (within {tolerance}). {self.correct_text}".rstrip()
+        off = "high" if value > measured else "low"
+        return False, f"{both}: more than {tolerance} too {off}. {self.off_text}".rstrip()
+
+
+def statuses_of(namespace):
+    """{"q1": status, ...} for the exercises bound to q1, q2, ... in a lesson module's namespace."""
+    found = {
+        name: value
+        for name, value in namespace.items()
+        if re.fullmatch(r"q\d+", name) and isinstance(value, Exercise)
+    }
+    for name, exercise in found.items():
+        exercise.name = name
+    return {name: str(found[name].status) for name in sorted(found, key=lambda n: int(n[1:]))}
