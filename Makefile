@@ -1,0 +1,76 @@
+# iolab: `make lab` to learn, `make test` to check. Both build .venv/ first if needed.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# Re-installs whenever a requirements file or the package definition changes.
+VENV_STAMP := $(VENV)/.installed
+REQUIREMENTS := binder/requirements.txt requirements-dev.txt pyproject.toml
+
+NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
+# make regress runs the full lessons; QUICK=1 uses the small CI sizes instead.
+QUICK ?= 0
+SOLUTIONS ?= 1
+# Per-cell limit for make regress: a full-size lesson cell may run minutes, never forever.
+CELL_TIMEOUT ?= 900
+LAB_ARGS ?=
+PYTEST_ARGS ?=
+
+as_bool = $(if $(filter 1 true True yes,$(1)),True,False)
+
+.PHONY: all lab test regress student bench strip clean distclean venv
+
+all: test
+
+venv: $(VENV_STAMP)
+
+$(VENV_STAMP): $(REQUIREMENTS)
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
+	  echo "error: iolab needs Python 3.11 or newer; '$(PYTHON)' is $$($(PYTHON) --version 2>/dev/null || echo 'not found')." >&2; \
+	  echo "       Install Python 3.11 and run: make PYTHON=python3.11 $(MAKECMDGOALS)" >&2; \
+	  exit 1; }
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -r binder/requirements.txt -r requirements-dev.txt
+	$(BIN)/python -m pip install --no-deps -e .
+	@touch $@
+
+lab: $(VENV_STAMP)
+	$(BIN)/jupyter lab --ip=127.0.0.1 $(LAB_ARGS) notebooks/00-start-here.ipynb
+
+test: $(VENV_STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Executes every lesson, keeps going past a failure, and fails at the end naming each one.
+regress: $(VENV_STAMP)
+	@mkdir -p build/notebooks build/results
+	@failed=""; \
+	for nb in $(NOTEBOOKS); do \
+	  stem=$$(basename $$nb .ipynb); \
+	  echo "== $$stem (quick=$(call as_bool,$(QUICK)), solutions=$(call as_bool,$(SOLUTIONS)))"; \
+	  rm -f build/results/$$stem.json; \
+	  $(BIN)/papermill --cwd notebooks -k python3 --no-progress-bar \
+	    --execution-timeout $(CELL_TIMEOUT) \
+	    -p quick $(call as_bool,$(QUICK)) -p solutions $(call as_bool,$(SOLUTIONS)) \
+	    -p results_path $(CURDIR)/build/results/$$stem.json \
+	    $$nb build/notebooks/$$stem.ipynb || failed="$$failed $$stem"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "regress: failed:$$failed (executed copies in build/notebooks/)" >&2; exit 1; fi; \
+	echo "regress: all $(words $(NOTEBOOKS)) notebooks ran; executed copies in build/notebooks/, results in build/results/"
+
+student: $(VENV_STAMP)
+	$(BIN)/python tools/make_student.py notebooks build/student
+
+bench: $(VENV_STAMP)
+	@set -e; for script in $(sort $(wildcard benchmarks/*.py)); do \
+	  echo "== $$script"; $(BIN)/python $$script; \
+	done
+
+strip: $(VENV_STAMP)
+	$(BIN)/python tools/strip_notebooks.py $(NOTEBOOKS)
+
+clean:
+	rm -rf build .pytest_cache
+	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(VENV)
