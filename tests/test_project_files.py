@@ -1,0 +1,134 @@
+"""The project's set-up files agree with each other, and the notebooks and modules follow the house rules."""
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
+MODULES = sorted([*(REPO / "servers").glob("*.py"), *(REPO / "lib" / "iolab").rglob("*.py")])
+REPO2DOCKER = Path(sys.executable).parent / "jupyter-repo2docker"
+
+
+def requirement_lines(text):
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def test_environment_yml_pip_list_equals_binder_requirements():
+    environment = yaml.safe_load((REPO / "environment.yml").read_text())
+    assert environment["name"] == "iolab"
+    assert environment["channels"] == ["conda-forge"]
+    dependencies = environment["dependencies"]
+    assert "python=3.11" in dependencies and "pip" in dependencies
+    pip_lists = [d["pip"] for d in dependencies if isinstance(d, dict) and "pip" in d]
+    assert len(pip_lists) == 1, "environment.yml needs exactly one `pip:` list"
+    assert pip_lists[0] == requirement_lines((REPO / "binder" / "requirements.txt").read_text())
+
+
+def test_binder_requirements_are_pinned():
+    requirements = requirement_lines((REPO / "binder" / "requirements.txt").read_text())
+    unpinned = [line for line in requirements if not re.fullmatch(r"[A-Za-z0-9._-]+==[A-Za-z0-9.]+", line)]
+    assert not unpinned, f"pin these with ==: {unpinned}"
+    assert any(line.startswith("ipykernel==") for line in requirements)
+
+
+def test_repo2docker_dockerfile_installs_requirements_and_runs_postbuild():
+    assert REPO2DOCKER.exists(), f"{REPO2DOCKER} missing: install requirements-dev.txt (make test does)"
+    # --no-build prints the Dockerfile repo2docker would build, without Docker.
+    completed = subprocess.run(
+        [str(REPO2DOCKER), "--no-build", "."], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+    assert completed.returncode == 0, completed.stderr
+    dockerfile = completed.stdout
+    assert "FROM " in dockerfile, f"no Dockerfile printed; stderr:\n{completed.stderr}"
+    assert 'pip install --no-cache-dir -r "binder/requirements.txt"' in dockerfile
+    assert "RUN ./binder/postBuild" in dockerfile
+    apt_install = re.search(r"^apt-get install --yes --no-install-recommends (.*) &&", dockerfile, re.MULTILINE)
+    assert apt_install, "binder/apt.txt is not installed"
+    assert set(apt_install.group(1).split()) == set(requirement_lines((REPO / "binder" / "apt.txt").read_text()))
+    # The COPY of requirements.txt must come before pip reads it, and postBuild after the repository lands.
+    assert dockerfile.index("src/binder/requirements.txt") < dockerfile.index('-r "binder/requirements.txt"')
+    assert dockerfile.index("COPY --chown=0:0 src/ ") < dockerfile.index("RUN ./binder/postBuild")
+    assert "python=3.11" in completed.stderr, completed.stderr
+
+
+def test_postbuild_installs_the_package_from_lib():
+    postbuild = REPO / "binder" / "postBuild"
+    text = postbuild.read_text()
+    assert text.startswith("#!/bin/bash\n") and "\nset -e\n" in text
+    assert postbuild.stat().st_mode & 0o111, "binder/postBuild must be executable"
+    assert re.search(r"pip install .*--no-deps.* -e \.", text)
+    assert (REPO / "binder" / "runtime.txt").read_text().strip() == "python-3.11"
+
+
+def code_cells(notebook):
+    return [cell for cell in notebook.cells if cell.cell_type == "code"]
+
+
+def assigned_names(source):
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return names
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_is_stripped(path):
+    notebook = nbformat.read(path, as_version=4)
+    dirty = [i for i, cell in enumerate(code_cells(notebook)) if cell.outputs or cell.execution_count is not None]
+    assert not dirty, f"{path.name}: code cells {dirty} have outputs or execution counts; run `make strip`"
+    run_metadata = [key for key in ("papermill", "execution") if key in notebook.metadata]
+    run_metadata += [
+        f"cell {i}: {key}" for i, cell in enumerate(notebook.cells) for key in ("papermill", "execution") if key in cell.metadata
+    ]
+    assert not run_metadata, f"{path.name}: run metadata {run_metadata}; run `make strip`"
+    assert notebook.metadata.get("kernelspec", {}).get("name") == "python3"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_second_code_cell_holds_the_parameters(path):
+    cells = code_cells(nbformat.read(path, as_version=4))
+    assert len(cells) >= 3, f"{path.name}: needs setup, parameters and validation cells"
+    parameters = cells[1]
+    assert "parameters" in parameters.metadata.get("tags", []), f"{path.name}: second code cell is not tagged `parameters`"
+    missing = {"quick", "solutions", "results_path"} - assigned_names(parameters.source)
+    assert not missing, f"{path.name}: parameters cell does not define {sorted(missing)}"
+
+
+def test_notebooks_are_named_by_number_and_title():
+    bad = [p.name for p in NOTEBOOKS if not re.fullmatch(r"\d\d-[a-z0-9]+(-[a-z0-9]+)*\.ipynb", p.name)]
+    assert not bad, f"notebooks must be NN-kebab-title.ipynb: {bad}"
+
+
+@pytest.mark.parametrize("path", MODULES, ids=[str(p.relative_to(REPO)) for p in MODULES])
+def test_module_has_one_line_docstring(path):
+    docstring = ast.get_docstring(ast.parse(path.read_text()), clean=False)
+    assert docstring and docstring.strip(), f"{path.relative_to(REPO)}: no module docstring"
+    summary, *rest = docstring.strip().split("\n")
+    assert summary.strip(), f"{path.relative_to(REPO)}: the docstring's first line must say what the module is"
+    # PEP 257: a longer docstring keeps its one-line summary, then a blank line.
+    assert not rest or not rest[0].strip(), f"{path.relative_to(REPO)}: docstring summary runs past one line"
+
+
+def readme_test_command():
+    """The `make test ...` line of the README's set-up commands, without its comment."""
+    readme = (REPO / "README.md").read_text()
+    commands = {line.split("#")[0].strip() for line in re.findall(r"^make test\b.*$", readme, re.MULTILINE)}
+    assert len(commands) == 1, f"README.md should show one test command, shows {sorted(commands)}"
+    return commands.pop()
+
+
+def test_ci_runs_the_readme_test_command():
+    ci = REPO / ".ci" / "run"
+    assert ci.stat().st_mode & 0o111, ".ci/run must be executable"
+    text = ci.read_text()
+    assert "set -euo pipefail" in text
+    commands = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    assert commands[-1] == readme_test_command(), f".ci/run ends with {commands[-1]!r}"
