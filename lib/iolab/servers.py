@@ -103,9 +103,9 @@ class Server:
         # Kill the group even if the leader is gone: forked workers may remain.
         _signal_group(self.process, signal.SIGKILL)
         self.process.wait()
-        for stream in (self.process.stdout, self._stderr_file):
-            if stream and not stream.closed:
-                stream.close()
+        # stderr stays readable after the stop: it is where post-mortems look.
+        if self.process.stdout and not self.process.stdout.closed:
+            self.process.stdout.close()
         with _running_lock:
             if self in _running:
                 _running.remove(self)

@@ -1,0 +1,143 @@
+"""Summaries of a load run's samples: throughput, latency percentiles, ab's report fields, and Little's-law bounds."""
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+
+AB_PERCENTAGES = (50, 66, 75, 80, 90, 95, 98, 99, 100)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The headline figures of one run; times in milliseconds, throughput in requests per second."""
+
+    requests: int
+    concurrency: int
+    completed: int
+    errors: int
+    error_kinds: dict
+    duration_s: float
+    rps: float
+    mean_ms: float
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+    max_ms: float
+    # ab's "Time per request" (the first line): concurrency x total time / n.
+    ab_time_per_request_ms: float
+    # ab's "Time per request ... across all concurrent requests": total time / n.
+    ab_time_per_request_all_ms: float
+    ab_percentiles: dict = field(default_factory=dict)
+
+    def as_dict(self, *keys):
+        """The named figures (all of them by default), e.g. for a notebook's results JSON."""
+        values = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        return {name: values[name] for name in keys} if keys else values
+
+
+def percentile(sorted_values, fraction):
+    """Nearest-rank percentile of an already sorted list: the smallest value with `fraction` of the data at or below it."""
+    if not sorted_values:
+        return math.nan
+    rank = max(1, math.ceil(fraction * len(sorted_values)))
+    return sorted_values[min(rank, len(sorted_values)) - 1]
+
+
+def ab_percentile_table(sorted_latencies_ms):
+    """ab's "Percentage of the requests served within a certain time" table, indexed the way ab indexes it."""
+    done = len(sorted_latencies_ms)
+    if not done:
+        return {}
+    table = {}
+    for percentage in AB_PERCENTAGES:
+        index = done - 1 if percentage >= 100 else done * percentage // 100
+        table[percentage] = round(sorted_latencies_ms[index])
+    return table
+
+
+def error_kinds(samples):
+    """Transport errors by kind, and answers that were not 2xx by status, e.g. {"refused": 3, "status 500": 1}."""
+    kinds = Counter()
+    for sample in samples:
+        if sample.error:
+            kinds[sample.error] += 1
+        elif not 200 <= sample.status < 300:
+            kinds[f"status {sample.status}"] += 1
+    return dict(kinds)
+
+
+def summarize(result):
+    """Summarize a LoadResult. ab divides by every request it finished, failed or not; so do we."""
+    samples = result.samples
+    done = len(samples)
+    latencies_ms = sorted(sample.latency * 1000 for sample in samples)
+    total_s = result.duration_s
+    kinds = error_kinds(samples)
+    concurrency = result.spec.concurrency
+    per_request_ms = total_s * 1000 / done if done else math.nan
+    return Summary(
+        requests=result.spec.requests,
+        concurrency=concurrency,
+        completed=done,
+        errors=sum(kinds.values()),
+        error_kinds=kinds,
+        duration_s=total_s,
+        rps=done / total_s if total_s else 0.0,
+        mean_ms=sum(latencies_ms) / done if done else math.nan,
+        p50_ms=percentile(latencies_ms, 0.50),
+        p90_ms=percentile(latencies_ms, 0.90),
+        p99_ms=percentile(latencies_ms, 0.99),
+        max_ms=latencies_ms[-1] if done else math.nan,
+        ab_time_per_request_ms=concurrency * per_request_ms,
+        ab_time_per_request_all_ms=per_request_ms,
+        ab_percentiles=ab_percentile_table(latencies_ms),
+    )
+
+
+def throughput_over_time(samples, bin_s=0.25, until_s=None):
+    """Completions per second in consecutive bins of `bin_s`: returns (bin start times, rates)."""
+    end = until_s if until_s is not None else max((sample.end for sample in samples), default=0.0)
+    bins = max(1, math.ceil(end / bin_s))
+    counts = [0] * bins
+    for sample in samples:
+        counts[min(int(sample.end / bin_s), bins - 1)] += 1
+    return [i * bin_s for i in range(bins)], [count / bin_s for count in counts]
+
+
+def in_flight_over_time(samples, step_s=0.05, until_s=None):
+    """How many requests were between send and answer at each step: returns (times, counts)."""
+    end = until_s if until_s is not None else max((sample.end for sample in samples), default=0.0)
+    steps = max(1, math.ceil(end / step_s) + 1)
+    change = [0] * (steps + 1)
+    for sample in samples:
+        change[min(math.ceil(sample.start / step_s), steps)] += 1
+        change[min(math.ceil(sample.end / step_s), steps)] -= 1
+    times, counts, level = [], [], 0
+    for i in range(steps):
+        level += change[i]
+        times.append(i * step_s)
+        counts.append(level)
+    return times, counts
+
+
+def little_bound(concurrency, service_s, workers=None):
+    """Little's law for a closed loop: at most min(concurrency, workers) requests finish every service time.
+
+    `workers` is how many requests the server can serve at once while they wait:
+    1 for a blocking single-threaded server, k for k threads, None when waiting
+    costs nothing (an event loop on timers), so only the clients' concurrency limits it.
+    """
+    if service_s <= 0:
+        raise ValueError(f"service_s must be positive, got {service_s}")
+    busy = concurrency if workers is None else min(concurrency, workers)
+    return busy / service_s
+
+
+def little_check(summary):
+    """L = λW on a measured run: mean requests in flight against throughput x mean time in the system."""
+    return {
+        "L_concurrency": summary.concurrency,
+        "lambda_rps": summary.rps,
+        "W_s": summary.mean_ms / 1000,
+        "lambda_times_W": summary.rps * summary.mean_ms / 1000,
+    }

@@ -1,0 +1,55 @@
+"""Shared fixtures: every test must leave no child process and no listening socket behind."""
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SETTLE_S = 2.0  # how long a stopped child may take to disappear before it counts as leaked
+
+
+def _children():
+    # Zombies count too: a child nobody reaped is a leak of its own kind.
+    return psutil.Process().children(recursive=True)
+
+
+def _listening():
+    return {
+        (conn.laddr.ip, conn.laddr.port)
+        for conn in psutil.Process().net_connections(kind="inet")
+        if conn.status == psutil.CONN_LISTEN
+    }
+
+
+@pytest.fixture(autouse=True)
+def no_leaks():
+    """Fail a test that leaves a child process (a server, a client, a kernel) or a listening socket."""
+    listening_before = _listening()
+    yield
+    deadline = time.monotonic() + SETTLE_S
+    while (leaked := _children()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    leaked_sockets = _listening() - listening_before
+    descriptions = []
+    for child in leaked:
+        try:
+            descriptions.append(f"pid {child.pid} {' '.join(child.cmdline()[:4])} ({child.status()})")
+            child.kill()
+        except psutil.NoSuchProcess:
+            pass
+    assert not descriptions, f"test left child processes behind: {descriptions}"
+    assert not leaked_sockets, f"test left listening sockets open: {sorted(leaked_sockets)}"
+
+
+@pytest.fixture
+def python():
+    """The interpreter of this environment, for starting helper processes."""
+    return sys.executable
+
+
+def pytest_configure(config):
+    os.environ.setdefault("MPLBACKEND", "Agg")

@@ -1,0 +1,116 @@
+"""Every server in servers/ against the server contract, and the iolab.servers launcher that runs them."""
+
+import http.client
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from iolab import servers
+
+# Servers that can wait without blocking must serve /async-sleep; the others may answer 404.
+WAIT_WITHOUT_BLOCKING = {"tornado_app", "selectors_app"}
+
+
+def start_by_hand(name, *args):
+    """Start a server the way a student would from a terminal, without the launcher."""
+    process = subprocess.Popen(
+        [sys.executable, str(servers.SERVERS_DIR / f"{name}.py"), "--port", "0", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    line = process.stdout.readline().strip()
+    return process, line
+
+
+def get(connection, path):
+    connection.request("GET", path)
+    response = connection.getresponse()
+    return response.status, response.getheader("Content-Length"), response.read().decode()
+
+
+@pytest.mark.parametrize("name", servers.available())
+def test_server_follows_the_contract(name):
+    process, line = start_by_hand(name)
+    try:
+        assert line.startswith("LISTENING 127.0.0.1:"), f"{name} printed {line!r}"
+        port = int(line.rsplit(":", 1)[1])
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        status, length, body = get(connection, "/")
+        assert status == 200 and length is not None and int(length) == len(body.encode())
+        # The same connection again: keep-alive.
+        assert get(connection, "/sync-sleep?ms=1")[0] == 200
+        assert get(connection, "/cpu?ms=1")[0] == 200
+        status, length, body = get(connection, "/sync-sleep?ms=banana")
+        assert status == 400 and length is not None and "ms" in body and body.count("\n") == 1
+        assert get(connection, "/sync-sleep?ms=-5")[0] == 400
+        assert get(connection, "/no-such-route")[0] == 404
+        status, _, _ = get(connection, "/async-sleep?ms=1")
+        assert status == 200 if name in WAIT_WITHOUT_BLOCKING else status in (200, 404)
+        connection.close()
+    finally:
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=5)
+    assert process.returncode == 0, f"{name} did not exit cleanly on SIGTERM: {process.returncode}\n{err}"
+    assert out == "", f"{name} wrote to stdout after the LISTENING line: {out!r}"
+
+
+def test_serve_learns_the_port_and_stops_the_server():
+    with servers.serve("tornado_app") as server:
+        assert server.alive() and server.port > 0
+        assert server.url == f"http://127.0.0.1:{server.port}"
+        assert server in servers.running()
+        pid = server.pid
+    assert not server.alive()
+    assert server not in servers.running()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_stop_is_idempotent_and_survives_a_dead_server():
+    server = servers.start("tornado_app")
+    os.kill(server.pid, signal.SIGKILL)
+    server.process.wait()
+    with pytest.raises(servers.ServerError, match="exited with code -9"):
+        server.check()
+    server.stop()
+    server.stop()
+
+
+def test_server_passes_extra_arguments():
+    with servers.serve("threaded_app", "--threads", 2) as server:
+        connection = http.client.HTTPConnection(server.host, server.port, timeout=5)
+        assert get(connection, "/")[0] == 200
+        connection.close()
+
+
+def test_threaded_app_pool_bounds_concurrency():
+    """With --threads 2, four one-connection clients of 300 ms each take two rounds."""
+    with servers.serve("threaded_app", "--threads", 2) as server:
+        def one_request(_):
+            connection = http.client.HTTPConnection(server.host, server.port, timeout=10)
+            get(connection, "/sync-sleep?ms=300")
+            connection.close()
+
+        from concurrent.futures import ThreadPoolExecutor
+
+        began = time.perf_counter()
+        with ThreadPoolExecutor(4) as pool:
+            list(pool.map(one_request, range(4)))
+        elapsed = time.perf_counter() - began
+    assert 0.55 < elapsed < 1.5, f"4 x 300 ms on 2 threads took {elapsed:.2f} s"
+
+
+def test_server_refuses_to_start_on_a_port_in_use():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(servers.ServerError, match=f"port {port} is already in use"):
+            servers.start("tornado_app", port=port)
+    assert not servers.running()
