@@ -1,0 +1,76 @@
+"""Every lesson runs to the end under papermill in quick mode, its own assertions hold and its checkers accept the solutions."""
+
+import json
+from pathlib import Path
+
+import nbformat
+import papermill
+import pytest
+from nbclient.exceptions import CellTimeoutError
+
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOK_DIR = REPO / "notebooks"
+NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
+EXECUTED_DIR = REPO / "build" / "notebooks"
+RESULTS_DIR = REPO / "build" / "results"
+# A lesson in quick mode should take ~25 s; these limits only stop a hang.
+NOTEBOOK_TIMEOUT_S = 240
+CELL_TIMEOUT_S = 200
+
+
+def run_notebook(path, name, **parameters):
+    """Execute `path` into build/notebooks/<name>.ipynb and return its results JSON."""
+    EXECUTED_DIR.mkdir(parents=True, exist_ok=True)
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    results_path = RESULTS_DIR / f"{name}.json"
+    results_path.unlink(missing_ok=True)  # a stale file from an earlier run must not pass for this one
+    executed = EXECUTED_DIR / f"{name}.ipynb"
+    failure = None
+    try:
+        papermill.execute_notebook(
+            str(path),
+            str(executed),
+            parameters={"quick": True, "results_path": str(results_path), **parameters},
+            kernel_name="python3",
+            cwd=str(NOTEBOOK_DIR),
+            execution_timeout=CELL_TIMEOUT_S,
+            progress_bar=False,
+        )
+    except papermill.PapermillExecutionError as error:
+        failure = f"In [{error.exec_count}] raised {error.ename}: {error.evalue}\n{error}"
+    except CellTimeoutError as error:
+        failure = f"a cell ran longer than {CELL_TIMEOUT_S} s\n{error}"
+    if failure:  # outside the except block, so the report is not buried under chained tracebacks
+        pytest.fail(f"{path.name}: {failure}\nexecuted copy: {executed.relative_to(REPO)}", pytrace=False)
+    assert results_path.exists(), f"{path.name} wrote no results JSON to {results_path} (results_path was set)"
+    return json.loads(results_path.read_text())
+
+
+def mentions_exercises(path):
+    notebook = nbformat.read(path, as_version=4)
+    return any("iolab.checks" in cell.source for cell in notebook.cells if cell.cell_type == "code")
+
+
+@pytest.mark.notebook
+@pytest.mark.timeout(NOTEBOOK_TIMEOUT_S)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_runs_with_solutions(path):
+    results = run_notebook(path, path.stem, solutions=True)
+    exercises = results.get("exercises")
+    if isinstance(exercises, dict):
+        not_correct = {name: status for name, status in exercises.items() if status != "correct"}
+        assert not not_correct, f"{path.name}: with solutions=True these exercises are not correct: {not_correct}"
+
+
+@pytest.mark.notebook
+@pytest.mark.timeout(NOTEBOOK_TIMEOUT_S)
+def test_first_notebook_with_exercises_reports_not_attempted_without_solutions():
+    with_exercises = [p for p in NOTEBOOKS if mentions_exercises(p)]
+    if not with_exercises:
+        pytest.skip("no notebook in notebooks/ imports iolab.checks yet")
+    path = with_exercises[0]
+    results = run_notebook(path, f"{path.stem}.unsolved", solutions=False)
+    exercises = results.get("exercises")
+    assert isinstance(exercises, dict) and exercises, f"{path.name}: results JSON has no exercises dict"
+    attempted = {name: status for name, status in exercises.items() if status != "not attempted"}
+    assert not attempted, f"{path.name}: with solutions=False these exercises were not 'not attempted': {attempted}"
