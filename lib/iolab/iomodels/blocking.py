@@ -1,0 +1,31 @@
+"""Model 1, blocking IO: one recv() puts the thread to sleep through both phases (Stevens, figure 6.1). Read this first."""
+
+from .trace import RECV_BYTES, Meter, Peer, Trace
+
+WHO_BLOCKS = {"wait": "application (asleep in recv)", "copy": "application (in recv)"}
+
+
+def run(delay_ms=200, payload_bytes=4096):
+    """Ask a peer for data with one blocking recv() and record where the time went."""
+    with Peer([delay_ms], payload_bytes) as peer:
+        sock = peer.sockets[0]  # an ordinary socket: blocking, no timeout
+        trace = Trace()
+        peer.go()  # the peer starts counting delay_ms now
+        meter = Meter()
+
+        asked = trace.mark("app", "call", "recv()")
+        data = sock.recv(RECV_BYTES)
+        returned = trace.mark("app", "return", f"{len(data)} bytes")
+        # The thread did nothing at all in between: the kernel parked it until the
+        # peer's bytes arrived, copied them into `data`, and only then woke it up.
+        meter.stop()
+
+        # From user space one blocking recv() hides where waiting ends and copying
+        # begins. On loopback the bytes sit in our receive buffer the moment the
+        # peer's send() returns, so that is where we split the call in two.
+        ready = min(trace.at(peer.sent()[0][1]), returned)
+        trace.span("app", "blocked", asked, returned, "asleep in recv()")
+        return trace.finish(
+            "blocking", peer, wait=[(asked, ready)], copy=[(ready, returned)],
+            meter=meter, calls=1, blocks=WHO_BLOCKS, bytes=len(data),
+        )

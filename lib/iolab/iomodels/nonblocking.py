@@ -1,0 +1,37 @@
+"""Model 2, non-blocking IO: ask again and again until the data is there (Stevens, figure 6.2). Read after blocking.py."""
+
+from .trace import RECV_BYTES, Meter, Peer, Trace
+
+WHO_BLOCKS = {"wait": "nobody: the application spins, asking again", "copy": "application (in recv)"}
+
+
+def run(delay_ms=200, payload_bytes=4096):
+    """Poll a non-blocking socket in a tight loop; count the calls that came back empty."""
+    with Peer([delay_ms], payload_bytes) as peer:
+        sock = peer.sockets[0]
+        sock.setblocking(False)  # O_NONBLOCK: recv() now returns at once, with data or with EAGAIN
+        trace = Trace()
+        peer.go()
+        meter = Meter()
+
+        asked = trace.mark("app", "call", "recv()")
+        wasted_calls = 0
+        while True:
+            attempt = trace.now()
+            try:
+                data = sock.recv(RECV_BYTES)
+                break
+            except BlockingIOError:  # EAGAIN: "nothing yet, try again later" ... so we do, at once
+                wasted_calls += 1
+                trace.mark("app", "eagain")
+        returned = trace.mark("app", "return", f"{len(data)} bytes")
+        meter.stop()
+        # The thread never slept, so it answered within a microsecond of the data
+        # arriving. The price: it burnt a whole CPU for the entire wait, doing nothing.
+
+        trace.span("app", "busy", asked, attempt, f"{wasted_calls:,} x EAGAIN")
+        trace.span("app", "blocked", attempt, returned, "in recv()")
+        return trace.finish(
+            "nonblocking", peer, wait=[(asked, attempt)], copy=[(attempt, returned)],
+            meter=meter, calls=wasted_calls + 1, blocks=WHO_BLOCKS, wasted_calls=wasted_calls, bytes=len(data),
+        )
