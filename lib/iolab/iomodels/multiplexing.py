@@ -1,0 +1,106 @@
+"""Model 3, IO multiplexing: one thread sleeps in select/poll/epoll for many sockets at once (Stevens, figure 6.3)."""
+
+import select
+
+from .trace import RECV_BYTES, Meter, Peer, Trace
+
+WHO_BLOCKS = {"wait": "application (asleep in select, for all sockets at once)", "copy": "application (in recv)"}
+
+
+class SelectWaiter:
+    """select(): every call hands the kernel the whole list, and the kernel scans all of it."""
+
+    def __init__(self, socks):
+        self.watched = set(socks)
+
+    def wait(self):
+        readable, _, _ = select.select(list(self.watched), [], [])
+        return readable
+
+    def forget(self, sock):
+        self.watched.discard(sock)
+
+    def close(self):
+        pass
+
+
+class PollWaiter:
+    """poll(): an array of (fd, events) instead of a bitmap, so no 1024 limit; still scanned on every call."""
+
+    def __init__(self, socks):
+        self.poller, self.by_fd = select.poll(), {}
+        for sock in socks:
+            self.poller.register(sock, select.POLLIN)
+            self.by_fd[sock.fileno()] = sock
+
+    def wait(self):
+        return [self.by_fd[fd] for fd, _ in self.poller.poll()]
+
+    def forget(self, sock):
+        self.poller.unregister(sock)
+        del self.by_fd[sock.fileno()]
+
+    def close(self):
+        pass
+
+
+class EpollWaiter:
+    """epoll: register once; the kernel keeps the interest list and hands back only the ready ones."""
+
+    def __init__(self, socks):
+        self.epoll, self.by_fd = select.epoll(), {}
+        for sock in socks:
+            self.epoll.register(sock, select.EPOLLIN)
+            self.by_fd[sock.fileno()] = sock
+
+    def wait(self):
+        return [self.by_fd[fd] for fd, _ in self.epoll.poll()]
+
+    def forget(self, sock):
+        self.epoll.unregister(sock)
+        del self.by_fd[sock.fileno()]
+
+    def close(self):
+        self.epoll.close()
+
+
+WAITERS = {"select": SelectWaiter, "poll": PollWaiter, "epoll": EpollWaiter}
+
+
+def run(delay_ms=200, payload_bytes=4096, peers=4, mechanism="epoll"):
+    """Serve `peers` connections from one thread; the last peer sends after delay_ms, the others earlier."""
+    if mechanism == "epoll" and not hasattr(select, "epoll"):
+        mechanism = "poll"  # epoll is Linux-only (BSD and macOS have kqueue instead)
+    delays = [delay_ms * (index + 1) / peers for index in range(peers)]
+    with Peer(delays, payload_bytes) as peer:
+        for sock in peer.sockets:
+            sock.setblocking(False)  # readiness is a hint; a recv() that would block must not
+        waiter = WAITERS[mechanism](peer.sockets)
+        trace = Trace()
+        peer.go()
+        meter = Meter()
+
+        waits, copies, pending = [], [], set(peer.sockets)
+        while pending:
+            asked = trace.mark("app", "call", f"{mechanism}()")
+            ready = waiter.wait()  # the thread sleeps here until at least one socket has data
+            woke = trace.mark("app", "return", f"{len(ready)} readable")
+            waits.append((asked, woke))
+            trace.span("app", "blocked", asked, woke, f"asleep in {mechanism}()")
+            for sock in ready:
+                start = trace.mark("app", "call", "recv()")
+                data = sock.recv(RECV_BYTES)
+                copied = trace.mark("app", "return", f"#{peer.sockets.index(sock)}: {len(data)} bytes")
+                copies.append((start, copied))
+                trace.span("app", "blocked", start, copied, "in recv()")
+                waiter.forget(sock)
+                pending.discard(sock)
+        meter.stop()
+        waiter.close()
+        # One thread served every connection, and it slept whenever none of them had
+        # data: the whole run took about as long as the slowest peer, not their sum.
+
+        return trace.finish(
+            "multiplexing", peer, wait=waits, copy=copies, meter=meter,
+            calls=len(waits) + len(copies), blocks=WHO_BLOCKS, mechanism=mechanism, peers=peers,
+        )
