@@ -52,7 +52,8 @@ regress: $(VENV_STAMP)
 	    --execution-timeout $(CELL_TIMEOUT) \
 	    -p quick $(call as_bool,$(QUICK)) -p solutions $(call as_bool,$(SOLUTIONS)) \
 	    -p results_path $(CURDIR)/build/results/$$stem.json \
-	    $$nb build/notebooks/$$stem.ipynb || failed="$$failed $$stem"; \
+	    $$nb build/notebooks/$$stem.ipynb || { failed="$$failed $$stem"; continue; }; \
+	  test -s build/results/$$stem.json || { echo "$$stem wrote no results JSON" >&2; failed="$$failed $$stem"; }; \
 	done; \
 	if [ -n "$$failed" ]; then echo "regress: failed:$$failed (executed copies in build/notebooks/)" >&2; exit 1; fi; \
 	echo "regress: all $(words $(NOTEBOOKS)) notebooks ran; executed copies in build/notebooks/, results in build/results/"

@@ -12,11 +12,18 @@ RUN_METADATA_KEYS = ("papermill", "execution", "widgets")
 def strip(notebook):
     """Return True if anything was removed."""
     changed = False
+    # papermill adds a cell with the values of one run; the lesson's defaults live in `parameters`.
+    kept = [cell for cell in notebook.cells if "injected-parameters" not in cell.metadata.get("tags", [])]
+    changed |= len(kept) != len(notebook.cells)
+    notebook.cells = kept
     for key in RUN_METADATA_KEYS:
         changed |= notebook.metadata.pop(key, None) is not None
     for cell in notebook.cells:
         for key in RUN_METADATA_KEYS:
             changed |= cell.metadata.pop(key, None) is not None
+        if cell.metadata.get("tags") == []:  # papermill leaves an empty list on every cell
+            del cell.metadata["tags"]
+            changed = True
         if cell.cell_type == "code":
             changed |= bool(cell.outputs) or cell.execution_count is not None
             cell.outputs = []
