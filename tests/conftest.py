@@ -12,9 +12,9 @@ ROOT = Path(__file__).resolve().parents[1]
 SETTLE_S = 2.0  # how long a stopped child may take to disappear before it counts as leaked
 
 
-def _children():
+def _children(baseline=frozenset()):
     # Zombies count too: a child nobody reaped is a leak of its own kind.
-    return psutil.Process().children(recursive=True)
+    return [child for child in psutil.Process().children(recursive=True) if child.pid not in baseline]
 
 
 def _listening():
@@ -25,13 +25,9 @@ def _listening():
     }
 
 
-@pytest.fixture(autouse=True)
-def no_leaks():
-    """Fail a test that leaves a child process (a server, a client, a kernel) or a listening socket."""
-    listening_before = _listening()
-    yield
+def _assert_no_leaks(children_before=frozenset(), listening_before=frozenset()):
     deadline = time.monotonic() + SETTLE_S
-    while (leaked := _children()) and time.monotonic() < deadline:
+    while (leaked := _children(children_before)) and time.monotonic() < deadline:
         time.sleep(0.05)
     leaked_sockets = _listening() - listening_before
     descriptions = []
@@ -43,6 +39,25 @@ def no_leaks():
             pass
     assert not descriptions, f"test left child processes behind: {descriptions}"
     assert not leaked_sockets, f"test left listening sockets open: {sorted(leaked_sockets)}"
+
+
+@pytest.fixture(autouse=True)
+def no_leaks():
+    """Fail a test that leaves a child process (a server, a client, a kernel) or a listening socket.
+
+    Processes and sockets that module-scoped fixtures set up before the test are
+    its baseline; the session check below makes sure those go too.
+    """
+    children_before = frozenset(child.pid for child in _children())
+    listening_before = _listening()
+    yield
+    _assert_no_leaks(children_before, listening_before)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def nothing_left_at_the_end():
+    yield
+    _assert_no_leaks()
 
 
 @pytest.fixture

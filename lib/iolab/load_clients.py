@@ -49,15 +49,17 @@ class Recorder:
 
 def error_kind(error):
     """Short, stable names for what went wrong, so metrics can count errors by kind."""
+    if isinstance(error, aiohttp.ClientConnectorError):
+        error = error.os_error  # aiohttp wraps the socket error; the socket error says what happened
     if isinstance(error, (asyncio.TimeoutError, TimeoutError, requests.Timeout)):
         return "timeout"
     if isinstance(error, ConnectionRefusedError):
         return "refused"
-    if isinstance(error, (ConnectionResetError, BrokenPipeError)):
+    if isinstance(error, (ConnectionResetError, BrokenPipeError, aiohttp.ServerDisconnectedError)):
         return "disconnected"
-    if isinstance(error, (aiohttp.ServerDisconnectedError, requests.exceptions.ChunkedEncodingError)):
+    if isinstance(error, requests.exceptions.ChunkedEncodingError):
         return "disconnected"
-    if isinstance(error, (aiohttp.ClientConnectorError, requests.ConnectionError)):
+    if isinstance(error, requests.ConnectionError):
         text = str(error).lower()
         if "refused" in text:
             return "refused"

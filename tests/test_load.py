@@ -1,0 +1,118 @@
+"""The load generator against real servers: every request recorded, every bound respected."""
+
+import time
+
+import pytest
+
+from iolab import load, metrics, servers
+
+
+@pytest.fixture(scope="module")
+def tornado():
+    with servers.serve("tornado_app") as server:
+        yield server
+
+
+@pytest.mark.parametrize("client", load.CLIENTS)
+@pytest.mark.parametrize("keep_alive", [True, False])
+def test_every_request_is_recorded(tornado, client, keep_alive):
+    result = load.run_load(tornado.url + "/", requests=60, concurrency=6, client=client, keep_alive=keep_alive)
+    assert result.stop_reason == "completed"
+    assert len(result.samples) == 60
+    assert all(s.status == 200 and s.bytes == len(b"hello world\n") and s.error is None for s in result.samples)
+    assert all(0 <= s.start <= s.end <= result.duration_s for s in result.samples)
+    assert {s.connection for s in result.samples} == set(range(6))
+
+
+@pytest.mark.parametrize("client", load.CLIENTS)
+def test_concurrency_is_never_exceeded(tornado, client):
+    result = load.run_load(tornado.url + "/async-sleep?ms=50", requests=40, concurrency=5, client=client)
+    _, in_flight = metrics.in_flight_over_time(result.samples, step_s=0.005)
+    assert max(in_flight) == 5
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("client", load.CLIENTS)
+def test_async_server_overlaps_waits_and_sync_server_does_not(tornado, client):
+    """10 users, 100 ms each: about 100 req/s when the waits overlap, 10 when they queue."""
+    overlapped = load.run_load(tornado.url + "/async-sleep?ms=100", requests=30, concurrency=10, client=client)
+    queued = load.run_load(tornado.url + "/sync-sleep?ms=100", requests=20, concurrency=10, client=client)
+    ratio = metrics.summarize(overlapped).rps / metrics.summarize(queued).rps
+    assert 6 < ratio < 11, f"async/sync throughput ratio {ratio:.1f}, expected near 10"
+
+
+def test_duration_limit_ends_the_run(tornado):
+    began = time.monotonic()
+    result = load.run_load(
+        tornado.url + "/async-sleep?ms=200", requests=100_000, concurrency=4, max_duration_s=1.0
+    )
+    assert time.monotonic() - began < 6
+    assert "duration limit" in result.stop_reason
+    assert 4 <= len(result.samples) <= 4 * (1.0 / 0.2 + 1)
+    assert all(s.start < 1.0 for s in result.samples)
+
+
+def test_request_timeout_is_recorded_as_an_error(tornado):
+    result = load.run_load(tornado.url + "/async-sleep?ms=3000", requests=2, concurrency=2, timeout_s=0.3)
+    assert [s.error for s in result.samples] == ["timeout", "timeout"]
+    assert all(0.25 < s.latency < 1.5 for s in result.samples)
+
+
+def test_progress_is_visible_while_the_run_goes(tornado):
+    run = load.start_load(tornado.url + "/async-sleep?ms=100", requests=30, concurrency=3)
+    seen = []
+    while not run.done():
+        seen.append(len(run.samples()))
+        time.sleep(0.05)
+    result = run.wait()
+    assert len(result.samples) == 30
+    assert any(0 < count < 30 for count in seen), "no partial progress was ever visible"
+
+
+def test_stop_keeps_what_was_recorded(tornado):
+    run = load.start_load(tornado.url + "/async-sleep?ms=100", requests=1000, concurrency=2)
+    time.sleep(0.8)
+    run.stop()
+    result = run.result()
+    assert result.stop_reason == "stopped"
+    assert 2 <= len(result.samples) < 1000
+    assert run.process.poll() is not None
+
+
+def test_fire_staggered_keeps_the_gap(tornado):
+    first, second = load.fire_staggered([tornado.url + "/", tornado.url + "/"], gap_s=0.2)
+    assert first.status == second.status == 200
+    assert 0.18 < second.start - first.start < 0.3
+
+
+@pytest.mark.parametrize(
+    "spec, words",
+    [
+        ({"concurrency": 0}, ["concurrency", "between 1 and", "got 0"]),
+        ({"concurrency": -3}, ["concurrency", "got -3"]),
+        ({"requests": 0}, ["requests", "between 1 and", "got 0"]),
+        ({"requests": 5, "concurrency": 10}, ["requests must be at least concurrency (10)", "got 5"]),
+        ({"timeout_s": 0}, ["timeout_s", "got 0"]),
+        ({"max_duration_s": 10**6}, ["max_duration_s", "got 1000000"]),
+        ({"client": "curl"}, ["client must be one of", "'curl'"]),
+        ({"concurrency": 1_000_000, "requests": 1_000_000}, ["concurrency", "got 1000000"]),
+        ({"concurrency": 2000, "requests": 2000, "client": "sync"}, ["at most 1000 with the sync client"]),
+    ],
+)
+def test_bad_parameters_are_named_with_their_range(spec, words):
+    with pytest.raises(load.LoadParameterError) as raised:
+        load.start_load("http://127.0.0.1:9/", **spec)
+    for word in words:
+        assert word in str(raised.value)
+
+
+def test_concurrency_is_checked_against_the_file_limit(monkeypatch):
+    monkeypatch.setattr(load.resource, "getrlimit", lambda which: (256, 256))
+    with pytest.raises(load.LoadParameterError, match="RLIMIT_NOFILE is 256"):
+        load.start_load("http://127.0.0.1:9/", requests=500, concurrency=500)
+
+
+@pytest.mark.parametrize("url", ["http://10.0.0.1:80/", "http://example.com/", "http://0.0.0.0:80/", "ftp://127.0.0.1/"])
+def test_only_loopback_urls_are_accepted(url):
+    with pytest.raises(load.LoadParameterError, match="url"):
+        load.start_load(url, requests=1, concurrency=1)
