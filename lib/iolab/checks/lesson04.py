@@ -1,0 +1,74 @@
+"""Exercises for lesson 04, the five IO models: `from iolab.checks import lesson04 as ex; ex.q1.check(answer)`."""
+
+from iolab.iomodels import multiplexing, nonblocking
+
+from . import core
+
+
+class SignalBlocksWhen(core.ChoiceExercise):
+    prompt = "In signal-driven IO, in which phase is the application blocked: 'wait', 'copy', 'both' or 'neither'?"
+    choices = {
+        "wait": "after fcntl(O_ASYNC) returns, the application carries on working; look at its lane in the timeline.",
+        "copy": "",
+        "both": "the wait costs the application nothing: the kernel interrupts it with SIGIO only once the data is there.",
+        "neither": "someone still has to call recv(), and that call blocks while the kernel copies: whose call is it?",
+    }
+    correct = "copy"
+    correct_text = "SIGIO only says 'ready'; the recv() that copies still runs on the application's thread."
+    hint_text = ["Find the hatched (blocked) part of the signal timeline's application lane.", "What does the signal handler call?"]
+    solution_text = "'copy': the wait is the kernel's; the handler's recv() blocks for the copy. Only asynchronous IO frees both."
+
+
+class HighestSelectFd(core.NumberExercise):
+    prompt = "What is the highest descriptor NUMBER select() can watch with glibc's fd_set?"
+    expected = 1023
+    rel_tol, abs_tol = 0.0, 0.0
+    mistakes = {
+        1024: "is FD_SETSIZE, the number of bits in an fd_set; bits are numbered from 0.",
+        1000: "is a round number, not a bitmap size: look at FD_SETSIZE.",
+    }
+    too_high_text = "that bit lies past the end of the fd_set bitmap."
+    too_low_text = "select() can go higher than that."
+    hint_text = ["An fd_set is a bitmap with one bit per descriptor number.", "It has FD_SETSIZE = 1024 bits. Which is the last?"]
+    solution_text = "1023: bits 0..1023 of a 1024-bit fd_set. Descriptor 1024 raises ValueError in Python (memory corruption in C)."
+
+
+class MultiplexedWait(core.PredictThenMeasure):
+    prompt = ("One thread serves 4 connections with epoll; their peers send at delay/4, delay/2, 3*delay/4 and delay. "
+              "Predict the total time (ms) the thread spends asleep in epoll_wait.")
+    rel_tol = 0.15
+    unit = "ms"
+    quantity = "the time asleep in epoll_wait"
+    off_text = "One epoll_wait sleeps for every socket at once: the waits do not add up per socket."
+    correct_text = "Four connections cost one thread the wait of the slowest: that is what Tornado's IOLoop relies on."
+    hint_text = ["Does the thread wait for each socket in turn, or for all of them at once?",
+                 "It wakes at delay/4, reads, sleeps again until delay/2, ... When does it wake for the last time?"]
+    solution_text = "About `delay`: the sleeps are consecutive stretches between arrivals, and they end at the last one."
+
+    def measure(self, delay_ms=200, payload_bytes=4096):
+        return multiplexing.run(delay_ms, payload_bytes, peers=4, mechanism="epoll").wait_ms
+
+
+class BusyLoopCpu(core.PredictThenMeasure):
+    prompt = "The non-blocking program spins on recv() until its peer sends after `delay` ms. Predict the CPU ms it burns."
+    rel_tol = 0.3  # the busy loop owns a core only while the scheduler lets it; a loaded machine takes some away
+    unit = "ms"
+    quantity = "the busy loop's CPU time"
+    off_text = "Between EAGAINs the loop never sleeps: what does that make its CPU time, compared to its waiting time?"
+    correct_text = "Every millisecond of waiting was a millisecond of a whole core, spent asking 'anything yet?'."
+    hint_text = ["How long does the loop run? Does it ever sleep?", "CPU time of a thread that never sleeps = its wall-clock time."]
+    solution_text = "About `delay` ms: the loop never sleeps, so its CPU time is its waiting time (minus what the scheduler took away)."
+
+    def measure(self, delay_ms=200, payload_bytes=4096):
+        return nonblocking.run(delay_ms, payload_bytes).cpu_ms
+
+
+q1 = SignalBlocksWhen()
+q2 = HighestSelectFd()
+q3 = MultiplexedWait()
+q4 = BusyLoopCpu()
+
+
+def statuses():
+    """{"q1": "correct" | "incorrect" | "not attempted", ...} for the results JSON."""
+    return core.statuses_of(globals())
