@@ -34,8 +34,11 @@ $(VENV_STAMP): $(REQUIREMENTS)
 	$(BIN)/python -m pip install --no-deps -e .
 	@touch $@
 
+# Jupyter refuses to run as root unless told; containers and CI machines often are root.
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
+
 lab: $(VENV_STAMP)
-	$(BIN)/jupyter lab --ip=127.0.0.1 $(LAB_ARGS) notebooks/00-start-here.ipynb
+	$(BIN)/jupyter lab --ip=127.0.0.1 $(ALLOW_ROOT) $(LAB_ARGS) notebooks/00-start-here.ipynb
 
 test: $(VENV_STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
