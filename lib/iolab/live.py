@@ -67,11 +67,17 @@ def _bin_width(horizon_s):
 
 
 class Dashboard:
-    """Redraws a running LoadRun at REFRESH_HZ in one display slot; the final frame stays as a static image."""
+    """Redraws a running LoadRun at REFRESH_HZ in one display slot; the final frame stays as a static image.
 
-    def __init__(self, title, bound_rps=None):
+    By default it draws into the cell's output through a display handle. Given an
+    ipywidgets.Image it draws there instead: display handles cannot be updated
+    from inside a widget's Output area, an Image widget's value can.
+    """
+
+    def __init__(self, title, bound_rps=None, image=None):
         self.title = title
         self.bound_rps = bound_rps
+        self.image = image
         self.frames = 0
         self._handle = None
 
@@ -80,7 +86,9 @@ class Dashboard:
             samples, f"{self.title}{subtitle}", self.bound_rps, now_s=now_s, in_flight_history=in_flight_history
         )
         image = render(figure)
-        if self._handle is None:
+        if self.image is not None:
+            self.image.value = image.data
+        elif self._handle is None:
             self._handle = display(image, display_id=True)
         else:
             self._handle.update(image)

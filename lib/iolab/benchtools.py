@@ -1,0 +1,83 @@
+"""ApacheBench and wrk, run against loopback and parsed into numbers, when they are installed."""
+
+import re
+import shutil
+import subprocess
+from urllib.parse import urlsplit
+
+from .servers import check_loopback
+
+PACKAGES = {"ab": "apache2-utils", "wrk": "wrk"}
+
+
+def missing_reason(tool):
+    """None if `tool` is on PATH, else a sentence saying what is missing and how to get it."""
+    if shutil.which(tool):
+        return None
+    return f"{tool} is not installed (Debian package {PACKAGES.get(tool, tool)}), so this comparison is skipped"
+
+
+def _checked(url):
+    check_loopback(urlsplit(url).hostname or "")
+    return url
+
+
+def _number(pattern, text, cast=float):
+    match = re.search(pattern, text, re.MULTILINE)
+    return cast(match.group(1)) if match else None
+
+
+def parse_ab(text):
+    """ab's report as a dict with the same names as metrics.Summary where they mean the same thing."""
+    percentiles = {int(p): int(ms) for p, ms in re.findall(r"^\s+(\d+)%\s+(\d+)", text, re.MULTILINE)}
+    per_request = re.findall(r"^Time per request:\s+([\d.]+) \[ms\]", text, re.MULTILINE)
+    return {
+        "duration_s": _number(r"^Time taken for tests:\s+([\d.]+)", text),
+        "completed": _number(r"^Complete requests:\s+(\d+)", text, int),
+        "failed": _number(r"^Failed requests:\s+(\d+)", text, int),
+        "non_2xx": _number(r"^Non-2xx responses:\s+(\d+)", text, int) or 0,
+        "rps": _number(r"^Requests per second:\s+([\d.]+)", text),
+        "ab_time_per_request_ms": float(per_request[0]) if per_request else None,
+        "ab_time_per_request_all_ms": float(per_request[1]) if len(per_request) > 1 else None,
+        "ab_percentiles": percentiles,
+    }
+
+
+def run_ab(url, requests, concurrency, keep_alive=False, timeout_s=30, deadline_s=600):
+    """`ab -n requests -c concurrency [-k] -s timeout url`, killed if it runs past `deadline_s`."""
+    args = ["ab", "-q", "-n", str(requests), "-c", str(concurrency), "-s", str(max(1, round(timeout_s)))]
+    if keep_alive:
+        args.append("-k")
+    completed = subprocess.run(args + [_checked(url)], capture_output=True, text=True, timeout=deadline_s)
+    if completed.returncode != 0:
+        raise RuntimeError(f"ab exited with code {completed.returncode}: {completed.stderr.strip()[-500:]}")
+    return parse_ab(completed.stdout)
+
+
+_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 6e4}
+
+
+def parse_wrk(text):
+    """wrk's report: requests per second, request count, mean latency in ms and socket errors."""
+    latency = re.search(r"^\s+Latency\s+([\d.]+)(us|ms|s|m)\b", text, re.MULTILINE)
+    errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", text)
+    return {
+        "rps": _number(r"^Requests/sec:\s+([\d.]+)", text),
+        "requests": _number(r"^\s+(\d+) requests in", text, int),
+        "mean_ms": float(latency.group(1)) * _UNITS[latency.group(2)] if latency else None,
+        "socket_errors": sum(map(int, errors.groups())) if errors else 0,
+        "non_2xx": _number(r"Non-2xx or 3xx responses:\s+(\d+)", text, int) or 0,
+    }
+
+
+def run_wrk(url, connections, duration_s, threads=1, script=None, timeout_s=10):
+    """`wrk -t threads -c connections -d duration [-s script] --timeout timeout url`, bounded in time."""
+    args = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{duration_s}s", f"--timeout={timeout_s}s"]
+    if script:
+        args += ["-s", str(script)]
+    completed = subprocess.run(
+        args + [_checked(url)], capture_output=True, text=True, timeout=duration_s + timeout_s + 30
+    )
+    if completed.returncode != 0:
+        raise RuntimeError(f"wrk exited with code {completed.returncode}: {completed.stderr.strip()[-500:]}")
+    return parse_wrk(completed.stdout)
