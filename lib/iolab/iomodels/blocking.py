@@ -21,9 +21,10 @@ def run(delay_ms=200, payload_bytes=4096):
         meter.stop()
 
         # From user space one blocking recv() hides where waiting ends and copying
-        # begins. On loopback the bytes sit in our receive buffer the moment the
-        # peer's send() returns, so that is where we split the call in two.
-        ready = min(trace.at(peer.sent()[0][1]), returned)
+        # begins. On loopback the bytes can be in our receive buffer as soon as the
+        # peer calls send(), so we split the call there: "copy" then also holds the
+        # kernel's hand-over and our wakeup, an upper bound on the copy itself.
+        ready = trace.at(peer.sent()[0][0])
         trace.span("app", "blocked", asked, returned, "asleep in recv()")
         return trace.finish(
             "blocking", peer, wait=[(asked, ready)], copy=[(ready, returned)],

@@ -90,13 +90,14 @@ def comparison_markdown(runs):
     """A Markdown table: who blocks in each phase, and what the run cost the application."""
     lines = [
         "| model | blocks while waiting | blocks while copying | wait (ms) | copy (µs) | CPU burnt on the IO (ms) "
-        "| own work done meanwhile (ms) | IO system calls | wakeups |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|",
+        "| queued for a CPU (ms) | own work done meanwhile (ms) | IO system calls | wakeups |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for run in runs:
+        queued = "n/a" if run.queued_ms is None else f"{run.queued_ms:.1f}"
         lines.append(
             f"| {run.model} | {run.blocks['wait']} | {run.blocks['copy']} | {run.wait_ms:.1f} | {run.copy_ms * 1000:.0f} "
-            f"| {run.cpu_ms:.1f} | {run.work_ms:.1f} | {run.calls:,} | {run.wakeups} |"
+            f"| {run.cpu_ms:.1f} | {queued} | {run.work_ms:.1f} | {run.calls:,} | {run.wakeups} |"
         )
     return "\n".join(lines)
 

@@ -53,6 +53,7 @@ class ModelRun:
     copy_ms: float  # copying the data from the kernel into the application's buffer
     cpu_ms: float  # CPU the application burnt on the IO itself (its own useful work excluded)
     work_ms: float  # CPU the application spent on its own work while the IO was in flight
+    queued_ms: float  # time the application thread was ready to run but queued for a CPU (None off Linux)
     calls: int  # IO-related system calls the application made
     wakeups: int  # times the application thread slept and was woken (voluntary context switches)
     sent_ms: list  # when each peer called send(), on the trace's clock
@@ -64,7 +65,8 @@ class ModelRun:
     def figures(self):
         """The headline numbers, rounded, for a results file."""
         numbers = {name: round(getattr(self, name), 3) for name in ("wait_ms", "copy_ms", "cpu_ms", "work_ms")}
-        return {**numbers, "calls": self.calls, "wakeups": self.wakeups, "delay_ms": self.delay_ms}
+        queued = None if self.queued_ms is None else round(self.queued_ms, 3)
+        return {**numbers, "queued_ms": queued, "calls": self.calls, "wakeups": self.wakeups, "delay_ms": self.delay_ms}
 
 
 def _voluntary_switches():
@@ -72,15 +74,28 @@ def _voluntary_switches():
     return resource.getrusage(who).ru_nvcsw
 
 
+def _queued_ns():
+    """Nanoseconds this thread has spent ready to run but waiting for a CPU (Linux schedstat), or None."""
+    try:
+        with open("/proc/thread-self/schedstat") as schedstat:
+            return int(schedstat.read().split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 class Meter:
-    """CPU time and voluntary context switches of the calling thread, from creation until stop()."""
+    """CPU time, time queued for a CPU and voluntary context switches of the calling thread, until stop()."""
 
     def __init__(self):
-        self._cpu, self._switches = time.thread_time(), _voluntary_switches()
-        self.cpu_ms = self.wakeups = None
+        self._cpu, self._queued, self._switches = time.thread_time(), _queued_ns(), _voluntary_switches()
+        self.cpu_ms = self.queued_ms = self.wakeups = None
 
     def stop(self):
         self.cpu_ms = (time.thread_time() - self._cpu) * 1000
+        queued = _queued_ns()
+        # On a busy machine a thread that never sleeps is still not always running:
+        # the scheduler makes it queue. cpu_ms + queued_ms is how long it wanted a CPU.
+        self.queued_ms = (queued - self._queued) / 1e6 if None not in (queued, self._queued) else None
         self.wakeups = _voluntary_switches() - self._switches
         return self
 
@@ -130,6 +145,7 @@ class Trace:
             copy_ms=sum(end - start for start, end in copy),
             cpu_ms=max(0.0, meter.cpu_ms - work_ms),
             work_ms=work_ms,
+            queued_ms=meter.queued_ms,
             calls=calls,
             wakeups=meter.wakeups,
             sent_ms=sent_ms,
