@@ -1,0 +1,44 @@
+"""Lesson 04's exercises accept the right answer, explain a wrong one and notice a missing one."""
+
+import pytest
+
+from iolab.checks import core
+from iolab.checks import lesson04 as ex
+
+
+@pytest.fixture(autouse=True)
+def fresh_exercises():
+    yield
+    for exercise in (ex.q1, ex.q2, ex.q3, ex.q4):
+        exercise.reset()
+
+
+@pytest.mark.parametrize("exercise, right, wrong, reason", [
+    (ex.q1, "copy", "both", "the wait costs the application nothing"),
+    (ex.q2, 1023, 1024, "is FD_SETSIZE, the number of bits"),
+])
+def test_fixed_answers(exercise, right, wrong, reason, capsys):
+    assert exercise.check(right) == core.CORRECT
+    assert exercise.check(wrong) == core.INCORRECT
+    assert reason in capsys.readouterr().out
+    assert exercise.check(None) == core.NOT_ATTEMPTED
+
+
+@pytest.mark.parametrize("exercise, measured", [(ex.q3, 150.0), (ex.q4, 140.0)])
+def test_predictions_against_a_stand_in_measurement(exercise, measured, monkeypatch, capsys):
+    monkeypatch.setattr(exercise, "measure", lambda **context: measured)
+    assert exercise.check(150, delay_ms=150) == core.CORRECT
+    assert exercise.check(600, delay_ms=150) == core.INCORRECT  # four delays: the waits do not add up
+    assert "too high" in capsys.readouterr().out
+    assert exercise.check(...) == core.NOT_ATTEMPTED
+
+
+def test_predictions_measure_the_real_programs():
+    assert 95 <= ex.q3.measure(delay_ms=100) <= 160  # the multiplexed wait is about one delay
+    assert 80 <= ex.q4.measure(delay_ms=100) <= 160  # the busy loop wants a CPU for about the wait
+
+
+def test_statuses_for_the_results_file():
+    ex.q1.check("copy")
+    ex.q2.check(7)
+    assert ex.statuses() == {"q1": "correct", "q2": "incorrect", "q3": "not attempted", "q4": "not attempted"}

@@ -1,0 +1,181 @@
+"""Every IO-model teaching program runs on real loopback sockets and its recorded phases make sense."""
+
+import os
+import signal
+import sys
+import threading
+
+import matplotlib
+import matplotlib.pyplot as plt
+import pytest
+
+from iolab.iomodels import blocking, completion, draw, multiplexing, nonblocking, signal_driven
+from iolab.iomodels import select_vs_epoll
+from iolab.iomodels.trace import ModelUnavailable, Peer
+
+DELAY_MS = 150
+# This machine is shared and noisy: a peer or a woken thread may be scheduled
+# late by tens of milliseconds, never early.
+LATE_MS = 60
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="epoll, eventfd and SIGIO on sockets are Linux-only")
+
+
+def open_fds():
+    """Our open descriptors, except the font files matplotlib keeps open in its cache for the process's life."""
+    found = set()
+    for fd in os.listdir("/proc/self/fd") if os.path.isdir("/proc/self/fd") else ():
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except FileNotFoundError:  # the descriptor listdir itself used
+            continue
+        if not target.startswith(matplotlib.get_data_path()):
+            found.add((fd, target))
+    return found
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_fds_or_threads():
+    fds, threads = open_fds(), set(threading.enumerate())
+    yield
+    plt.close("all")
+    assert set(threading.enumerate()) == threads, "a teaching program left a thread running"
+    assert open_fds() <= fds, f"a teaching program left descriptors open: {sorted(open_fds() - fds)}"
+
+
+def assert_waited_for_the_peer(run, delay_ms=DELAY_MS):
+    assert delay_ms * 0.95 <= run.wait_ms <= delay_ms + LATE_MS, run.figures()
+    assert run.sent_ms[-1] >= delay_ms * 0.99, "the peer sent before its delay"
+    assert 0 <= run.copy_ms < 10, run.figures()
+
+
+def kinds(run):
+    return [event.kind for event in run.events]
+
+
+def test_blocking_sleeps_through_both_phases():
+    run = blocking.run(DELAY_MS)
+    assert_waited_for_the_peer(run)
+    assert run.cpu_ms < 0.1 * DELAY_MS, "a thread asleep in recv() burns no CPU"
+    assert run.wakeups >= 1 and run.calls == 1 and run.notes["bytes"] == 4096
+    assert [s.kind for s in run.spans if s.lane == "app"] == ["blocked"]
+
+
+def test_nonblocking_spins_on_eagain_and_burns_the_wait():
+    run = nonblocking.run(DELAY_MS)
+    assert_waited_for_the_peer(run)
+    wasted = run.notes["wasted_calls"]
+    assert wasted > 1000, f"only {wasted} EAGAINs in {run.wait_ms:.0f} ms"
+    assert kinds(run).count("eagain") == wasted and run.calls == wasted + 1
+    # The loop never sleeps: it is on a CPU, or queued for one, for the whole wait. A busy
+    # machine decides how much of that is CPU, so the CPU share is checked loosely.
+    assert run.wakeups <= 2, run.figures()
+    assert run.cpu_ms > 0.2 * run.wait_ms, run.figures()
+    if run.queued_ms is not None:
+        assert run.cpu_ms + run.queued_ms > 0.8 * run.wait_ms, run.figures()
+
+
+@pytest.mark.parametrize("mechanism", ["select", "poll", pytest.param("epoll", marks=linux_only)])
+def test_multiplexing_serves_every_peer_in_about_one_delay(mechanism):
+    run = multiplexing.run(DELAY_MS, peers=4, mechanism=mechanism)
+    assert run.notes["mechanism"] == mechanism
+    assert_waited_for_the_peer(run)  # the four waits add up to the slowest peer's delay, not four delays
+    assert len(run.sent_ms) == 4 and sorted(run.sent_ms) == run.sent_ms
+    recv_returns = [e for e in run.events if e.kind == "return" and "bytes" in e.label]
+    assert len(recv_returns) == 4
+    assert run.cpu_ms < 0.1 * DELAY_MS
+    assert 1 <= run.wakeups and run.calls >= 5  # at least one wait and four reads
+
+
+@linux_only
+def test_signal_driven_gets_sigio_after_the_send_and_works_meanwhile():
+    before = signal.getsignal(signal.SIGIO)
+    run = signal_driven.run(DELAY_MS)
+    assert signal.getsignal(signal.SIGIO) is before, "the SIGIO handler was not restored"
+    assert_waited_for_the_peer(run)
+    signal_ms, sent_ms = run.notes["signal_ms"], run.sent_ms[0]
+    assert sent_ms <= signal_ms <= sent_ms + LATE_MS, f"SIGIO at {signal_ms:.2f} ms, send at {sent_ms:.2f} ms"
+    assert kinds(run).count("signal") == 1 + run.notes["spurious_signals"]
+    assert run.notes["work_slices"] > 10 and run.work_ms > 0.1 * run.wait_ms, "the application did not keep working"
+    assert run.cpu_ms < 0.25 * run.wait_ms
+
+
+@linux_only
+def test_signal_driven_refuses_other_threads():
+    outcome = []
+    worker = threading.Thread(target=lambda: outcome.append(pytest.raises(ModelUnavailable, signal_driven.run, 10)))
+    worker.start()
+    worker.join()
+    assert "main thread" in str(outcome[0].value)
+
+
+def test_completion_emulation_neither_phase_blocks_the_app():
+    run = completion.run(DELAY_MS)
+    assert_waited_for_the_peer(run)
+    assert run.notes["emulated"] is True and run.notes["data"].startswith(b"data is here!")
+    assert run.calls == 1 and run.notes["work_slices"] > 10 and run.work_ms > 0.1 * run.wait_ms
+    ready = next(e.t_ms for e in run.events if e.kind == "ready")
+    noticed = next(e.t_ms for e in run.events if e.kind == "completion")
+    assert run.sent_ms[0] <= ready <= noticed
+    assert run.cpu_ms < 0.25 * run.wait_ms
+    assert {s.lane for s in run.spans if s.kind in ("wait", "copy")} == {"kernel"}
+    assert "emulation" in completion.__doc__ and "io_uring" in completion.__doc__ and "IOCP" in completion.__doc__
+
+
+def test_peer_never_outlives_its_block():
+    with Peer([10, 20], payload_bytes=100) as peer:
+        peer.go()
+        assert [len(sock.recv(1000)) for sock in peer.sockets] == [100, 100]
+        assert len(peer.sent()) == 2
+    assert peer._process.returncode == 0
+
+
+@linux_only
+def test_select_refuses_a_descriptor_past_fd_setsize():
+    outcome = select_vs_epoll.select_past_fd_setsize()
+    assert outcome["fd"] >= select_vs_epoll.FD_SETSIZE
+    assert outcome["select_error"] == "filedescriptor out of range in select()"
+    assert outcome["poll_ready"] == outcome["epoll_ready"] == 1
+    assert "1024" in outcome["explanation"] and "bitmap" in outcome["explanation"]
+
+
+@linux_only
+def test_epoll_stays_flat_while_select_grows():
+    rows = select_vs_epoll.wait_cost([1, 128, 512, 800, 4000], repetitions=150)
+    by_fds = {row["fds"]: row for row in rows}
+    assert by_fds[4000]["select_us"] is None, "select cannot watch descriptors numbered past 1023"
+    assert by_fds[800]["select_us"] > 4 * by_fds[1]["select_us"], rows
+    assert by_fds[4000]["poll_us"] > 4 * by_fds[128]["poll_us"], rows
+    assert by_fds[4000]["epoll_us"] < 3 * by_fds[1]["epoll_us"], rows
+    assert by_fds[4000]["epoll_us"] < by_fds[800]["select_us"] / 3, rows
+    select_slope = select_vs_epoll.slope_us_per_1000_fds(rows, "select")
+    epoll_slope = select_vs_epoll.slope_us_per_1000_fds(rows, "epoll")
+    assert select_slope > 5 and epoll_slope < select_slope / 5, (select_slope, epoll_slope)
+
+
+@linux_only
+def test_wait_cost_refuses_more_descriptors_than_the_limit_allows():
+    with pytest.raises(ValueError, match="RLIMIT_NOFILE"):
+        select_vs_epoll.wait_cost([select_vs_epoll.fd_budget() + 1])
+
+
+def test_slope_is_a_least_squares_fit():
+    rows = [{"fds": n, "select_us": 2 + 0.05 * n, "epoll_us": 1.5} for n in (1, 100, 500)]
+    rows.append({"fds": 2000, "select_us": None, "epoll_us": 1.5})
+    assert select_vs_epoll.slope_us_per_1000_fds(rows, "select") == pytest.approx(50)
+    assert select_vs_epoll.slope_us_per_1000_fds(rows, "epoll") == pytest.approx(0)
+    with pytest.raises(ValueError, match="at least two"):
+        select_vs_epoll.slope_us_per_1000_fds(rows[:1], "select")
+
+
+def test_drawings_come_from_the_trace():
+    runs = [blocking.run(30), nonblocking.run(30), multiplexing.run(30, peers=2, mechanism="poll")]
+    for run in runs:
+        fig = draw.timeline(run)
+        full, zoom = fig.axes
+        assert run.model in full.get_title(loc="left")
+        assert len(full.patches) + len(full.collections) >= len(run.spans)
+    table = draw.comparison_markdown(runs).splitlines()
+    assert len(table) == 2 + len(runs) and "nobody: the application spins" in table[3]
+    rows = [{"fds": 1, "select_us": 2.0, "poll_us": 1.8, "epoll_us": 1.5}, {"fds": 2000, "select_us": None, "poll_us": 90.0, "epoll_us": 1.6}]
+    ax = draw.wait_cost_plot(rows, {"select": None, "poll": 44.0, "epoll": 0.05})
+    assert [line.get_label() for line in ax.lines[:3]] == ["select", "poll: 44.00 µs per 1000 fds", "epoll: 0.05 µs per 1000 fds"]
