@@ -1,0 +1,100 @@
+"""The bank's three experiments run for real, on the servers each bank stands for; measures, never draws."""
+
+import contextlib
+from dataclasses import dataclass
+
+from . import load, metrics, servers
+
+# Which server and route play each bank. The sync and ticket banks are the
+# same single Tornado process; only the handler differs (handlers A and B).
+BANK_SERVERS = {
+    "sync": ("tornado_app", "sync-sleep"),
+    "threaded": ("threaded_app", "sync-sleep"),
+    "ticket": ("tornado_app", "async-sleep"),
+}
+EMPTY_VISITS = 20  # requests to `/` that measure a visit's counter work
+
+
+@dataclass
+class Measured:
+    """One bank measured: its load result, the summary, and the counter work measured just before."""
+
+    bank: str
+    result: load.LoadResult
+    summary: metrics.Summary
+    counter_ms: float
+
+    @property
+    def rps(self):
+        return self.summary.rps
+
+    @property
+    def mean_ms(self):
+        return self.summary.mean_ms
+
+    def mean_in_flight(self, step_s=0.002):
+        """L: requests in flight, averaged over the run on a fine time grid (not computed from rps or mean)."""
+        times, counts = metrics.in_flight_over_time(self.result.samples, step_s, until_s=self.result.duration_s)
+        return sum(counts[:-1]) / (len(counts) - 1)
+
+
+@contextlib.contextmanager
+def bank_server(bank, threads=None):
+    """Start the server that plays `bank`: threaded_app with a pool of `threads` for the threaded bank."""
+    name, _ = BANK_SERVERS[bank]
+    arguments = ("--threads", threads) if bank == "threaded" else ()
+    with servers.serve(name, *arguments) as server:
+        yield server
+
+
+def bank_url(server, bank, delay_ms):
+    return f"{server.url}/{BANK_SERVERS[bank][1]}?ms={int(delay_ms)}"
+
+
+def empty_visit_ms(server, visits=EMPTY_VISITS):
+    """Mean time of a visit with no errands (`/`), one customer at a time, each on a new connection.
+
+    It is what every visit costs besides its errands: open a connection, parse the
+    request, write the answer. The simulation can take it as the teller's counter work.
+    """
+    result = load.run_load(f"{server.url}/", requests=visits, concurrency=1, keep_alive=False, timeout_s=10, max_duration_s=30)
+    summary = metrics.summarize(result)
+    if summary.errors:
+        raise RuntimeError(f"{summary.errors} of {visits} empty visits to {server.name} failed: {summary.error_kinds}")
+    return summary.mean_ms
+
+
+def start_bank_load(server, bank, requests, concurrency, delay_ms):
+    """Start the bank's customers as a closed-loop load: a new connection per request, as ab does without -k.
+
+    New connections matter for the threaded bank: with keep-alive, each of the k
+    pool threads would stay with its first connection, and the other customers
+    would wait for a connection to close instead of for a free teller.
+    """
+    worst_s = requests * delay_ms / 1000  # the synchronous bank serves everyone in turn
+    return load.start_load(
+        bank_url(server, bank, delay_ms),
+        requests=requests,
+        concurrency=concurrency,
+        client="async",
+        keep_alive=False,
+        timeout_s=min(600.0, 2 * worst_s + 10),
+        max_duration_s=min(3600.0, 2 * worst_s + 30),
+    )
+
+
+def measure(bank, requests, concurrency, delay_ms, threads=None, follow=None):
+    """Start the bank's server, measure the empty visit, run the customers, stop the server.
+
+    `follow(run)` may watch the run and must return its LoadResult (a live
+    dashboard's follow does); without it the run is simply waited for.
+    """
+    with bank_server(bank, threads) as server:
+        counter_ms = empty_visit_ms(server)
+        run = start_bank_load(server, bank, requests, concurrency, delay_ms)
+        try:
+            result = follow(run) if follow else run.wait()
+        finally:
+            run.stop()
+        server.check()
+    return Measured(bank, result, metrics.summarize(result), counter_ms)
