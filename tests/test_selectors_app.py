@@ -1,0 +1,443 @@
+"""selectors_app, the server on a hand-built event loop, against real clients: HTTP/1.1 in full, limits, timeouts, 1000 connections."""
+
+import asyncio
+import json
+import re
+import resource
+import shutil
+import socket
+import subprocess
+import threading
+import time
+
+import aiohttp
+import pytest
+import requests
+
+from iolab import servers
+
+TIMEOUT_S = 10
+
+
+@pytest.fixture(scope="module")
+def server():
+    with servers.serve("selectors_app") as running:
+        yield running
+
+
+@pytest.fixture
+def quick_timeout_server():
+    with servers.serve("selectors_app", "--idle-timeout", 0.5) as running:
+        yield running
+
+
+def connect(server):
+    sock = socket.create_connection((server.host, server.port), timeout=TIMEOUT_S)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+class ResponseReader:
+    """Reads HTTP/1.1 responses one at a time off a raw socket, by Content-Length."""
+
+    def __init__(self, sock):
+        self.sock = sock
+        self.buffer = b""
+
+    def _fill(self):
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            raise EOFError("server closed the connection")
+        self.buffer += chunk
+
+    def read(self, head_only=False):
+        while b"\r\n\r\n" not in self.buffer:
+            self._fill()
+        head, self.buffer = self.buffer.split(b"\r\n\r\n", 1)
+        lines = head.decode("latin-1").split("\r\n")
+        status = int(lines[0].split(" ")[1])
+        headers = {name.lower(): value.strip() for name, _, value in (line.partition(":") for line in lines[1:])}
+        length = 0 if head_only else int(headers["content-length"])
+        while len(self.buffer) < length:
+            self._fill()
+        body, self.buffer = self.buffer[:length], self.buffer[length:]
+        return status, headers, body.decode()
+
+    def closed_by_server(self, wait_s=TIMEOUT_S):
+        """True once the server has closed its end (recv returns b'' or the connection was reset)."""
+        self.sock.settimeout(wait_s)
+        try:
+            return self.sock.recv(1) == b""
+        except ConnectionResetError:
+            return True
+        except socket.timeout:
+            return False
+
+
+def get(path):
+    return f"GET {path} HTTP/1.1\r\nHost: lab\r\n\r\n".encode()
+
+
+# --- real clients -------------------------------------------------------------------
+
+
+def test_requests_keeps_one_connection_alive(server):
+    with requests.Session() as session:
+        for _ in range(50):
+            response = session.get(server.url + "/", timeout=TIMEOUT_S)
+            assert response.status_code == 200 and response.text == "hello world\n"
+            assert response.headers["Content-Length"] == "12" and "Date" in response.headers
+        bad = session.get(server.url + "/async-sleep?ms=lots", timeout=TIMEOUT_S)
+        assert bad.status_code == 400 and bad.text.count("\n") == 1 and "ms" in bad.text
+        assert session.get(server.url + "/cpu?ms=-1", timeout=TIMEOUT_S).status_code == 400
+        assert session.get(server.url + "/missing", timeout=TIMEOUT_S).status_code == 404
+
+
+def test_aiohttp_many_requests_and_waits_that_overlap(server):
+    async def main():
+        timeout = aiohttp.ClientTimeout(total=TIMEOUT_S)
+        async with aiohttp.ClientSession(timeout=timeout) as session:
+
+            async def fetch(path):
+                async with session.get(server.url + path) as response:
+                    return response.status, await response.text()
+
+            hellos = await asyncio.gather(*(fetch("/") for _ in range(300)))
+            began = time.perf_counter()
+            waits = await asyncio.gather(*(fetch("/async-sleep?ms=300") for _ in range(30)))
+            return hellos, waits, time.perf_counter() - began
+
+    hellos, waits, elapsed = asyncio.run(main())
+    assert hellos == [(200, "hello world\n")] * 300
+    assert waits == [(200, "waited 300 ms without blocking\n")] * 30
+    assert elapsed < 0.9, f"30 overlapping 300 ms waits took {elapsed:.2f} s: they did not overlap"
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
+def test_curl_reuses_the_connection(server):
+    completed = subprocess.run(
+        ["curl", "-sv", "--http1.1", "--max-time", "10", server.url + "/", server.url + "/async-sleep?ms=10"],
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout == "hello world\nwaited 10 ms without blocking\n"
+    assert re.search(r"Re-?using existing connection", completed.stderr), completed.stderr
+    head = subprocess.run(
+        ["curl", "-sI", "--max-time", "10", server.url + "/"], capture_output=True, text=True, timeout=20
+    ).stdout
+    assert head.startswith("HTTP/1.1 200") and "Content-Length: 12" in head
+
+
+@pytest.mark.skipif(shutil.which("ab") is None, reason="ab (apache2-utils) is not installed")
+def test_ab_keep_alive_over_http_1_0(server):
+    completed = subprocess.run(
+        ["ab", "-k", "-n", "3000", "-c", "20", "-s", "10", server.url + "/"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert completed.returncode == 0, completed.stderr
+    report = completed.stdout
+    assert re.search(r"^Complete requests:\s+3000$", report, re.M), report
+    assert re.search(r"^Failed requests:\s+0$", report, re.M), report
+    # ab -k speaks HTTP/1.0 and asks for keep-alive: every answer must have granted it.
+    assert re.search(r"^Keep-Alive requests:\s+3000$", report, re.M), report
+
+
+PIPELINE_LUA = """
+-- Sends `depth` requests in one write; wrk counts each answer it parses.
+init = function(args)
+  local depth = 16
+  local batch = {}
+  for i = 1, depth do batch[i] = wrk.format(nil, "/") end
+  pipelined = table.concat(batch)
+end
+request = function() return pipelined end
+"""
+
+
+@pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk is not installed")
+def test_wrk_with_pipelined_requests(server, tmp_path):
+    script = tmp_path / "pipeline.lua"
+    script.write_text(PIPELINE_LUA)
+    completed = subprocess.run(
+        ["wrk", "-t1", "-c10", "-d1s", "--timeout", "5s", "-s", str(script), server.url + "/"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert completed.returncode == 0, completed.stderr
+    report = completed.stdout
+    assert "Socket errors" not in report and "Non-2xx" not in report, report
+    served = int(re.search(r"(\d+) requests in", report).group(1))
+    assert served >= 1000, report
+
+
+# --- HTTP/1.1 over raw sockets ------------------------------------------------------
+
+
+def test_pipelined_requests_are_answered_in_order(server):
+    # A slow first request, then others that could overtake it, and a body that
+    # looks like a request but must be read as a body (Content-Length).
+    body = b"GET /smuggled HTTP/1.1\r\n\r\n"
+    pipeline = (
+        get("/async-sleep?ms=200")
+        + get("/first-missing")
+        + get("/")
+        + b"POST /second-missing HTTP/1.1\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+        + get("/cpu?ms=1")
+        + get("/async-sleep?ms=10")
+        + get("/third-missing")
+    )
+    with connect(server) as sock:
+        sock.sendall(pipeline)  # one write: the server sees them all at once
+        reader = ResponseReader(sock)
+        answers = [reader.read() for _ in range(7)]
+    assert [body for _, _, body in answers] == [
+        "waited 200 ms without blocking\n",
+        "404 no route for /first-missing\n",
+        "hello world\n",
+        "404 no route for /second-missing\n",
+        "burned 1 ms of CPU\n",
+        "waited 10 ms without blocking\n",
+        "404 no route for /third-missing\n",
+    ]
+
+
+def test_a_slow_request_holds_up_only_its_own_connection(server):
+    with connect(server) as slow, connect(server) as other:
+        slow.sendall(get("/async-sleep?ms=500") + get("/"))
+        began = time.perf_counter()
+        other.sendall(get("/"))
+        assert ResponseReader(other).read()[2] == "hello world\n"
+        assert time.perf_counter() - began < 0.3
+        reader = ResponseReader(slow)
+        assert [reader.read()[2] for _ in range(2)] == ["waited 500 ms without blocking\n", "hello world\n"]
+
+
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        b"BLAH\r\n\r\n",
+        b"GET / HTTP/1.1 extra\r\n\r\n",
+        b"get / HTTP/1.1\r\n\r\n",
+        b"GET nowhere HTTP/1.1\r\n\r\n",
+        b"GET / HTTP/2.0\r\n\r\n",
+        b"GET / HTTP/1.1\r\nno colon here\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost : lab\r\n\r\n",
+        b"POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n",
+        b"POST / HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd",
+    ],
+    ids=["garbage", "four-words", "lower-case-method", "no-slash", "http2", "no-colon", "space-before-colon",
+         "negative-length", "two-lengths"],
+)
+def test_malformed_request_gets_400_and_the_connection_closes(server, request_bytes):
+    with connect(server) as sock:
+        sock.sendall(request_bytes + get("/"))  # the request after a broken one is never answered
+        reader = ResponseReader(sock)
+        status, headers, body = reader.read()
+        assert status == 400 and body.startswith("400 ") and body.count("\n") == 1
+        assert headers.get("connection") == "close"
+        assert reader.buffer == b"" and reader.closed_by_server()
+
+
+def test_oversized_headers_get_431_and_the_connection_closes(server):
+    with connect(server) as sock:
+        sock.sendall(b"GET / HTTP/1.1\r\nX-Padding: " + b"a" * 7000 + b"\r\n\r\n")  # under 8 KiB: fine
+        reader = ResponseReader(sock)
+        assert reader.read()[0] == 200
+        sock.sendall(b"GET / HTTP/1.1\r\nX-Padding: " + b"a" * 9000 + b"\r\n\r\n")
+        status, headers, body = reader.read()
+        assert status == 431 and "8192" in body and headers.get("connection") == "close"
+        assert reader.closed_by_server()
+
+
+def test_headers_that_never_end_get_431_before_they_fill_memory(server):
+    with connect(server) as sock:
+        sock.sendall(b"GET / HTTP/1.1\r\n" + b"X-Endless: yes\r\n" * 600)  # ~9.6 KB, no blank line
+        status, _, _ = ResponseReader(sock).read()
+        assert status == 431
+
+
+@pytest.mark.parametrize(
+    "request_bytes, status",
+    [
+        (b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", 501),
+        (b"POST / HTTP/1.1\r\nContent-Length: 2000000\r\n\r\n", 413),
+    ],
+    ids=["chunked", "too-large-body"],
+)
+def test_bodies_the_server_will_not_take(server, request_bytes, status):
+    with connect(server) as sock:
+        sock.sendall(request_bytes)
+        reader = ResponseReader(sock)
+        assert reader.read()[0] == status
+        assert reader.closed_by_server()
+
+
+def test_head_http_1_0_and_connection_close(server):
+    with connect(server) as sock:
+        sock.sendall(b"HEAD / HTTP/1.1\r\n\r\n" + get("/"))
+        reader = ResponseReader(sock)
+        status, headers, _ = reader.read(head_only=True)
+        assert status == 200 and headers["content-length"] == "12"
+        assert reader.read()[2] == "hello world\n"  # HEAD sent no body, or this would be garbled
+    with connect(server) as sock:
+        sock.sendall(b"GET / HTTP/1.0\r\n\r\n")  # HTTP/1.0 closes unless asked not to
+        reader = ResponseReader(sock)
+        assert reader.read()[1].get("connection") == "close" and reader.closed_by_server()
+    with connect(server) as sock:
+        sock.sendall(b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n" * 2)
+        reader = ResponseReader(sock)
+        assert [reader.read()[1].get("connection") for _ in range(2)] == ["keep-alive", "keep-alive"]
+    with connect(server) as sock:
+        sock.sendall(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n")
+        reader = ResponseReader(sock)
+        assert reader.read()[1].get("connection") == "close" and reader.closed_by_server()
+
+
+def test_a_half_sent_request_holds_nobody_up(server):
+    with connect(server) as dawdler:
+        dawdler.sendall(b"GET /async-sleep?ms=1 HTTP/1.1\r\nHost: la")
+        began = time.perf_counter()
+        response = requests.get(server.url + "/", timeout=TIMEOUT_S, headers={"Connection": "close"})
+        assert response.text == "hello world\n"
+        assert time.perf_counter() - began < 0.3
+        dawdler.sendall(b"b\r\n\r\n")  # the rest arrives at last, and is answered
+        assert ResponseReader(dawdler).read()[2] == "waited 1 ms without blocking\n"
+
+
+def test_idle_and_half_sent_connections_time_out(quick_timeout_server):
+    with connect(quick_timeout_server) as idle, connect(quick_timeout_server) as dawdler:
+        idle.sendall(get("/"))
+        idle_reader = ResponseReader(idle)
+        assert idle_reader.read()[0] == 200
+        dawdler.sendall(b"GET / HTTP/1.1\r\nHo")
+        began = time.perf_counter()
+        status, headers, body = ResponseReader(dawdler).read()
+        assert status == 408 and headers.get("connection") == "close"
+        assert idle_reader.closed_by_server(wait_s=3)
+        assert 0.4 < time.perf_counter() - began < 2.5
+
+
+def test_a_waiting_request_is_not_an_idle_connection(quick_timeout_server):
+    with connect(quick_timeout_server) as sock:
+        sock.sendall(get("/async-sleep?ms=1200"))  # longer than the 0.5 s idle timeout
+        assert ResponseReader(sock).read()[0] == 200
+
+
+def test_a_client_that_does_not_read_is_buffered_and_others_go_on(server):
+    depth = 20_000  # about 2.5 MB of answers: more than the socket buffers, so the server must hold some
+    with connect(server) as greedy:
+        sender = threading.Thread(target=greedy.sendall, args=(get("/") * depth,), daemon=True)
+        sender.start()
+        time.sleep(0.3)
+        began = time.perf_counter()
+        assert requests.get(server.url + "/", timeout=TIMEOUT_S).text == "hello world\n"
+        assert time.perf_counter() - began < 0.5
+        reader = ResponseReader(greedy)
+        bodies = {reader.read()[2] for _ in range(depth)}
+        sender.join(TIMEOUT_S)
+    assert bodies == {"hello world\n"}
+
+
+@pytest.mark.slow
+def test_a_thousand_concurrent_keep_alive_connections(server):
+    connections = 1000
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < connections + 100:
+        pytest.skip(f"RLIMIT_NOFILE is {soft}; {connections} connections need about {connections + 100}")
+
+    async def one_user(ready, go):
+        reader, writer = await asyncio.open_connection(server.host, server.port)
+        try:
+            ready.append(1)
+            await go.wait()  # all connections are open before anyone sends
+            answers = []
+            for _ in range(3):  # three requests on the same connection: keep-alive
+                writer.write(get("/"))
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = int(re.search(rb"Content-Length: (\d+)", head).group(1))
+                answers.append(await reader.readexactly(length))
+            return answers
+        finally:
+            writer.close()
+
+    async def main():
+        ready, go = [], asyncio.Event()
+        users = [asyncio.create_task(one_user(ready, go)) for _ in range(connections)]
+        while len(ready) < connections:
+            if any(user.done() for user in users):
+                break
+            await asyncio.sleep(0.01)
+        go.set()
+        return await asyncio.wait_for(asyncio.gather(*users), 60)
+
+    results = asyncio.run(main())
+    assert results == [[b"hello world\n"] * 3] * connections
+    server.check()
+
+
+# --- the loop's own signals ---------------------------------------------------------
+
+
+def test_sync_sleep_blocks_the_loop_and_the_loop_says_so(server):
+    with connect(server) as blocker, connect(server) as victim:
+        blocker.sendall(get("/sync-sleep?ms=300"))
+        time.sleep(0.05)
+        began = time.perf_counter()
+        victim.sendall(get("/"))
+        assert ResponseReader(victim).read()[2] == "hello world\n"
+        waited = time.perf_counter() - began
+        assert ResponseReader(blocker).read()[0] == 200
+    assert waited > 0.15, f"/ answered after {waited * 1000:.0f} ms: the sync sleep did not block the loop"
+    deadline = time.monotonic() + 2
+    while "GET /sync-sleep?ms=300" not in server.stderr_tail() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    warning = re.search(r"callback (.+) took (\d+) ms, blocking the loop", server.stderr_tail())
+    assert warning and "GET /sync-sleep?ms=300" in warning.group(1)
+    assert 290 <= int(warning.group(2)) < 1000
+
+
+def test_only_callbacks_over_the_threshold_warn():
+    with servers.serve("selectors_app") as fresh:
+        assert requests.get(fresh.url + "/async-sleep?ms=300", timeout=TIMEOUT_S).status_code == 200
+        assert requests.get(fresh.url + "/cpu?ms=20", timeout=TIMEOUT_S).status_code == 200
+        assert "blocking the loop" not in fresh.stderr_tail()
+        assert requests.get(fresh.url + "/cpu?ms=20", timeout=TIMEOUT_S).status_code == 200
+    with servers.serve("selectors_app", "--slow-callback-ms", 10) as strict:
+        assert requests.get(strict.url + "/cpu?ms=20", timeout=TIMEOUT_S).status_code == 200
+        time.sleep(0.1)
+        assert "GET /cpu?ms=20" in strict.stderr_tail() and "blocking the loop" in strict.stderr_tail()
+
+
+def test_trace_records_every_iteration(tmp_path):
+    trace_path = tmp_path / "trace.jsonl"
+    with servers.serve("selectors_app", "--trace", trace_path) as traced:
+        with requests.Session() as session:
+            for _ in range(20):
+                session.get(traced.url + "/", timeout=TIMEOUT_S)
+            session.get(traced.url + "/async-sleep?ms=100", timeout=TIMEOUT_S)
+        assert traced.stderr_tail() == ""
+    iterations = [json.loads(line) for line in trace_path.read_text().splitlines()]
+    assert len(iterations) >= 22  # the accept, 20 requests, the request and its timer
+    assert set(iterations[0]) == {"t", "select_ms", "callbacks_ms", "events", "ready", "timers"}
+    times = [it["t"] for it in iterations]
+    assert times == sorted(times)
+    assert sum(it["events"] for it in iterations) >= 22
+    assert any(it["ready"] >= 1 for it in iterations)  # the timer's callback ran
+    waited = [it["select_ms"] for it in iterations if it["ready"]]
+    assert max(waited) >= 80  # the loop slept in select() until the 100 ms timer was due
+
+
+def test_bad_command_line_values_are_refused(python):
+    for args in (["--slow-callback-ms", "0"], ["--idle-timeout", "-1"]):
+        completed = subprocess.run(
+            [python, str(servers.SERVERS_DIR / "selectors_app.py"), *args],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+        assert completed.returncode != 0 and args[0] in completed.stderr and completed.stdout == ""
