@@ -1,0 +1,105 @@
+"""Lesson 05's teaching steps, each run for real: what each one can do, and what it cannot."""
+
+import ast
+import re
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import psutil
+import pytest
+import requests
+
+from iolab import servers
+
+STEPS = ["step1_blocking", "step2_busy_wait", "step3_callbacks", "selectors_app"]
+TIMEOUT_S = 10
+
+
+def cpu_seconds_while_idle(server, wait_s=0.5):
+    """CPU the server process uses while no client is connected."""
+    process = psutil.Process(server.pid)
+    before = process.cpu_times()
+    time.sleep(wait_s)
+    after = process.cpu_times()
+    return (after.user + after.system) - (before.user + before.system)
+
+
+def latency_behind_a_half_sent_request(server, finish_after_s=0.5):
+    """Send half a request, fetch / on another connection, finish the first request later; return /'s latency."""
+    with socket.create_connection((server.host, server.port), timeout=TIMEOUT_S) as dawdler:
+        time.sleep(0.05)  # let the server accept it (step 1 then waits in recv)
+        dawdler.sendall(b"GET / HTTP/1.1\r\nHost: la")
+        finisher = threading.Timer(finish_after_s, dawdler.sendall, args=(b"b\r\n\r\n",))
+        finisher.start()
+        began = time.perf_counter()
+        response = requests.get(server.url + "/", timeout=TIMEOUT_S, headers={"Connection": "close"})
+        latency = time.perf_counter() - began
+        finisher.join()
+        assert response.text == "hello world\n"
+        assert dawdler.recv(4096).startswith(b"HTTP/1.1 200")
+    return latency
+
+
+def elapsed_for_concurrent(server, path, clients):
+    def fetch(_):
+        return requests.get(server.url + path, timeout=TIMEOUT_S, headers={"Connection": "close"}).status_code
+
+    began = time.perf_counter()
+    with ThreadPoolExecutor(clients) as pool:
+        statuses = list(pool.map(fetch, range(clients)))
+    assert statuses == [200] * clients
+    return time.perf_counter() - began
+
+
+@pytest.mark.parametrize("name", STEPS)
+def test_each_step_says_what_to_read_first_and_what_it_adds(name):
+    source = (servers.SERVERS_DIR / f"{name}.py").read_text()
+    docstring = ast.get_docstring(ast.parse(source))
+    assert re.match(r"Step \d of lesson 05|The lab's routes", docstring)
+    if name != "step1_blocking":
+        assert "Read" in docstring and "first" in docstring
+        assert "adds" in docstring
+
+
+@pytest.mark.parametrize("name", STEPS)
+def test_each_step_serves_the_common_routes_with_a_real_load(name):
+    from iolab import load
+
+    with servers.serve(name) as server:
+        result = load.run_load(server.url + "/", requests=300, concurrency=10, timeout_s=TIMEOUT_S, max_duration_s=30)
+        assert result.errors == 0 and len(result.samples) == 300
+        assert {sample.status for sample in result.samples} == {200}
+        assert requests.get(server.url + "/sync-sleep?ms=10", timeout=TIMEOUT_S).status_code == 200
+        assert requests.get(server.url + "/cpu?ms=oops", timeout=TIMEOUT_S).status_code == 400
+        server.check()
+
+
+def test_step1_serves_concurrent_clients_one_at_a_time():
+    with servers.serve("step1_blocking") as server:
+        # Four clients at once, 200 ms each: one after another, so about 800 ms.
+        assert elapsed_for_concurrent(server, "/sync-sleep?ms=200", 4) > 0.7
+        # A client that has sent half its request holds up everyone behind it.
+        assert latency_behind_a_half_sent_request(server, finish_after_s=0.5) > 0.4
+        # It has no way to wait without blocking, so it does not offer /async-sleep.
+        assert requests.get(server.url + "/async-sleep?ms=1", timeout=TIMEOUT_S).status_code == 404
+        assert cpu_seconds_while_idle(server) < 0.1
+
+
+def test_step2_serves_others_but_burns_cpu_while_idle():
+    with servers.serve("step2_busy_wait") as server:
+        assert latency_behind_a_half_sent_request(server) < 0.3
+        assert elapsed_for_concurrent(server, "/async-sleep?ms=300", 8) < 0.9
+        # No client at all, and still it spins: on a shared machine it may get only part of a core.
+        assert cpu_seconds_while_idle(server, 1.0) > 0.4
+        time.sleep(1.1)
+        assert "calls came back empty (EAGAIN)" in server.stderr_tail()
+
+
+@pytest.mark.parametrize("name", ["step3_callbacks", "selectors_app"])
+def test_a_selector_serves_others_and_sleeps_while_idle(name):
+    with servers.serve(name) as server:
+        assert latency_behind_a_half_sent_request(server) < 0.3
+        assert elapsed_for_concurrent(server, "/async-sleep?ms=300", 8) < 0.9
+        assert cpu_seconds_while_idle(server, 1.0) < 0.1
