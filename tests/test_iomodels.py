@@ -174,8 +174,9 @@ def test_drawings_come_from_the_trace():
         full, zoom = fig.axes
         assert run.model in full.get_title(loc="left")
         assert len(full.patches) + len(full.collections) >= len(run.spans)
-    table = draw.comparison_markdown(runs).splitlines()
-    assert len(table) == 2 + len(runs) and "nobody: the application spins" in table[3]
+    rows = draw.comparison_rows(runs)
+    assert [len(row) for row in rows] == [len(draw.COMPARISON_HEADERS)] * len(runs)
+    assert rows[1][1].startswith("nobody: the application spins") and rows[1][-2] == runs[1].calls
     rows = [{"fds": 1, "select_us": 2.0, "poll_us": 1.8, "epoll_us": 1.5}, {"fds": 2000, "select_us": None, "poll_us": 90.0, "epoll_us": 1.6}]
     ax = draw.wait_cost_plot(rows, {"select": None, "poll": 44.0, "epoll": 0.05})
     assert [line.get_label() for line in ax.lines[:3]] == ["select", "poll: 44.00 µs per 1000 fds", "epoll: 0.05 µs per 1000 fds"]

@@ -1,4 +1,4 @@
-"""Draws the IO-model runs: Stevens-style timelines, the comparison table, the select-vs-epoll plot. Never measures."""
+"""Draws the IO-model runs: Stevens-style timelines, rows for the comparison table, the select-vs-epoll plot. Never measures."""
 
 import matplotlib.pyplot as plt
 from matplotlib.collections import LineCollection
@@ -26,13 +26,40 @@ def _lane_bars(ax, run, x0, x1):
             ax.text(max(span.start_ms, x0) + (x1 - x0) / 100, y, span.label, fontsize=7, va="center", clip_on=True)
 
 
-def _arrows_and_marks(ax, run, x0, x1, min_gap):
-    """Arrows for calls (app -> kernel) and returns/signals/completions (kernel -> app); labels spaced min_gap apart."""
+class _Labels:
+    """Puts short labels on a few rows each, never overlapping; a label with no free row is left out."""
+
+    def __init__(self, ax, x0, x1, fontsize=7):
+        self.ax, self.x0, self.x1, self.fontsize = ax, x0, x1, fontsize
+        char_px = fontsize * ax.figure.dpi / 72 * 0.6  # an average character is about 0.6 em wide
+        self.ms_per_char = (x1 - x0) * char_px / max(ax.bbox.width, 1.0)
+        self.taken = {}
+
+    def add(self, t_ms, rows, text, color):
+        width = (len(text) + 1) * self.ms_per_char
+        flip = t_ms > self.x0 + 0.7 * (self.x1 - self.x0)  # near the right edge the label goes left of its mark
+        low, high = (t_ms - width, t_ms) if flip else (t_ms, t_ms + width)
+        for y, va in rows:
+            taken = self.taken.setdefault(y, [])
+            if all(high <= a or low >= b for a, b in taken):
+                taken.append((low, high))
+                self.ax.text(t_ms, y, f"{text} " if flip else f" {text}", fontsize=self.fontsize, va=va,
+                             ha="right" if flip else "left", color=color, clip_on=True)
+                return
+
+
+CALL_ROWS = [(1 + HALF + 0.05, "bottom")]
+ANSWER_ROWS = [(0.62, "center"), (0.38, "center")]
+KERNEL_ROWS = [(-HALF - 0.1, "top"), (-HALF - 0.32, "top")]
+
+
+def _arrows_and_marks(ax, run, x0, x1):
+    """Arrows for calls (app -> kernel) and returns/signals/completions (kernel -> app), marks for what the kernel saw."""
     # Each EAGAIN is a round trip app -> kernel -> app; thousands of them become a rug of ticks
     # (its gaps are moments when the scheduler took the CPU away from the spinning thread).
     eagain = [event.t_ms for event in run.events if event.kind == "eagain" and x0 <= event.t_ms <= x1]
     ax.add_collection(LineCollection([((t, 0.38), (t, 0.62)) for t in eagain], colors="#c0392b", linewidths=0.3))
-    last_label = {}
+    labels = _Labels(ax, x0, x1)
     for event in run.events:
         if not (x0 <= event.t_ms <= x1) or event.kind == "eagain":
             continue
@@ -40,16 +67,12 @@ def _arrows_and_marks(ax, run, x0, x1, min_gap):
             start, end = (1 - HALF, HALF) if event.kind in DOWN else (HALF, 1 - HALF)
             ax.annotate("", xy=(event.t_ms, end), xytext=(event.t_ms, start),
                         arrowprops=dict(arrowstyle="-|>", color=ARROW_COLOR[event.kind], lw=1.0))
-            y, va = (1 + HALF + 0.05, "bottom") if event.kind in DOWN else (0.5, "center")
+            rows = CALL_ROWS if event.kind in DOWN else ANSWER_ROWS
         else:  # something the kernel saw: the peer's data arriving, the emulated kernel's steps
             ax.plot([event.t_ms], [-HALF - 0.04], marker="^", color="#2c3e50", markersize=5, clip_on=False)
-            y, va = -HALF - 0.1, "top"
-        key = (y, va)
-        if event.label and event.t_ms - last_label.get(key, -1e18) >= min_gap:
-            near_right_edge = event.t_ms > x0 + 0.75 * (x1 - x0)
-            ax.text(event.t_ms, y, f"{event.label} " if near_right_edge else f" {event.label}", fontsize=7, va=va,
-                    ha="right" if near_right_edge else "left", color=ARROW_COLOR.get(event.kind, "#2c3e50"), clip_on=True)
-            last_label[key] = event.t_ms
+            rows = KERNEL_ROWS
+        if event.label:
+            labels.add(event.t_ms, rows, event.label, ARROW_COLOR.get(event.kind, "#2c3e50"))
 
 
 def _frame(ax, x0, x1, title):
@@ -62,16 +85,20 @@ def _frame(ax, x0, x1, title):
 
 def timeline(run, fig=None, zoom_pad_ms=0.15):
     """The run's trace as two lanes; left the whole run, right a zoom on the (last) copy phase."""
-    fig = fig or plt.figure(figsize=(11, 2.6))
-    full, zoom = fig.subplots(1, 2, gridspec_kw={"width_ratios": [3, 1]})
+    fig = fig or plt.figure(figsize=(12, 2.7))
+    full, zoom = fig.subplots(1, 2, gridspec_kw={"width_ratios": [5, 2]})
     end = max([span.end_ms for span in run.spans] + [event.t_ms for event in run.events])
     copy = max((span for span in run.spans if span.kind == "copy"), key=lambda span: span.end_ms)
-    # The zoom runs from the last copy to the moment the application hears of it.
+    # The zoom runs from the peer's send (unless that was long before) through the last
+    # copy to the moment the application hears of it.
+    sent = max((e.t_ms for e in run.events if e.kind == "data" and e.t_ms <= copy.start_ms), default=copy.start_ms)
     told = min((e.t_ms for e in run.events if e.kind in UP and e.t_ms >= copy.start_ms), default=copy.end_ms)
-    zoomed = (copy.start_ms - zoom_pad_ms, max(copy.end_ms, told) + zoom_pad_ms)
+    first = sent if copy.start_ms - sent < 1.0 else copy.start_ms
+    zoomed = (first - zoom_pad_ms, max(copy.end_ms, told) + zoom_pad_ms)
     for ax, (x0, x1) in ((full, (0, end * 1.02)), (zoom, zoomed)):
+        ax.set_xlim(x0, x1)
         _lane_bars(ax, run, x0, x1)
-        _arrows_and_marks(ax, run, x0, x1, min_gap=(x1 - x0) / 12)
+        _arrows_and_marks(ax, run, x0, x1)
     _frame(full, 0, end * 1.02,
            f"{run.model}: waited {run.wait_ms:.1f} ms, copied in {run.copy_ms * 1000:.0f} µs, "
            f"CPU burnt on the IO {run.cpu_ms:.1f} ms, own work done {run.work_ms:.1f} ms")
@@ -86,20 +113,19 @@ def timeline(run, fig=None, zoom_pad_ms=0.15):
     return fig
 
 
-def comparison_markdown(runs):
-    """A Markdown table: who blocks in each phase, and what the run cost the application."""
-    lines = [
-        "| model | blocks while waiting | blocks while copying | wait (ms) | copy (µs) | CPU burnt on the IO (ms) "
-        "| queued for a CPU (ms) | own work done meanwhile (ms) | IO system calls | wakeups |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+COMPARISON_HEADERS = [
+    "model", "blocks while waiting", "blocks while copying", "wait (ms)", "copy (µs)", "CPU burnt on the IO (ms)",
+    "queued for a CPU (ms)", "own work done meanwhile (ms)", "IO system calls", "wakeups",
+]
+
+
+def comparison_rows(runs):
+    """One row per run under COMPARISON_HEADERS: who blocks in each phase, and what the run cost the application."""
+    return [
+        [run.model, run.blocks["wait"], run.blocks["copy"], run.wait_ms, run.copy_ms * 1000, run.cpu_ms,
+         run.queued_ms, run.work_ms, run.calls, run.wakeups]
+        for run in runs
     ]
-    for run in runs:
-        queued = "n/a" if run.queued_ms is None else f"{run.queued_ms:.1f}"
-        lines.append(
-            f"| {run.model} | {run.blocks['wait']} | {run.blocks['copy']} | {run.wait_ms:.1f} | {run.copy_ms * 1000:.0f} "
-            f"| {run.cpu_ms:.1f} | {queued} | {run.work_ms:.1f} | {run.calls:,} | {run.wakeups} |"
-        )
-    return "\n".join(lines)
 
 
 def wait_cost_plot(rows, slopes, fd_setsize=1024, ax=None):
