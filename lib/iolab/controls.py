@@ -3,6 +3,8 @@
 import ipywidgets as widgets
 from IPython.display import display
 
+from . import live, load, metrics, servers
+
 LIMITS = {"concurrency": (1, 200), "requests": (1, 2000), "delay_ms": (0, 3000)}
 
 
@@ -48,3 +50,32 @@ def run_panel(experiment, concurrency=40, requests=200, delay_ms=1000, modes=Non
     panel = widgets.VBox([widgets.HBox(top[:2]), widgets.HBox(top[2:] + [button]), status, image])
     display(panel)
     return panel
+
+
+def load_experiment(server_name="tornado_app", workers_by_mode=None, max_duration_s=600):
+    """An `experiment` for run_panel: a fresh server per press, a bounded load run, the dashboard in the panel.
+
+    `workers_by_mode` maps each route to how many requests the server can wait on
+    at once (1 for a blocking handler, None for an unblocked wait); it sets the bound drawn.
+    """
+    workers_by_mode = workers_by_mode or {"async-sleep": None, "sync-sleep": 1}
+
+    def experiment(concurrency, requests, delay_ms, mode, image):
+        service_s = max(delay_ms, 1) / 1000
+        bound = metrics.little_bound(concurrency, service_s, workers=workers_by_mode.get(mode))
+        with servers.serve(server_name) as server:
+            run = load.start_load(
+                f"{server.url}/{mode}?ms={delay_ms}",
+                requests=requests,
+                concurrency=concurrency,
+                timeout_s=min(requests * service_s + 30, 600),
+                max_duration_s=max_duration_s,
+            )
+            result = live.Dashboard(f"{server_name} /{mode}", bound, image=image).follow(run)
+        summary = metrics.summarize(result)
+        return (
+            f"{summary.rps:.2f} req/s against a bound of {bound:.2f}; mean latency {summary.mean_ms:.0f} ms;"
+            f" {summary.errors} errors ({result.stop_reason})"
+        )
+
+    return experiment

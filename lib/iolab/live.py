@@ -3,14 +3,21 @@
 import io
 import time
 
+import numpy as np
 from IPython.display import Image, display
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from PIL import Image as PILImage
 
 from . import metrics
 
 REFRESH_HZ = 6  # the design asks for 5 Hz or more while a run is going
 COLORS = {"ok": "#1f77b4", "error": "#d62728", "bound": "#2ca02c", "flight": "#9467bd"}
+PANELS = (
+    ("latency of each request", "sent at (s)", "latency (ms)"),
+    ("throughput", "time (s)", "req/s"),
+    ("requests in flight", "time (s)", "in flight"),
+)
 
 
 def render(figure, dpi=80):
@@ -21,14 +28,20 @@ def render(figure, dpi=80):
     return Image(data=buffer.getvalue(), format="png")
 
 
-def dashboard_figure(samples, title, bound_rps=None, now_s=None, in_flight_history=None, bin_s=None):
-    """Three panels over one time axis: latency of each request by its start, throughput per bin, requests in flight."""
+def bin_width(horizon_s):
+    """About 20 bars whatever the run's length, on round numbers."""
+    for width in (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30):
+        if horizon_s / width <= 25:
+            return width
+    return 60
+
+
+def dashboard_figure(samples, title, bound_rps=None):
+    """The finished run as a static figure: one dot per request, throughput per bin, exact requests in flight."""
     figure = Figure(figsize=(11, 3.4), layout="constrained")
     latency_axes, throughput_axes, flight_axes = figure.subplots(1, 3)
-    end_s = max([now_s or 0.0] + [sample.end for sample in samples])
-    horizon = max(end_s, 0.5)
-    bin_s = bin_s or _bin_width(horizon)
-
+    horizon = max([0.5] + [sample.end for sample in samples])
+    width = bin_width(horizon)
     good = [s for s in samples if not s.error]
     bad = [s for s in samples if s.error]
     latency_axes.scatter([s.start for s in good], [s.latency * 1000 for s in good], s=9, color=COLORS["ok"])
@@ -38,32 +51,104 @@ def dashboard_figure(samples, title, bound_rps=None, now_s=None, in_flight_histo
             label=f"{len(bad)} errors",
         )
         latency_axes.legend(loc="upper left", fontsize=8)
-    latency_axes.set(title="latency of each request", xlabel="sent at (s)", ylabel="latency (ms)", xlim=(0, horizon))
-
-    starts, rates = metrics.throughput_over_time(samples, bin_s, until_s=end_s)
-    throughput_axes.bar(starts, rates, width=bin_s, align="edge", color=COLORS["ok"], alpha=0.8)
+    starts, rates = metrics.throughput_over_time(samples, width, until_s=horizon)
+    throughput_axes.bar(starts, rates, width=width, align="edge", color=COLORS["ok"], alpha=0.8)
     if bound_rps:
         throughput_axes.axhline(bound_rps, color=COLORS["bound"], linestyle="--", label=f"bound {bound_rps:.3g} req/s")
-        throughput_axes.legend(loc="upper right", fontsize=8)
-    throughput_axes.set(title=f"throughput per {bin_s:g} s", xlabel="time (s)", ylabel="req/s", xlim=(0, horizon))
-
-    if in_flight_history:
-        times, counts = zip(*in_flight_history)
-    else:
-        times, counts = metrics.in_flight_over_time(samples, until_s=end_s)
+        throughput_axes.legend(loc="lower right", fontsize=8)
+    times, counts = metrics.in_flight_over_time(samples, until_s=horizon)
     flight_axes.step(times, counts, where="post", color=COLORS["flight"])
-    flight_axes.set(title="requests in flight", xlabel="time (s)", ylabel="in flight", xlim=(0, horizon))
-    flight_axes.set_ylim(bottom=0)
+    for axes, (name, xlabel, ylabel) in zip((latency_axes, throughput_axes, flight_axes), PANELS):
+        axes.set(title=name, xlabel=xlabel, ylabel=ylabel, xlim=(0, horizon))
+        axes.set_ylim(bottom=0)
+    throughput_axes.set_title(f"throughput per {width:g} s")
     figure.suptitle(title, fontsize=11)
     return figure
 
 
-def _bin_width(horizon_s):
-    # About 20 bars whatever the run's length, on round numbers.
-    for width in (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30):
-        if horizon_s / width <= 25:
-            return width
-    return 60
+class LiveFigure:
+    """A dashboard figure for frames: axes drawn once, data blitted on top, so a frame costs milliseconds.
+
+    Drawing tick labels is most of matplotlib's time, and 5 frames a second of
+    that would take a whole core from the server being measured. The axes are
+    redrawn only when the data outgrows their limits, which then double.
+    """
+
+    def __init__(self, title, bound_rps=None, horizon_s=2.0, concurrency=1):
+        self.title = title
+        self.bound_rps = bound_rps
+        self.figure = Figure(figsize=(11, 3.4), dpi=72)
+        self.canvas = FigureCanvasAgg(self.figure)
+        self.figure.subplots_adjust(left=0.06, right=0.985, bottom=0.16, top=0.8, wspace=0.3)
+        self.axes = self.figure.subplots(1, 3)
+        latency_axes, throughput_axes, flight_axes = self.axes
+        for axes, (name, xlabel, ylabel) in zip(self.axes, PANELS):
+            axes.set(title=name, xlabel=xlabel, ylabel=ylabel)
+        self.dots = latency_axes.scatter([], [], s=9, color=COLORS["ok"], animated=True)
+        self.crosses = latency_axes.scatter([], [], s=18, marker="x", color=COLORS["error"], animated=True)
+        self.bars = throughput_axes.stairs([0], [0, 1], fill=True, color=COLORS["ok"], alpha=0.8, animated=True)
+        (self.flight,) = flight_axes.step([], [], where="post", color=COLORS["flight"], animated=True)
+        self.heading = self.figure.suptitle(title, fontsize=11, animated=True)
+        if bound_rps:
+            throughput_axes.axhline(bound_rps, color=COLORS["bound"], linestyle="--", label=f"bound {bound_rps:.3g} req/s")
+            throughput_axes.legend(loc="lower right", fontsize=8)
+        self.limits = {
+            "time": horizon_s,
+            "latency": 100.0,
+            "rate": (bound_rps or 10) * 1.25,
+            "flight": max(concurrency * 1.15, 2),
+        }
+        self._background = None
+
+    def _grow(self, name, needed):
+        if needed <= self.limits[name]:
+            return False
+        while self.limits[name] < needed:
+            self.limits[name] *= 2
+        return True
+
+    def _draw_axes(self):
+        latency_axes, throughput_axes, flight_axes = self.axes
+        for axes in self.axes:
+            axes.set_xlim(0, self.limits["time"])
+        latency_axes.set_ylim(0, self.limits["latency"])
+        throughput_axes.set_ylim(0, self.limits["rate"])
+        throughput_axes.set_title(f"throughput per {bin_width(self.limits['time']):g} s")
+        flight_axes.set_ylim(0, self.limits["flight"])
+        self.canvas.draw()
+        self._background = self.canvas.copy_from_bbox(self.figure.bbox)
+
+    def frame(self, samples, now_s, in_flight_history, note=""):
+        """PNG bytes of the run so far."""
+        width = bin_width(self.limits["time"])
+        good = np.array([(s.start, s.latency * 1000) for s in samples if not s.error]).reshape(-1, 2)
+        bad = np.array([(s.start, s.latency * 1000) for s in samples if s.error]).reshape(-1, 2)
+        _, rates = metrics.throughput_over_time(samples, width, until_s=max(now_s, width))
+        times, counts = zip(*in_flight_history) if in_flight_history else ((), ())
+        grown = [
+            self._grow("time", now_s * 1.1),
+            self._grow("latency", max([0.0, *good[:, 1], *bad[:, 1]]) * 1.1),
+            self._grow("rate", max(rates, default=0) * 1.1),
+            self._grow("flight", max(counts, default=0) * 1.1),
+        ]
+        if any(grown) or self._background is None:
+            self._draw_axes()
+            if grown[0]:  # a wider time axis means wider bins
+                width = bin_width(self.limits["time"])
+                _, rates = metrics.throughput_over_time(samples, width, until_s=max(now_s, width))
+        self.canvas.restore_region(self._background)
+        self.dots.set_offsets(good)
+        self.crosses.set_offsets(bad)
+        self.bars.set_data(rates, np.arange(len(rates) + 1) * width)
+        self.flight.set_data(times, counts)
+        self.heading.set_text(self.title + note)
+        for axes, artist in zip(self.axes[[0, 0, 1, 2]], (self.dots, self.crosses, self.bars, self.flight)):
+            axes.draw_artist(artist)
+        self.figure.draw_artist(self.heading)
+        image = PILImage.frombuffer("RGBA", self.canvas.get_width_height(), self.canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
+        buffer = io.BytesIO()
+        image.save(buffer, format="png", compress_level=1)  # speed over size: the frame is replaced in a moment
+        return buffer.getvalue()
 
 
 class Dashboard:
@@ -79,23 +164,21 @@ class Dashboard:
         self.bound_rps = bound_rps
         self.image = image
         self.frames = 0
+        self.frame_times = []  # when each live frame was shown, for checking the refresh rate
         self._handle = None
 
-    def draw(self, samples, now_s=None, in_flight_history=None, subtitle=""):
-        figure = dashboard_figure(
-            samples, f"{self.title}{subtitle}", self.bound_rps, now_s=now_s, in_flight_history=in_flight_history
-        )
-        image = render(figure)
+    def _show(self, png):
         if self.image is not None:
-            self.image.value = image.data
+            self.image.value = png
         elif self._handle is None:
-            self._handle = display(image, display_id=True)
+            self._handle = display(Image(data=png, format="png"), display_id=True)
         else:
-            self._handle.update(image)
+            self._handle.update(Image(data=png, format="png"))
         self.frames += 1
 
     def follow(self, run):
         """Draw `run` until it ends, then draw its final frame and return its LoadResult."""
+        figure = LiveFigure(self.title, self.bound_rps, concurrency=run.spec.concurrency)
         history = []
         period = 1 / REFRESH_HZ
         while not run.done():
@@ -103,7 +186,8 @@ class Dashboard:
             samples = run.samples()
             now = run.client_time_s
             history.append((now, run.in_flight))
-            self.draw(samples, now_s=now, in_flight_history=history, subtitle=f" — {len(samples)} done, running")
+            self._show(figure.frame(samples, now, history, note=f" — {len(samples)} done, running"))
+            self.frame_times.append(time.monotonic())
             time.sleep(max(0.0, period - (time.monotonic() - began)))
         result = run.wait()
         self.show(result)
@@ -113,7 +197,7 @@ class Dashboard:
         """The finished run, with exact in-flight counts and its headline figures in the title."""
         summary = metrics.summarize(result)
         note = f" — {summary.rps:.2f} req/s, mean {summary.mean_ms:.0f} ms, {summary.errors} errors"
-        self.draw(result.samples, subtitle=note)
+        self._show(render(dashboard_figure(result.samples, self.title + note, self.bound_rps)).data)
 
 
 def follow(run, title, bound_rps=None):

@@ -1,0 +1,77 @@
+"""Exercises for lesson 02, sync vs async: `from iolab.checks import lesson02 as ex; ex.q1.check(answer)`."""
+
+from iolab import load
+
+from . import core
+
+
+class AsyncThroughput(core.NumberExercise):
+    prompt = "An async server, 25 users at once, handlers that wait 0.5 s without blocking. Throughput in req/s?"
+    expected = 50
+    rel_tol = 0.02
+    unit = "req/s"
+    mistakes = {
+        2: "is one request at a time (1 / 0.5 s): that is the synchronous server. Here the 25 waits overlap.",
+        25: "is how many users wait at once; each of them also finishes one request every 0.5 s.",
+        12.5: "multiplies where Little's law divides: throughput = requests in flight / time each one takes.",
+    }
+    hint_text = ["Little's law: requests in flight = throughput x time per request.", "25 in flight, 0.5 s each."]
+    solution_text = "25 / 0.5 s = 50 req/s: every half second, all 25 users get their answer and send again."
+
+
+class WhatAbMeasures(core.ChoiceExercise):
+    prompt = (
+        "In the synchronous run ab printed 'Time per request: 40149 ms'. What is that figure? "
+        "'a' the time the server worked on each request; 'b' concurrency x total time / requests, which is the mean "
+        "time a user waits only if all 40 are waiting all the time; 'c' the slowest request; 'd' network latency."
+    )
+    choices = {
+        "a": "the handler slept 1 s per request and the server did nothing else; 40 s is the queue in front of it.",
+        "b": "",
+        "c": "the slowest request is the '100%' line of ab's table (200746 ms in the article).",
+        "d": "ab and the server share one machine here: the network adds well under a millisecond.",
+    }
+    correct = "b"
+    correct_text = "ab never times a request for that line: it divides. Little's law turns 40 users and 1 req/s into 40 s."
+    hint_text = ["Compute 40 x 200.7 s / 200 and compare.", "Which ab line is the same total divided without the 40?"]
+    solution_text = "'b': ab prints concurrency x time taken / complete requests = 40 x 200.7 s / 200 = 40.1 s."
+
+
+class AsyncLimit(core.ChoiceExercise):
+    prompt = (
+        "The async run topped out just under 40 req/s. Why not more? 'cpu': the server's CPU is saturated; "
+        "'users': only 40 users, each of whom waits 1 s per answer; 'tornado': Tornado cannot go faster."
+    )
+    choices = {
+        "cpu": "a hello-world request costs the server well under a millisecond: 40 req/s keeps the CPU nearly idle.",
+        "users": "",
+        "tornado": "the same Tornado answers thousands of hello-world requests a second (lesson 05 measures it).",
+    }
+    correct = "users"
+    correct_text = "The closed loop is the limit: 40 users x 1 request per second each. Add users and it rises."
+    hint_text = "Where is the time going: in the server's CPU, or in each user's one-second wait?"
+    solution_text = "'users': Little's bound is concurrency / service time = 40 / 1 s; the server is mostly idle."
+
+
+class SyncTotalTime(core.PredictThenMeasure):
+    prompt = "The synchronous server, 3 users, 6 requests of 200 ms each. Predict the run's total time in seconds."
+    rel_tol = 0.15
+    unit = "s"
+    quantity = "the run's total time"
+    off_text = "The blocking server does one request at a time, however many users queue."
+    correct_text = "Users do not help a server that blocks: n x service time, whatever the concurrency."
+    hint_text = ["How many requests can the blocking server work on at once?", "6 requests, one at a time, 0.2 s each."]
+    solution_text = "6 x 0.2 s = 1.2 s: concurrency only lengthens the queue."
+
+    def measure(self, url):
+        return load.run_load(url + "/sync-sleep?ms=200", requests=6, concurrency=3, timeout_s=10).duration_s
+
+
+q1 = AsyncThroughput()
+q2 = WhatAbMeasures()
+q3 = AsyncLimit()
+q4 = SyncTotalTime()
+
+
+def statuses():
+    return core.statuses_of(globals())

@@ -1,0 +1,73 @@
+"""Exercises for lesson 03, handler ordering: `from iolab.checks import lesson03 as ex; ex.q1.check(answer)`."""
+
+from iolab import load
+
+from . import core
+
+
+class WhichOrderWaits(core.ChoiceExercise):
+    prompt = "In which order does the instant handler C have to wait: 'C,A', 'C,B', 'A,C' or 'B,C'?"
+    choices = {
+        "C,A": "C arrives first and is answered before A even starts sleeping.",
+        "C,B": "C is answered at once, before B's timer is even set.",
+        "A,C": "",
+        "B,C": "B awaits a timer, which hands the loop back: C is read and answered at once.",
+    }
+    correct = "A,C"
+    correct_text = "time.sleep holds the only thread, so C's request sits unread in its socket until A is done."
+    hint_text = "Which handler keeps the IOLoop from reading the next request?"
+    solution_text = "'A,C': A's time.sleep blocks the IOLoop; C is read only when A has answered."
+
+
+class WhenCAnswers(core.NumberExercise):
+    prompt = "Order A,C with 1000 ms handlers, C sent 100 ms after A. When does C's answer arrive, in ms after A was sent?"
+    expected = 1000
+    rel_tol = 0.05
+    unit = "ms"
+    mistakes = {
+        100: "is when C was sent. Could the server read it then?",
+        1100: "would be true if C had to wait a whole handler delay of its own after being sent; it waits only for A.",
+        2000: "would mean C slept too. C is instant: once A lets go of the loop, C is answered at once.",
+    }
+    hint_text = ["C needs no time of its own. What is it waiting for?", "When does A let go of the IOLoop?"]
+    solution_text = "About 1000 ms: C waits until A's time.sleep ends, then takes no time at all."
+
+
+class WhenCAnswersAfterAAndB(core.PredictThenMeasure):
+    prompt = ("Fire A, then B, then C, each `gap_ms` after the one before, with handlers of `delay_ms`. "
+              "Predict when C's answer arrives, in ms after A was sent.")
+    rel_tol = 0.15
+    unit = "ms"
+    quantity = "C's answer"
+    off_text = "While A sleeps, B's and C's requests sit unread. What happens to each when A lets go?"
+    correct_text = "B only sets a timer when it is finally read, so C is answered in the same loop pass."
+    hint_text = ["Until A has answered, the IOLoop reads nothing.", "Then it reads B, which sets a timer and yields, and C."]
+    solution_text = "About delay_ms: B yields at once when the loop reaches it, so C is answered right after A."
+
+    def measure(self, url, delay_ms, gap_ms):
+        routes = [f"/sync-sleep?ms={delay_ms}", f"/async-sleep?ms={delay_ms}", "/"]
+        samples = load.fire_staggered([url + route for route in routes], gap_s=gap_ms / 1000)
+        return (samples[2].end - samples[0].start) * 1000
+
+
+class WhenBAnswers(core.NumberExercise):
+    prompt = "Same experiment, 1000 ms handlers, 100 ms apart: when does B's answer arrive, in ms after A was sent?"
+    expected = 2000
+    rel_tol = 0.05
+    unit = "ms"
+    mistakes = {
+        1100: "would be right if B's timer started when B was sent; it starts only when the loop reads B.",
+        1000: "is when A answers. B has not even started waiting yet.",
+    }
+    hint_text = "B's one-second timer is set when the loop reads B's request. When is that?"
+    solution_text = "About 2000 ms: B is read only once A is done (1000 ms), then waits its own second."
+
+
+q1 = WhichOrderWaits()
+q2 = WhenCAnswers()
+q3 = WhenCAnswersAfterAAndB()
+q4 = WhenBAnswers()
+
+
+def statuses():
+    return core.statuses_of(globals())
