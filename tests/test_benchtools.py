@@ -1,0 +1,63 @@
+"""ab and wrk against a real server, and their reports parsed; skipped, with the reason, where a tool is missing."""
+
+import pytest
+
+from iolab import benchtools, servers
+
+
+def needs(tool):
+    reason = benchtools.missing_reason(tool)
+    return pytest.mark.skipif(reason is not None, reason=reason or "")
+
+
+@pytest.fixture(scope="module")
+def tornado():
+    with servers.serve("tornado_app") as server:
+        yield server
+
+
+@needs("ab")
+def test_ab_report_is_parsed_into_numbers(tornado):
+    report = benchtools.run_ab(tornado.url + "/async-sleep?ms=100", requests=20, concurrency=10)
+    assert report["completed"] == 20 and report["failed"] == 0
+    assert 50 < report["rps"] <= 101
+    # ab's two lines are one division: concurrency x total / n and total / n.
+    assert report["ab_time_per_request_ms"] == pytest.approx(10 * report["ab_time_per_request_all_ms"], rel=0.01)
+    assert set(report["ab_percentiles"]) == {50, 66, 75, 80, 90, 95, 98, 99, 100}
+
+
+@needs("wrk")
+def test_wrk_report_is_parsed_into_numbers(tornado):
+    report = benchtools.run_wrk(tornado.url + "/", connections=4, duration_s=1)
+    assert report["rps"] > 100 and report["requests"] > 100
+    assert report["socket_errors"] == 0 and report["mean_ms"] > 0
+
+
+def test_tools_refuse_non_loopback_urls():
+    with pytest.raises(ValueError, match="loopback"):
+        benchtools.run_ab("http://192.168.0.1/", 1, 1)
+    with pytest.raises(ValueError, match="loopback"):
+        benchtools.run_wrk("http://example.com/", 1, 1)
+
+
+def test_missing_tool_says_which_package():
+    assert "Debian package" in benchtools.missing_reason("surely-not-a-real-tool-xyz")
+
+
+def test_parse_ab_reads_the_articles_report():
+    text = """
+Time taken for tests:   200.747 seconds
+Complete requests:      200
+Failed requests:        0
+Requests per second:    1.00 [#/sec] (mean)
+Time per request:       40149.358 [ms] (mean)
+Time per request:       1003.734 [ms] (mean, across all concurrent requests)
+Percentage of the requests served within a certain time (ms)
+  50%  38133
+  99%  199742
+ 100%  200746 (longest request)
+"""
+    report = benchtools.parse_ab(text)
+    assert report["rps"] == 1.0 and report["duration_s"] == 200.747
+    assert report["ab_time_per_request_ms"] == 40149.358 and report["ab_time_per_request_all_ms"] == 1003.734
+    assert report["ab_percentiles"] == {50: 38133, 99: 199742, 100: 200746}

@@ -1,0 +1,62 @@
+"""The live dashboard and the Run panel, driven by real load runs."""
+
+import time
+
+import ipywidgets
+import pytest
+
+from iolab import controls, live, load, servers
+
+
+def test_dashboard_refreshes_at_five_hertz_or_more():
+    with servers.serve("tornado_app") as server:
+        run = load.start_load(server.url + "/async-sleep?ms=200", requests=40, concurrency=4)
+        image = ipywidgets.Image(format="png")
+        dashboard = live.Dashboard("test", bound_rps=20, image=image)
+        result = dashboard.follow(run)
+    assert len(result.samples) == 40
+    gaps = [b - a for a, b in zip(dashboard.frame_times, dashboard.frame_times[1:])]
+    assert len(gaps) >= 5, f"only {len(gaps) + 1} live frames in a {result.duration_s:.1f} s run"
+    assert sorted(gaps)[len(gaps) // 2] <= 1 / 5, f"median frame gap {sorted(gaps)[len(gaps) // 2]:.3f} s"
+    assert bytes(image.value[:8]) == b"\x89PNG\r\n\x1a\n", "the final frame stays in the image"
+
+
+def test_live_frame_grows_its_axes_with_the_data():
+    figure = live.LiveFigure("growth", bound_rps=10, concurrency=4)
+    samples = [load.Sample(t / 10, t / 10 + 0.05, 200, 1, None, 0) for t in range(100)]
+    png = figure.frame(samples, now_s=10.0, in_flight_history=[(0, 1), (10, 4)])
+    assert png.startswith(b"\x89PNG")
+    assert figure.limits["time"] >= 10.0
+    assert figure.limits["latency"] >= 50
+
+
+def test_run_panel_button_runs_a_bounded_experiment():
+    panel = controls.run_panel(
+        controls.load_experiment("tornado_app"), concurrency=3, requests=2, delay_ms=100, modes=["async-sleep"]
+    )
+    buttons = [w for w in _walk(panel) if isinstance(w, ipywidgets.Button)]
+    status = next(w for w in _walk(panel) if isinstance(w, ipywidgets.HTML))
+    image = next(w for w in _walk(panel) if isinstance(w, ipywidgets.Image))
+    buttons[0].click()
+    assert status.value.startswith("done: "), status.value
+    assert "req/s against a bound of 30.00" in status.value
+    assert bytes(image.value).startswith(b"\x89PNG")
+    assert not servers.running()
+
+
+def test_run_panel_reports_a_failed_run_instead_of_raising():
+    def broken(**values):
+        raise RuntimeError("the server fell over")
+
+    panel = controls.run_panel(broken)
+    button = next(w for w in _walk(panel) if isinstance(w, ipywidgets.Button))
+    button.click()
+    status = next(w for w in _walk(panel) if isinstance(w, ipywidgets.HTML))
+    assert "run failed" in status.value and "the server fell over" in status.value
+    assert not button.disabled
+
+
+def _walk(widget):
+    yield widget
+    for child in getattr(widget, "children", ()):
+        yield from _walk(child)
