@@ -106,7 +106,7 @@ class BankRun:
         }
 
 
-class _Bank:
+class BankModel:
     """The SimPy model: one Resource of tellers, counters of who is where."""
 
     def __init__(self, run):
@@ -201,7 +201,7 @@ def simulate(bank, requests, concurrency, delay_ms, cpu_ms=0.0, tellers=None):
     if delay_ms + cpu_ms <= 0:
         raise ValueError("delay_ms + cpu_ms must be > 0: a visit that takes no time has no throughput")
     run = BankRun(bank, tellers, requests, concurrency, float(delay_ms), float(cpu_ms))
-    model = _Bank(run)
+    model = BankModel(run)
     for seat in range(min(concurrency, requests)):
         model.env.process(model.seat(seat))
     model.env.run()

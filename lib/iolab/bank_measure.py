@@ -83,18 +83,30 @@ def start_bank_load(server, bank, requests, concurrency, delay_ms):
     )
 
 
-def measure(bank, requests, concurrency, delay_ms, threads=None, follow=None):
-    """Start the bank's server, measure the empty visit, run the customers, stop the server.
-
-    `follow(run)` may watch the run and must return its LoadResult (a live
-    dashboard's follow does); without it the run is simply waited for.
-    """
-    with bank_server(bank, threads) as server:
-        counter_ms = empty_visit_ms(server)
-        run = start_bank_load(server, bank, requests, concurrency, delay_ms)
-        try:
-            result = follow(run) if follow else run.wait()
-        finally:
-            run.stop()
-        server.check()
+def run_bank(server, bank, requests, concurrency, delay_ms, counter_ms=None, follow=None):
+    """Run the bank's customers on an already started server; `follow(run)` may watch and must return the LoadResult."""
+    run = start_bank_load(server, bank, requests, concurrency, delay_ms)
+    try:
+        result = follow(run) if follow else run.wait()
+    finally:
+        run.stop()
+    server.check()
     return Measured(bank, result, metrics.summarize(result), counter_ms)
+
+
+def measure(bank, requests, concurrency, delay_ms, threads=None, follow=None, calibrate=True):
+    """Start the bank's server, measure the empty visit (unless told not to), run the customers, stop the server."""
+    with bank_server(bank, threads) as server:
+        counter_ms = empty_visit_ms(server) if calibrate else None
+        return run_bank(server, bank, requests, concurrency, delay_ms, counter_ms, follow)
+
+
+def measure_all(requests, concurrency, delay_ms, threads):
+    """All three banks, {"sync": Measured, "threaded": ..., "ticket": ...}; sync and ticket share one Tornado process."""
+    measured = {}
+    with bank_server("sync") as tornado:
+        counter_ms = empty_visit_ms(tornado)
+        for bank in ("sync", "ticket"):
+            measured[bank] = run_bank(tornado, bank, requests, concurrency, delay_ms, counter_ms)
+    measured["threaded"] = measure("threaded", requests, concurrency, delay_ms, threads)
+    return {bank: measured[bank] for bank in BANK_SERVERS}
