@@ -9,9 +9,6 @@ import threading
 import time
 from urllib.parse import urlsplit
 
-import aiohttp
-import requests
-
 FLUSH_EVERY_S = 0.05  # how often finished samples travel to the parent: live plots want 5 Hz or more
 
 
@@ -49,17 +46,21 @@ class Recorder:
 
 def error_kind(error):
     """Short, stable names for what went wrong, so metrics can count errors by kind."""
-    if isinstance(error, aiohttp.ClientConnectorError):
+    # Each client imports only its own library: aiohttp alone takes most of a second to import.
+    aiohttp, requests = sys.modules.get("aiohttp"), sys.modules.get("requests")
+    if aiohttp and isinstance(error, aiohttp.ClientConnectorError):
         error = error.os_error  # aiohttp wraps the socket error; the socket error says what happened
-    if isinstance(error, (asyncio.TimeoutError, TimeoutError, requests.Timeout)):
+    if isinstance(error, TimeoutError) or (requests and isinstance(error, requests.Timeout)):
         return "timeout"
     if isinstance(error, ConnectionRefusedError):
         return "refused"
-    if isinstance(error, (ConnectionResetError, BrokenPipeError, aiohttp.ServerDisconnectedError)):
+    if isinstance(error, (ConnectionResetError, BrokenPipeError)):
         return "disconnected"
-    if isinstance(error, requests.exceptions.ChunkedEncodingError):
+    if aiohttp and isinstance(error, aiohttp.ServerDisconnectedError):
         return "disconnected"
-    if isinstance(error, requests.ConnectionError):
+    if requests and isinstance(error, requests.exceptions.ChunkedEncodingError):
+        return "disconnected"
+    if requests and isinstance(error, requests.ConnectionError):
         text = str(error).lower()
         if "refused" in text:
             return "refused"
@@ -82,6 +83,8 @@ async def flush_periodically(recorder):
 
 async def run_async(spec, recorder):
     """aiohttp users on one event loop; with keep_alive each user reuses its connection."""
+    import aiohttp
+
     connector = aiohttp.TCPConnector(limit=0, force_close=not spec["keep_alive"])
     timeout = aiohttp.ClientTimeout(total=spec["timeout_s"])
     issued = itertools.count()
@@ -187,6 +190,8 @@ async def run_raw(spec, recorder):
 
 def run_sync(spec, recorder):
     """One thread per user, each with its own requests.Session (a Session is not thread-safe)."""
+    import requests
+
     issued = itertools.count()
     issued_lock = threading.Lock()
     headers = {} if spec["keep_alive"] else {"Connection": "close"}
