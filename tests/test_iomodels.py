@@ -17,7 +17,9 @@ DELAY_MS = 150
 # This machine is shared and noisy: a peer or a woken thread may be scheduled
 # late by tens of milliseconds, never early.
 LATE_MS = 60
-linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="epoll, eventfd and SIGIO on sockets are Linux-only")
+linux_only = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="epoll, eventfd and SIGIO on sockets are Linux-only"
+)
 
 
 def open_fds():
@@ -177,6 +179,10 @@ def test_drawings_come_from_the_trace():
     rows = draw.comparison_rows(runs)
     assert [len(row) for row in rows] == [len(draw.COMPARISON_HEADERS)] * len(runs)
     assert rows[1][1].startswith("nobody: the application spins") and rows[1][-2] == runs[1].calls
-    rows = [{"fds": 1, "select_us": 2.0, "poll_us": 1.8, "epoll_us": 1.5}, {"fds": 2000, "select_us": None, "poll_us": 90.0, "epoll_us": 1.6}]
+    rows = [
+        {"fds": 1, "select_us": 2.0, "poll_us": 1.8, "epoll_us": 1.5},
+        {"fds": 2000, "select_us": None, "poll_us": 90.0, "epoll_us": 1.6},
+    ]
     ax = draw.wait_cost_plot(rows, {"select": None, "poll": 44.0, "epoll": 0.05})
-    assert [line.get_label() for line in ax.lines[:3]] == ["select", "poll: 44.00 µs per 1000 fds", "epoll: 0.05 µs per 1000 fds"]
+    labels = [line.get_label() for line in ax.lines[:3]]
+    assert labels == ["select", "poll: 44.00 µs per 1000 fds", "epoll: 0.05 µs per 1000 fds"]

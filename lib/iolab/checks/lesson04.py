@@ -15,8 +15,10 @@ class SignalBlocksWhen(core.ChoiceExercise):
     }
     correct = "copy"
     correct_text = "SIGIO only says 'ready'; the recv() that copies still runs on the application's thread."
-    hint_text = ["Find the hatched (blocked) part of the signal timeline's application lane.", "What does the signal handler call?"]
-    solution_text = "'copy': the wait is the kernel's; the handler's recv() blocks for the copy. Only asynchronous IO frees both."
+    hint_text = ["Find the hatched (blocked) part of the signal timeline's application lane.",
+                 "What does the signal handler call?"]
+    solution_text = ("'copy': the wait is the kernel's; the handler's recv() blocks for the copy. "
+                     "Only asynchronous IO frees both.")
 
 
 class HighestSelectFd(core.NumberExercise):
@@ -29,8 +31,10 @@ class HighestSelectFd(core.NumberExercise):
     }
     too_high_text = "that bit lies past the end of the fd_set bitmap."
     too_low_text = "select() can go higher than that."
-    hint_text = ["An fd_set is a bitmap with one bit per descriptor number.", "It has FD_SETSIZE = 1024 bits. Which is the last?"]
-    solution_text = "1023: bits 0..1023 of a 1024-bit fd_set. Descriptor 1024 raises ValueError in Python (memory corruption in C)."
+    hint_text = ["An fd_set is a bitmap with one bit per descriptor number.",
+                 "It has FD_SETSIZE = 1024 bits. Which is the last?"]
+    solution_text = ("1023: bits 0..1023 of a 1024-bit fd_set. Descriptor 1024 raises ValueError in Python "
+                     "(memory corruption in C).")
 
 
 class MultiplexedWait(core.PredictThenMeasure):
@@ -57,7 +61,8 @@ class BusyLoopCpu(core.PredictThenMeasure):
     quantity = "the busy loop's CPU demand"
     off_text = "Between EAGAINs the loop never sleeps: what does that make its CPU demand, compared to its waiting time?"
     correct_text = "Every millisecond of waiting was a millisecond of a whole core, spent asking 'anything yet?'."
-    hint_text = ["How long does the loop run? Does it ever sleep?", "A thread that never sleeps wants a CPU for its whole wall-clock time."]
+    hint_text = ["How long does the loop run? Does it ever sleep?",
+                 "A thread that never sleeps wants a CPU for its whole wall-clock time."]
     solution_text = "About `delay` ms: the loop never sleeps, so it wants a CPU for as long as it waits."
 
     def measure(self, delay_ms=200, payload_bytes=4096):

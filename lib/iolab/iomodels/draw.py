@@ -1,4 +1,4 @@
-"""Draws the IO-model runs: Stevens-style timelines, rows for the comparison table, the select-vs-epoll plot. Never measures."""
+"""Draws the IO-model runs: Stevens-style timelines, comparison-table rows, the select-vs-epoll plot. Never measures."""
 
 import matplotlib.pyplot as plt
 from matplotlib.collections import LineCollection

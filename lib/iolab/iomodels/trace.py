@@ -220,7 +220,10 @@ class Peer:
                 selector.register(self._process.stdout, selectors.EVENT_READ)
                 if not selector.select(TIMEOUT_S):
                     raise TimeoutError(f"the peer did not report its sends within {TIMEOUT_S} s")
-            self._sent = [tuple(times) for times in json.loads(self._process.stdout.readline())]
+                report = self._process.stdout.readline()
+            if not report:
+                raise ConnectionError(f"the peer exited (status {self._process.poll()}) without reporting its sends")
+            self._sent = [tuple(times) for times in json.loads(report)]
         return self._sent
 
     def __exit__(self, *exc_info):
