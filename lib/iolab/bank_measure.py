@@ -25,16 +25,34 @@ class Measured:
     counter_ms: float
 
     @property
+    def opened_s(self):
+        return min(sample.start for sample in self.result.samples)
+
+    @property
+    def duration_s(self):
+        """From the first request sent to the last answer: the bank's opening hours, as in the simulation.
+
+        Not LoadResult.duration_s, which also counts the client process getting ready before its first request.
+        """
+        return max(sample.end for sample in self.result.samples) - self.opened_s
+
+    @property
     def rps(self):
-        return self.summary.rps
+        return len(self.result.samples) / self.duration_s
 
     @property
     def mean_ms(self):
         return self.summary.mean_ms
 
+    def in_flight_over_time(self, step_s=0.002):
+        """(times, requests in flight), with the clock starting at the first request, like the simulation's."""
+        shifted = [sample._replace(start=sample.start - self.opened_s, end=sample.end - self.opened_s)
+                   for sample in self.result.samples]
+        return metrics.in_flight_over_time(shifted, step_s, until_s=self.duration_s)
+
     def mean_in_flight(self, step_s=0.002):
-        """L: requests in flight, averaged over the run on a fine time grid (not computed from rps or mean)."""
-        times, counts = metrics.in_flight_over_time(self.result.samples, step_s, until_s=self.result.duration_s)
+        """L: requests in flight, averaged over the opening hours on a fine time grid (not computed from rps or mean)."""
+        _, counts = self.in_flight_over_time(step_s)
         return sum(counts[:-1]) / (len(counts) - 1)
 
 

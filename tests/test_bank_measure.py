@@ -1,0 +1,34 @@
+"""The bank model against real servers: throughput within 5% and mean time within 10%, for more than one parameter set."""
+
+import pytest
+
+from iolab import bank, bank_measure
+
+# (requests, concurrency, delay_ms, threads): small, so the synchronous bank (requests x delay) stays short.
+PARAMETER_SETS = [(16, 4, 200, 2), (24, 6, 250, 3)]
+
+
+def test_one_bank_measured_with_its_empty_visit():
+    measured = bank_measure.measure("ticket", requests=8, concurrency=4, delay_ms=100)
+    assert measured.summary.errors == 0 and measured.summary.completed == 8
+    assert 0 < measured.counter_ms < 100
+    assert measured.rps == pytest.approx(4 / 0.1, rel=0.25)
+    # L measured on its own (time grid) agrees with lambda x W, and never exceeds the seats.
+    assert measured.mean_in_flight() == pytest.approx(measured.rps * measured.mean_ms / 1000, rel=0.05)
+    assert measured.mean_in_flight() <= 4
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("requests, concurrency, delay_ms, threads", PARAMETER_SETS)
+def test_model_predicts_all_three_banks(requests, concurrency, delay_ms, threads):
+    measured = bank_measure.measure_all(requests, concurrency, delay_ms, threads)
+    report = []
+    for name, real in measured.items():
+        assert real.summary.errors == 0, (name, real.summary.error_kinds)
+        model = bank.simulate(name, requests, concurrency, delay_ms, cpu_ms=real.counter_ms,
+                              tellers=threads if name == "threaded" else None)
+        report.append(f"{name}: model {model.rps:.3f} req/s {model.mean_ms:.1f} ms,"
+                      f" measured {real.rps:.3f} req/s {real.mean_ms:.1f} ms")
+        assert real.rps == pytest.approx(model.rps, rel=0.05), report
+        assert real.mean_ms == pytest.approx(model.mean_ms, rel=0.10), report
+    print("\n".join(report))
