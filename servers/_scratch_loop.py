@@ -51,7 +51,7 @@ class EventLoop:
         self._ready = collections.deque()  # (callback, args) to run on the next iteration
         self._timers = []  # a heap of Timer, earliest first
         self._stopping = False
-        self._trace = IterationTrace(trace_path, self.time()) if trace_path else None
+        self._trace = IterationTrace(trace_path) if trace_path else None
 
     def time(self):
         """The loop's clock: monotonic, so timers ignore changes to the wall clock."""
@@ -164,13 +164,17 @@ def describe(callback):
 
 
 class IterationTrace:
-    """One JSON line per loop iteration: when it began, how long select() waited, how long callbacks ran."""
+    """One JSON line per loop iteration: when it began, how long select() waited, how long callbacks ran.
 
-    def __init__(self, path, origin):
+    "t" is time.monotonic() at the start of the iteration. On Linux that clock is
+    shared by every process on the machine, so a notebook can line the trace up
+    with its own time.monotonic() readings.
+    """
+
+    def __init__(self, path):
         self.file = open(path, "w", buffering=1 << 16)
-        self.origin = origin
         self.iterations = 0
-        self.last_flush = origin
+        self.last_flush = time.monotonic()
 
     def record(self, began, selected, finished, events, callbacks, timers):
         if self.iterations >= TRACE_MAX_ITERATIONS:
@@ -179,7 +183,7 @@ class IterationTrace:
         self.file.write(
             json.dumps(
                 {
-                    "t": round(began - self.origin, 6),
+                    "t": round(began, 6),
                     "select_ms": round((selected - began) * 1000, 4),
                     "callbacks_ms": round((finished - selected) * 1000, 4),
                     "events": events,  # sockets select() reported ready

@@ -23,6 +23,7 @@ class BufferedStream:
     def __init__(self, loop, sock, protocol):
         self.loop = loop
         self.sock = sock
+        self.fd = sock.fileno()  # kept for messages: a closed socket's fileno() is -1
         self.protocol = protocol
         self.read_buffer = bytearray()
         self.write_buffer = bytearray()
@@ -35,7 +36,7 @@ class BufferedStream:
 
     def __repr__(self):
         doing = f" {self.label}" if self.label else ""
-        return f"<BufferedStream fd={self.sock.fileno()}{doing}>"
+        return f"<BufferedStream fd={self.fd}{doing}>"
 
     # --- what the protocol calls --------------------------------------------------
 
