@@ -1,0 +1,125 @@
+"""iolab.loop_probes against real servers: half-sent requests, blocked loops, pipelining, CPU demand, traces, the alternating race."""
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from iolab import load, loop_probes, servers
+
+
+@pytest.fixture(scope="module")
+def scratch():
+    with servers.serve("selectors_app") as running:
+        yield running
+
+
+def test_a_half_sent_request_costs_others_nothing_on_a_loop_and_everything_on_a_blocking_server(scratch):
+    assert loop_probes.half_sent_wait_s(scratch.url, finish_after_s=0.3) < 0.15
+    with servers.serve("step1_blocking") as blocking:
+        assert 0.25 <= loop_probes.half_sent_wait_s(blocking.url, finish_after_s=0.3) < 1.0
+
+
+def test_sync_sleep_blocks_the_next_request_and_async_sleep_does_not(scratch):
+    assert 0.2 <= loop_probes.blocked_wait_s(scratch.url, "/sync-sleep?ms=300", gap_s=0.05) < 0.6
+    assert loop_probes.blocked_wait_s(scratch.url, "/async-sleep?ms=300", gap_s=0.05) < 0.15
+
+
+def test_pipelined_answers_wait_their_turn(scratch):
+    assert 0.28 <= loop_probes.pipelined_wait_s(scratch.url, "/async-sleep?ms=300") < 0.6
+
+
+def test_hello_burst_counts_every_answer(scratch):
+    began, ended, rps = loop_probes.hello_burst(scratch.url, requests=500, connections=7)
+    assert began < ended and rps == pytest.approx(500 / (ended - began))
+
+
+def test_probes_refuse_other_hosts():
+    with pytest.raises(ValueError, match="loopback"):
+        loop_probes.half_sent_wait_s("http://192.0.2.1:80/")
+
+
+@pytest.mark.parametrize("program, busy", [("while True: pass", True), ("import time; time.sleep(30)", False)])
+def test_cpu_demand_tells_a_spinning_process_from_a_sleeping_one(program, busy):
+    process = subprocess.Popen([sys.executable, "-c", program])
+    try:
+        time.sleep(0.2)
+        used, queued = loop_probes.cpu_demand_percent(process.pid, 0.5)
+    finally:
+        process.kill()
+        process.wait()
+    if busy:
+        assert used > 20 and used + (queued or 0) > 70, (used, queued)
+    else:
+        assert used < 5 and (queued or 0) < 5, (used, queued)
+
+
+def test_slow_callback_warnings_are_parsed():
+    text = (
+        "something else\n"
+        "callback BufferedStream._on_events of <BufferedStream fd=7 GET /sync-sleep?ms=300> took 301 ms, blocking the loop\n"
+        "callback Timer.fire took 120 ms, blocking the loop\n"
+    )
+    assert loop_probes.slow_callback_warnings(text) == [
+        ("BufferedStream._on_events of <BufferedStream fd=7 GET /sync-sleep?ms=300>", 301),
+        ("Timer.fire", 120),
+    ]
+    assert loop_probes.slow_callback_warnings("all quiet\n") == []
+
+
+def iteration(t, select_ms, callbacks_ms, events=1, ready=0):
+    return {"t": t, "select_ms": select_ms, "callbacks_ms": callbacks_ms, "events": events, "ready": ready, "timers": 0}
+
+
+def test_read_trace_skips_a_line_cut_short(tmp_path):
+    path = tmp_path / "trace.jsonl"
+    path.write_text(json.dumps(iteration(1.0, 2, 3)) + "\n" + '{"t": 1.1, "sel')
+    assert loop_probes.read_trace(path) == [iteration(1.0, 2, 3)]
+
+
+def test_trace_summary_clips_iterations_to_the_window():
+    iterations = [
+        iteration(10.0, 900, 0.5, events=1),  # a long idle select that ends inside the window
+        iteration(10.9005, 0.0, 2.0, events=4),
+        iteration(10.9025, 50.0, 1.0, events=2),
+    ]
+    whole = loop_probes.trace_summary(iterations)
+    assert whole["iterations"] == 3 and whole["events"] == 7 and whole["max_events"] == 4
+    window = loop_probes.trace_summary(iterations, 10.8, 11.0)
+    assert window["select_ms"] == pytest.approx(100 + 50, abs=0.01)  # only the last 100 ms of the idle wait
+    assert window["callbacks_ms"] == pytest.approx(3.5, abs=0.01)
+    assert window["mean_events_when_woken"] == pytest.approx(7 / 3)
+
+
+def test_the_race_alternates_servers_and_who_goes_first(monkeypatch):
+    order = []
+
+    class FakeSummary:
+        errors = 0
+        error_kinds = {}
+
+        def __init__(self, rps):
+            self.rps = rps
+
+    monkeypatch.setattr(load, "run_load", lambda url, **spec: order.append(url) or url)
+    monkeypatch.setattr(loop_probes.metrics, "summarize", lambda url: FakeSummary(len(url)))
+    rps = loop_probes.alternating_rps({"a": "http://127.0.0.1:1/", "bb": "http://127.0.0.1:22/"}, 100, 10, 3)
+    assert order == ["http://127.0.0.1:1/", "http://127.0.0.1:22/", "http://127.0.0.1:22/", "http://127.0.0.1:1/",
+                     "http://127.0.0.1:1/", "http://127.0.0.1:22/"]
+    assert rps == {"a": [19] * 3, "bb": [20] * 3}
+
+
+def test_the_race_against_real_servers(scratch):
+    with servers.serve("tornado_app") as tornado:
+        rps = loop_probes.alternating_rps({"scratch": scratch.url + "/", "tornado": tornado.url + "/"}, 300, 5, 2)
+    assert [len(runs) for runs in rps.values()] == [2, 2] and all(value > 0 for runs in rps.values() for value in runs)
+
+
+def test_step_profile_of_a_selector_server():
+    with servers.serve("step3_callbacks") as step3:
+        profile = loop_probes.step_profile(step3, idle_s=0.3, users=6, wait_ms=200, finish_after_s=0.2)
+    assert profile["half_sent_wait_ms"] < 150
+    assert 190 <= profile["waits_ms"] < 500
+    assert profile["idle_cpu_percent"] < 10

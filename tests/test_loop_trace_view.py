@@ -1,0 +1,41 @@
+"""iolab.loop_trace_view draws a loop trace: long waits spread over the bins they cover, phases shaded, empty traces refused."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import pytest
+
+from iolab import loop_trace_view
+
+
+def iteration(t, select_ms, callbacks_ms, events=1, ready=0):
+    return {"t": t, "select_ms": select_ms, "callbacks_ms": callbacks_ms, "events": events, "ready": ready, "timers": 0}
+
+
+TRACE = [iteration(100.0, 120.0, 5.0), iteration(100.125, 0.0, 30.0, events=3, ready=2), iteration(100.155, 45.0, 0.0)]
+
+
+def test_binned_shares_split_a_long_wait_across_its_bins():
+    starts, select_ms, callbacks_ms = loop_trace_view.binned_shares(TRACE, 100.0, 0.05)
+    assert starts == pytest.approx([0.0, 0.05, 0.1, 0.15])
+    assert select_ms == pytest.approx([50.0, 50.0, 20.0, 45.0])
+    assert callbacks_ms == pytest.approx([0.0, 0.0, 30.0, 5.0])
+    assert sum(select_ms) == pytest.approx(sum(it["select_ms"] for it in TRACE))
+
+
+def test_trace_figure_draws_two_panels_cut_to_the_phases():
+    figure = loop_trace_view.trace_figure(TRACE, phases=[(100.12, 100.16, "busy")], margin_s=0.01)
+    try:
+        events_axes, time_axes = figure.axes[:2]
+        assert "3 iterations" in events_axes.get_title()
+        assert time_axes.get_xlim() == pytest.approx((0.0, 0.06))
+        assert any(text.get_text() == "busy" for text in events_axes.texts)
+    finally:
+        plt.close(figure)
+
+
+def test_an_empty_trace_is_refused_with_a_reason():
+    with pytest.raises(ValueError, match="--trace"):
+        loop_trace_view.trace_figure([])
