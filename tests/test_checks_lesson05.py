@@ -1,0 +1,53 @@
+"""Lesson 05's exercises accept the right answer, explain a wrong one and notice a missing one."""
+
+import pytest
+
+from iolab import servers
+from iolab.checks import core
+from iolab.checks import lesson05 as ex
+
+EXERCISES = (ex.q1, ex.q2, ex.q3, ex.q4, ex.q5)
+
+
+@pytest.fixture(autouse=True)
+def fresh_exercises():
+    yield
+    for exercise in EXERCISES:
+        exercise.reset()
+
+
+@pytest.mark.parametrize("exercise, right, wrong, reason", [
+    (ex.q2, "step2", "step1", "asleep in accept()"),
+    (ex.q3, "select", "callbacks", "tens of microseconds"),
+    (ex.q5, 300, 0, "in the order the requests were sent"),
+    (ex.q5, 310, 600, "adds the waits"),
+])
+def test_fixed_answers(exercise, right, wrong, reason, capsys):
+    assert exercise.check(right) == core.CORRECT
+    assert exercise.check(wrong) == core.INCORRECT
+    assert reason in capsys.readouterr().out
+    assert exercise.check(None) == core.NOT_ATTEMPTED
+
+
+@pytest.mark.parametrize("exercise, measured, right, wrong", [(ex.q1, 503.0, 500, 0), (ex.q4, 251.0, 250, 300 + 50)])
+def test_predictions_against_a_stand_in_measurement(exercise, measured, right, wrong, monkeypatch, capsys):
+    monkeypatch.setattr(exercise, "measure", lambda **context: measured)
+    assert exercise.check(right, url="http://127.0.0.1:1") == core.CORRECT
+    assert exercise.check(wrong, url="http://127.0.0.1:1") == core.INCORRECT
+    assert "too" in capsys.readouterr().out
+    assert exercise.check(...) == core.NOT_ATTEMPTED
+
+
+def test_predictions_measure_the_real_servers():
+    with servers.serve("step1_blocking") as step1:
+        assert 450 <= ex.q1.measure(url=step1.url) < 900
+    with servers.serve("selectors_app") as scratch:
+        assert 200 <= ex.q4.measure(url=scratch.url) < 500
+
+
+def test_statuses_for_the_results_file():
+    ex.q2.check("step2")
+    ex.q3.check("timers")
+    assert ex.statuses() == {
+        "q1": "not attempted", "q2": "correct", "q3": "incorrect", "q4": "not attempted", "q5": "not attempted",
+    }
