@@ -4,6 +4,7 @@ import errno
 import socket
 import sys
 import time
+import traceback
 from email.utils import formatdate
 
 from _scratch_loop import EVENT_READ
@@ -21,6 +22,7 @@ REASONS = {
     408: "Request Timeout",
     413: "Content Too Large",
     431: "Request Header Fields Too Large",
+    500: "Internal Server Error",
     501: "Not Implemented",
 }
 
@@ -105,7 +107,7 @@ class HTTPConnection:
                 self.last_progress = self.loop.time()
                 self.stream.label = f"{request.method} {request.target}"
                 self.waiting_for_reply = True
-                self.server.application(request, self._reply_to(request))
+                self._call_application(request)
                 if len(self.stream.write_buffer) > WRITE_HIGH_WATER:
                     break  # the client is not reading its answers; on_drain picks up from here
         except BadRequest as error:
@@ -115,6 +117,16 @@ class HTTPConnection:
         if batch:
             self.stream.write(b"".join(batch))
         self._apply_backpressure()
+
+    def _call_application(self, request):
+        reply = self._reply_to(request)
+        try:
+            self.server.application(request, reply)
+        except Exception:
+            # A bug in a handler costs this request a 500, not the connection its place in line.
+            print(f"exception answering {request!r}:\n{traceback.format_exc()}", file=sys.stderr, flush=True)
+            if self.waiting_for_reply:
+                reply(500, "500 the handler raised an exception; see the server's stderr\n")
 
     def _apply_backpressure(self):
         """Read more only while the client reads its answers and we are not piling up its requests."""

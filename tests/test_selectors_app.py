@@ -441,3 +441,37 @@ def test_bad_command_line_values_are_refused(python):
             timeout=10,
         )
         assert completed.returncode != 0 and args[0] in completed.stderr and completed.stdout == ""
+
+
+def test_a_handler_that_raises_gets_a_500_and_the_connection_lives_on(capsys, monkeypatch):
+    # The three parts, run in this process with an application of our own.
+    monkeypatch.syspath_prepend(str(servers.SERVERS_DIR))
+    from _scratch_http import HTTPServer
+    from _scratch_loop import EventLoop
+
+    loop = EventLoop()
+
+    def application(request, reply):
+        if request.path == "/boom":
+            raise RuntimeError("a bug in a handler")
+        if request.path == "/stop":
+            loop.stop()
+        reply(200, f"{request.method} {request.path} {request.body.decode()}\n")
+
+    http_server = HTTPServer(loop, application, "127.0.0.1", 0)
+    runner = threading.Thread(target=loop.run_forever, daemon=True)
+    runner.start()
+    try:
+        with socket.create_connection(http_server.address, timeout=TIMEOUT_S) as sock:
+            sock.sendall(get("/boom") + b"POST /echo HTTP/1.1\r\nContent-Length: 4\r\n\r\nbody" + get("/stop"))
+            reader = ResponseReader(sock)
+            status, _, body = reader.read()
+            assert status == 500 and "stderr" in body
+            assert reader.read()[2] == "POST /echo body\n"
+            assert reader.read()[2] == "GET /stop \n"
+        runner.join(TIMEOUT_S)
+        assert not runner.is_alive()
+    finally:
+        http_server.close()
+        loop.close()
+    assert "a bug in a handler" in capsys.readouterr().err
