@@ -34,6 +34,8 @@ class Client:
 
 
 class BusyWaitServer:
+    """Goes round the listening socket and every client, forever, asking each one whether it has anything."""
+
     def __init__(self, listener):
         self.listener = listener
         self.clients = []

@@ -51,6 +51,8 @@ class MiniLoop:
 
 
 class CallbackServer:
+    """The server as callbacks: one for the listening socket, one per client socket, and timers for /async-sleep."""
+
     def __init__(self, loop, listener):
         self.loop = loop
         self.inboxes = {}  # socket -> bytes received but not yet answered
