@@ -12,7 +12,7 @@ import traceback
 EVENT_READ = selectors.EVENT_READ
 EVENT_WRITE = selectors.EVENT_WRITE
 
-TRACE_FLUSH_EVERY_S = 0.1  # a notebook reading the trace while we run sees it at most this late
+TRACE_FLUSH_EVERY_S = 0.1  # while busy, a reader sees the trace at most this late (and at once when the loop sleeps)
 TRACE_MAX_ITERATIONS = 200_000  # about 20 MB of JSON lines; tracing stops there, serving does not
 
 
@@ -114,6 +114,9 @@ class EventLoop:
         else:
             timeout = None
 
+        if self._trace and timeout != 0:
+            self._trace.flush()  # we may sleep a while: let a reader see everything up to now
+
         began = self.time()
         events = self.selector.select(timeout)  # the only place the loop waits
         selected = self.time()
@@ -174,6 +177,7 @@ class IterationTrace:
     def __init__(self, path):
         self.file = open(path, "w", buffering=1 << 16)
         self.iterations = 0
+        self.unflushed = False
         self.last_flush = time.monotonic()
 
     def record(self, began, selected, finished, events, callbacks, timers):
@@ -193,9 +197,15 @@ class IterationTrace:
             )
             + "\n"
         )
+        self.unflushed = True
         if finished - self.last_flush >= TRACE_FLUSH_EVERY_S:
+            self.flush()
+
+    def flush(self):
+        if self.unflushed:
             self.file.flush()
-            self.last_flush = finished
+            self.unflushed = False
+            self.last_flush = time.monotonic()
 
     def close(self):
         self.file.close()
