@@ -22,6 +22,10 @@ class Recorder:
         self.in_flight = 0
         self.lock = threading.Lock()
 
+    def start_clock(self):
+        """Time zero is when the first user is about to send, not when the client began setting up."""
+        self.t0 = time.perf_counter()
+
     def now(self):
         return time.perf_counter() - self.t0
 
@@ -101,6 +105,7 @@ async def run_async(spec, recorder):
 
     async with aiohttp.ClientSession(connector=connector, timeout=timeout, auto_decompress=False) as session:
         flusher = asyncio.create_task(flush_periodically(recorder))
+        recorder.start_clock()  # creating the session can take a quarter of a second
         await asyncio.gather(*(user(n) for n in range(spec["concurrency"])))
         flusher.cancel()
 
@@ -184,6 +189,7 @@ async def run_raw(spec, recorder):
             connection.transport.close()
 
     flusher = asyncio.create_task(flush_periodically(recorder))
+    recorder.start_clock()
     await asyncio.gather(*(user(n) for n in range(spec["concurrency"])))
     flusher.cancel()
 
@@ -210,6 +216,7 @@ def run_sync(spec, recorder):
                     recorder.ended(start, 0, 0, error_kind(error), number)
 
     users = [threading.Thread(target=user, args=(n,), daemon=True) for n in range(spec["concurrency"])]
+    recorder.start_clock()
     for thread in users:
         thread.start()
     while any(thread.is_alive() for thread in users):
