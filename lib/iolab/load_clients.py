@@ -1,6 +1,7 @@
 """The closed-loop clients behind iolab.load: `concurrency` users, each sending its next request when the last one answers."""
 
 import asyncio
+import errno
 import itertools
 import json
 import os
@@ -9,6 +10,7 @@ import threading
 import time
 from urllib.parse import urlsplit
 
+DISCONNECTED = (errno.ECONNRESET, errno.EPIPE, errno.ECONNABORTED)
 FLUSH_EVERY_S = 0.05  # how often finished samples travel to the parent: live plots want 5 Hz or more
 
 
@@ -56,9 +58,10 @@ def error_kind(error):
         error = error.os_error  # aiohttp wraps the socket error; the socket error says what happened
     if isinstance(error, TimeoutError) or (requests and isinstance(error, requests.Timeout)):
         return "timeout"
-    if isinstance(error, ConnectionRefusedError):
+    # By errno, so that wrappers which are OSErrors too (aiohttp's ClientOSError) count the same.
+    if isinstance(error, ConnectionRefusedError) or getattr(error, "errno", None) == errno.ECONNREFUSED:
         return "refused"
-    if isinstance(error, (ConnectionResetError, BrokenPipeError)):
+    if isinstance(error, (ConnectionResetError, BrokenPipeError)) or getattr(error, "errno", None) in DISCONNECTED:
         return "disconnected"
     if aiohttp and isinstance(error, aiohttp.ServerDisconnectedError):
         return "disconnected"
