@@ -15,6 +15,7 @@ import pytest
 import requests
 
 from iolab import servers
+from iolab.rawhttp import ResponseReader, get_request
 
 TIMEOUT_S = 10
 
@@ -36,46 +37,6 @@ def connect(server):
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return sock
 
-
-class ResponseReader:
-    """Reads HTTP/1.1 responses one at a time off a raw socket, by Content-Length."""
-
-    def __init__(self, sock):
-        self.sock = sock
-        self.buffer = b""
-
-    def _fill(self):
-        chunk = self.sock.recv(65536)
-        if not chunk:
-            raise EOFError("server closed the connection")
-        self.buffer += chunk
-
-    def read(self, head_only=False):
-        while b"\r\n\r\n" not in self.buffer:
-            self._fill()
-        head, self.buffer = self.buffer.split(b"\r\n\r\n", 1)
-        lines = head.decode("latin-1").split("\r\n")
-        status = int(lines[0].split(" ")[1])
-        headers = {name.lower(): value.strip() for name, _, value in (line.partition(":") for line in lines[1:])}
-        length = 0 if head_only else int(headers["content-length"])
-        while len(self.buffer) < length:
-            self._fill()
-        body, self.buffer = self.buffer[:length], self.buffer[length:]
-        return status, headers, body.decode()
-
-    def closed_by_server(self, wait_s=TIMEOUT_S):
-        """True once the server has closed its end (recv returns b'' or the connection was reset)."""
-        self.sock.settimeout(wait_s)
-        try:
-            return self.sock.recv(1) == b""
-        except ConnectionResetError:
-            return True
-        except socket.timeout:
-            return False
-
-
-def get(path):
-    return f"GET {path} HTTP/1.1\r\nHost: lab\r\n\r\n".encode()
 
 
 # --- real clients -------------------------------------------------------------------
@@ -183,13 +144,13 @@ def test_pipelined_requests_are_answered_in_order(server):
     # looks like a request but must be read as a body (Content-Length).
     body = b"GET /smuggled HTTP/1.1\r\n\r\n"
     pipeline = (
-        get("/async-sleep?ms=200")
-        + get("/first-missing")
-        + get("/")
+        get_request("/async-sleep?ms=200")
+        + get_request("/first-missing")
+        + get_request("/")
         + b"POST /second-missing HTTP/1.1\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
-        + get("/cpu?ms=1")
-        + get("/async-sleep?ms=10")
-        + get("/third-missing")
+        + get_request("/cpu?ms=1")
+        + get_request("/async-sleep?ms=10")
+        + get_request("/third-missing")
     )
     with connect(server) as sock:
         sock.sendall(pipeline)  # one write: the server sees them all at once
@@ -208,9 +169,9 @@ def test_pipelined_requests_are_answered_in_order(server):
 
 def test_a_slow_request_holds_up_only_its_own_connection(server):
     with connect(server) as slow, connect(server) as other:
-        slow.sendall(get("/async-sleep?ms=500") + get("/"))
+        slow.sendall(get_request("/async-sleep?ms=500") + get_request("/"))
         began = time.perf_counter()
-        other.sendall(get("/"))
+        other.sendall(get_request("/"))
         assert ResponseReader(other).read()[2] == "hello world\n"
         assert time.perf_counter() - began < 0.3
         reader = ResponseReader(slow)
@@ -235,7 +196,7 @@ def test_a_slow_request_holds_up_only_its_own_connection(server):
 )
 def test_malformed_request_gets_400_and_the_connection_closes(server, request_bytes):
     with connect(server) as sock:
-        sock.sendall(request_bytes + get("/"))  # the request after a broken one is never answered
+        sock.sendall(request_bytes + get_request("/"))  # the request after a broken one is never answered
         reader = ResponseReader(sock)
         status, headers, body = reader.read()
         assert status == 400 and body.startswith("400 ") and body.count("\n") == 1
@@ -279,7 +240,7 @@ def test_bodies_the_server_will_not_take(server, request_bytes, status):
 
 def test_head_http_1_0_and_connection_close(server):
     with connect(server) as sock:
-        sock.sendall(b"HEAD / HTTP/1.1\r\n\r\n" + get("/"))
+        sock.sendall(b"HEAD / HTTP/1.1\r\n\r\n" + get_request("/"))
         reader = ResponseReader(sock)
         status, headers, _ = reader.read(head_only=True)
         assert status == 200 and headers["content-length"] == "12"
@@ -311,7 +272,7 @@ def test_a_half_sent_request_holds_nobody_up(server):
 
 def test_idle_and_half_sent_connections_time_out(quick_timeout_server):
     with connect(quick_timeout_server) as idle, connect(quick_timeout_server) as dawdler:
-        idle.sendall(get("/"))
+        idle.sendall(get_request("/"))
         idle_reader = ResponseReader(idle)
         assert idle_reader.read()[0] == 200
         dawdler.sendall(b"GET / HTTP/1.1\r\nHo")
@@ -324,14 +285,14 @@ def test_idle_and_half_sent_connections_time_out(quick_timeout_server):
 
 def test_a_waiting_request_is_not_an_idle_connection(quick_timeout_server):
     with connect(quick_timeout_server) as sock:
-        sock.sendall(get("/async-sleep?ms=1200"))  # longer than the 0.5 s idle timeout
+        sock.sendall(get_request("/async-sleep?ms=1200"))  # longer than the 0.5 s idle timeout
         assert ResponseReader(sock).read()[0] == 200
 
 
 def test_a_client_that_does_not_read_is_buffered_and_others_go_on(server):
     depth = 20_000  # about 2.5 MB of answers: more than the socket buffers, so the server must hold some
     with connect(server) as greedy:
-        sender = threading.Thread(target=greedy.sendall, args=(get("/") * depth,), daemon=True)
+        sender = threading.Thread(target=greedy.sendall, args=(get_request("/") * depth,), daemon=True)
         sender.start()
         time.sleep(0.3)
         began = time.perf_counter()
@@ -357,7 +318,7 @@ def test_a_thousand_concurrent_keep_alive_connections(server):
             await go.wait()  # all connections are open before anyone sends
             answers = []
             for _ in range(3):  # three requests on the same connection: keep-alive
-                writer.write(get("/"))
+                writer.write(get_request("/"))
                 head = await reader.readuntil(b"\r\n\r\n")
                 length = int(re.search(rb"Content-Length: (\d+)", head).group(1))
                 answers.append(await reader.readexactly(length))
@@ -385,10 +346,10 @@ def test_a_thousand_concurrent_keep_alive_connections(server):
 
 def test_sync_sleep_blocks_the_loop_and_the_loop_says_so(server):
     with connect(server) as blocker, connect(server) as victim:
-        blocker.sendall(get("/sync-sleep?ms=300"))
+        blocker.sendall(get_request("/sync-sleep?ms=300"))
         time.sleep(0.05)
         began = time.perf_counter()
-        victim.sendall(get("/"))
+        victim.sendall(get_request("/"))
         assert ResponseReader(victim).read()[2] == "hello world\n"
         waited = time.perf_counter() - began
         assert ResponseReader(blocker).read()[0] == 200
@@ -463,7 +424,7 @@ def test_a_handler_that_raises_gets_a_500_and_the_connection_lives_on(capsys, mo
     runner.start()
     try:
         with socket.create_connection(http_server.address, timeout=TIMEOUT_S) as sock:
-            sock.sendall(get("/boom") + b"POST /echo HTTP/1.1\r\nContent-Length: 4\r\n\r\nbody" + get("/stop"))
+            sock.sendall(get_request("/boom") + b"POST /echo HTTP/1.1\r\nContent-Length: 4\r\n\r\nbody" + get_request("/stop"))
             reader = ResponseReader(sock)
             status, _, body = reader.read()
             assert status == 500 and "stderr" in body

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 import psutil
 
 from . import load, metrics
+from .rawhttp import ResponseReader, get_request
 from .servers import check_loopback
 
 TIMEOUT_S = 10.0
@@ -24,42 +25,12 @@ def _address(url):
     return parts.hostname, parts.port
 
 
-def _request(path, close=True):
-    connection = "Connection: close\r\n" if close else ""
-    return f"GET {path} HTTP/1.1\r\nHost: lab\r\n{connection}\r\n".encode()
-
-
-class _Answers:
-    """Reads responses one at a time off a socket, by Content-Length, keeping any bytes of the next one."""
-
-    def __init__(self, sock):
-        self.sock = sock
-        self.buffer = b""
-
-    def _more(self):
-        chunk = self.sock.recv(65536)
-        if not chunk:
-            raise ConnectionError(f"server closed the connection with {len(self.buffer)} bytes unread")
-        self.buffer += chunk
-
-    def next_body(self):
-        while b"\r\n\r\n" not in self.buffer:
-            self._more()
-        head, rest = self.buffer.split(b"\r\n\r\n", 1)
-        length = int(re.search(rb"(?i)content-length:\s*(\d+)", head).group(1))
-        self.buffer = rest
-        while len(self.buffer) < length:
-            self._more()
-        body, self.buffer = self.buffer[:length], self.buffer[length:]
-        return body.decode()
-
-
 def _timed_get(address, path):
     """Seconds until `path` is answered on a fresh connection, with its body."""
     began = time.perf_counter()
     with socket.create_connection(address, timeout=TIMEOUT_S) as sock:
-        sock.sendall(_request(path))
-        body = _Answers(sock).next_body()
+        sock.sendall(get_request(path, close=True))
+        body = ResponseReader(sock).body()
     return time.perf_counter() - began, body
 
 
@@ -75,7 +46,7 @@ def half_sent_wait_s(url, finish_after_s=0.5):
             waited, body = _timed_get(address, "/")
         finally:
             finisher.join()
-        _Answers(dawdler).next_body()
+        ResponseReader(dawdler).body()
     if body != "hello world\n":
         raise RuntimeError(f"/ answered {body!r}")
     return waited
@@ -85,10 +56,10 @@ def blocked_wait_s(url, blocking_path="/sync-sleep?ms=300", gap_s=0.05):
     """How long `/` waits when sent `gap_s` after a request for `blocking_path` on another connection."""
     address = _address(url)
     with socket.create_connection(address, timeout=TIMEOUT_S) as blocker:
-        blocker.sendall(_request(blocking_path))
+        blocker.sendall(get_request(blocking_path, close=True))
         time.sleep(gap_s)
         waited, _ = _timed_get(address, "/")
-        _Answers(blocker).next_body()
+        ResponseReader(blocker).body()
     return waited
 
 
@@ -96,10 +67,10 @@ def pipelined_wait_s(url, first_path="/async-sleep?ms=300"):
     """Send `first_path` and `/` in one write on one connection; seconds until `/` is answered."""
     with socket.create_connection(_address(url), timeout=TIMEOUT_S) as sock:
         began = time.perf_counter()
-        sock.sendall(_request(first_path, close=False) + _request("/"))
-        answers = _Answers(sock)
-        answers.next_body()
-        if answers.next_body() != "hello world\n":
+        sock.sendall(get_request(first_path) + get_request("/", close=True))
+        answers = ResponseReader(sock)
+        answers.body()
+        if answers.body() != "hello world\n":
             raise RuntimeError("the second pipelined answer was not /'s")
         return time.perf_counter() - began
 
@@ -151,7 +122,7 @@ def hello_burst(url, requests=2000, connections=10):
     the burst: no client start-up before it, no connection teardown inside it.
     """
     address = _address(url)
-    payload = _request("/", close=False)
+    payload = get_request("/")
     body = b"hello world\n"  # every answer to / ends with it, so counting it counts answers
     socks = [socket.create_connection(address, timeout=TIMEOUT_S) for _ in range(connections)]
     selector = selectors.DefaultSelector()
