@@ -132,12 +132,3 @@ def little_bound(concurrency, service_s, workers=None):
     busy = concurrency if workers is None else min(concurrency, workers)
     return busy / service_s
 
-
-def little_check(summary):
-    """L = λW on a measured run: mean requests in flight against throughput x mean time in the system."""
-    return {
-        "L_concurrency": summary.concurrency,
-        "lambda_rps": summary.rps,
-        "W_s": summary.mean_ms / 1000,
-        "lambda_times_W": summary.rps * summary.mean_ms / 1000,
-    }
