@@ -13,7 +13,7 @@ def main():
     parser.add_argument("--delay-ms", type=int, default=1000)
     parser.add_argument("--client", default="async", choices=load.CLIENTS)
     parser.add_argument("--rounds", type=int, default=3, help="async rounds (the sync run is long, it runs once)")
-    parser.add_argument("--skip-sync", action="store_true", help=f"skip the sync run (it takes requests x delay)")
+    parser.add_argument("--skip-sync", action="store_true", help="skip the sync run (it takes requests x delay)")
     args = parser.parse_args()
     service_s = args.delay_ms / 1000
     bound = metrics.little_bound(args.concurrency, service_s)

@@ -6,12 +6,25 @@ naive (no request bodies, no header limits): step 4, selectors_app.py, is the
 server that speaks HTTP properly.
 """
 
+import socket
 import time
 from urllib.parse import parse_qs
 
-from _contract import BadParameter, burn_cpu, parse_ms
+from _contract import BadParameter, announce, burn_cpu, die_with_parent, exit_on_sigterm, parse_args, parse_ms
 
 END_OF_HEAD = b"\r\n\r\n"
+
+
+def listen(description, blocking=True):
+    """The server contract's start-up, the same for every step: arguments, parent watch, a listening socket, LISTENING."""
+    args = parse_args(description)
+    die_with_parent()
+    exit_on_sigterm()
+    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+    listener = socket.create_server((args.host, args.port), family=family, backlog=1024)
+    listener.setblocking(blocking)
+    announce(*listener.getsockname()[:2])
+    return listener
 
 
 class Answer:

@@ -13,10 +13,9 @@ liked, and nobody else would ever be served.
 Next: step2_busy_wait.py stops waiting on any single client.
 """
 
-import socket
 
 import _tiny_http
-from _contract import announce, die_with_parent, exit_on_sigterm, log, parse_args
+from _contract import log
 
 CLIENT_TIMEOUT_S = 10.0  # without it, one silent client would stop this server for good
 
@@ -51,12 +50,7 @@ def serve_one_request(connection):
 
 
 def main():
-    args = parse_args(__doc__.splitlines()[0])
-    die_with_parent()
-    exit_on_sigterm()
-    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
-    listener = socket.create_server((args.host, args.port), family=family, backlog=1024)
-    announce(*listener.getsockname()[:2])
+    listener = _tiny_http.listen(__doc__.splitlines()[0])
     with listener:
         serve_forever(listener)
 

@@ -14,11 +14,10 @@ Once a second it says on stderr how many calls were wasted.
 Next: step3_callbacks.py lets the kernel tell us which sockets are ready.
 """
 
-import socket
 import time
 
 import _tiny_http
-from _contract import announce, die_with_parent, exit_on_sigterm, log, parse_args
+from _contract import log
 
 
 class Client:
@@ -109,13 +108,8 @@ class BusyWaitServer:
 
 
 def main():
-    args = parse_args(__doc__.splitlines()[0])
-    die_with_parent()
-    exit_on_sigterm()
-    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
-    listener = socket.create_server((args.host, args.port), family=family, backlog=1024)
-    listener.setblocking(False)  # accept() returns at once, with EAGAIN if nobody is waiting
-    announce(*listener.getsockname()[:2])
+    # Non-blocking: accept() returns at once, with EAGAIN if nobody is waiting.
+    listener = _tiny_http.listen(__doc__.splitlines()[0], blocking=False)
     with listener:
         BusyWaitServer(listener).serve_forever()
 

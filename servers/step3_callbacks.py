@@ -15,11 +15,9 @@ callback silently stalls everyone; it cannot tell you what the loop is doing.
 import heapq
 import itertools
 import selectors
-import socket
 import time
 
 import _tiny_http
-from _contract import announce, die_with_parent, exit_on_sigterm, parse_args
 
 
 class MiniLoop:
@@ -106,13 +104,7 @@ class CallbackServer:
 
 
 def main():
-    args = parse_args(__doc__.splitlines()[0])
-    die_with_parent()
-    exit_on_sigterm()
-    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
-    listener = socket.create_server((args.host, args.port), family=family, backlog=1024)
-    listener.setblocking(False)
-    announce(*listener.getsockname()[:2])
+    listener = _tiny_http.listen(__doc__.splitlines()[0], blocking=False)
     loop = MiniLoop()
     CallbackServer(loop, listener)
     with listener:

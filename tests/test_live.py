@@ -1,9 +1,7 @@
 """The live dashboard and the Run panel, driven by real load runs."""
 
-import time
 
 import ipywidgets
-import pytest
 
 from iolab import controls, live, load, servers
 
