@@ -323,6 +323,7 @@ class HTTPServer:
         return self._date_text
 
     def close(self):
+        """Shutdown: close every socket; the loop is closed next, which forgets their registrations."""
         for connection in list(self.connections):
-            connection.stream.close()
+            connection.stream.abort()
         self.listener.close()

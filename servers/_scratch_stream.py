@@ -79,6 +79,16 @@ class BufferedStream:
         if not self.write_buffer:
             self.close()
 
+    def abort(self):
+        """Close the socket without telling the loop: for shutdown, when the loop itself is about to go.
+
+        SIGTERM arrives as an exception between any two lines, so at shutdown our
+        record of what is registered may be half-updated; the loop's close() drops
+        every registration at once instead.
+        """
+        self.closed = True
+        self.sock.close()
+
     def close(self):
         if self.closed:
             return

@@ -436,3 +436,23 @@ def test_a_handler_that_raises_gets_a_500_and_the_connection_lives_on(capsys, mo
         http_server.close()
         loop.close()
     assert "a bug in a handler" in capsys.readouterr().err
+
+
+def test_shutdown_survives_a_sigterm_between_unregister_and_bookkeeping(monkeypatch):
+    """SIGTERM arrives as SystemExit between any two lines: shutdown must not trust the half-updated record."""
+    monkeypatch.syspath_prepend(str(servers.SERVERS_DIR))
+    from _scratch_http import HTTPServer
+    from _scratch_loop import EventLoop
+
+    loop = EventLoop()
+    http_server = HTTPServer(loop, lambda request, reply: reply(200, "ok\n"), "127.0.0.1", 0)
+    with socket.create_connection(http_server.address, timeout=TIMEOUT_S):
+        deadline = time.monotonic() + TIMEOUT_S
+        while not http_server.connections and time.monotonic() < deadline:
+            loop.run_once()
+        (connection,) = list(http_server.connections)
+        # What _update_interest leaves behind when interrupted right after unregistering.
+        loop.unregister(connection.stream.sock)
+        http_server.close()
+        loop.close()
+    assert connection.stream.sock.fileno() == -1
