@@ -1,10 +1,11 @@
 """The bank-queue analogy as a discrete-event simulation (SimPy): tellers, a hall and a lounge."""
 
 import bisect
-import math
 from dataclasses import dataclass, field
 
 import simpy
+
+from . import metrics
 
 BANKS = ("sync", "threaded", "ticket")
 PLACES = ("hall", "working", "waiting", "lounge")  # where a customer in the bank is; see Snapshot
@@ -78,9 +79,7 @@ class BankRun:
 
     def percentile_ms(self, percent):
         """Nearest-rank percentile of the time in the bank, as ab's 'served within' table."""
-        times = sorted(v.time_in_bank for v in self.visits)
-        rank = max(1, math.ceil(percent / 100 * len(times)))
-        return 1000 * times[rank - 1]
+        return 1000 * metrics.percentile(sorted(v.time_in_bank for v in self.visits), percent / 100)
 
     def at(self, time):
         """The Snapshot in force at `time`."""

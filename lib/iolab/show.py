@@ -21,12 +21,13 @@ def server_source(name, *names):
     if not names:
         return Code(text, language="python")
     lines = text.splitlines()
+    top_level = ast.parse(text).body
     wanted = []
-    for node in ast.parse(text).body:
+    for node in top_level:
         if getattr(node, "name", None) in names:
             first = min([node.lineno] + [decorator.lineno for decorator in getattr(node, "decorator_list", [])])
             wanted.append("\n".join(lines[first - 1 : node.end_lineno]))
-    missing = set(names) - {getattr(node, "name", None) for node in ast.parse(text).body}
+    missing = set(names) - {getattr(node, "name", None) for node in top_level}
     if missing:
         raise ValueError(f"servers/{name}.py has no top-level {sorted(missing)}")
     return Code("\n\n\n".join(wanted), language="python")
