@@ -50,6 +50,8 @@ class ModelRun:
     model: str
     delay_ms: float  # when the last peer was told to send, after "go"
     wait_ms: float  # waiting for data: from asking until the data was ready
+    asked_ms: float  # when the application first asked, after "go" (late if the scheduler kept it off a CPU)
+    ready_ms: float  # when the application's last wait ended, after "go"
     copy_ms: float  # copying the data from the kernel into the application's buffer
     cpu_ms: float  # CPU the application burnt on the IO itself (its own useful work excluded)
     work_ms: float  # CPU the application spent on its own work while the IO was in flight
@@ -64,7 +66,8 @@ class ModelRun:
 
     def figures(self):
         """The headline numbers, rounded, for a results file."""
-        numbers = {name: round(getattr(self, name), 3) for name in ("wait_ms", "copy_ms", "cpu_ms", "work_ms")}
+        named = ("wait_ms", "asked_ms", "ready_ms", "copy_ms", "cpu_ms", "work_ms")
+        numbers = {name: round(getattr(self, name), 3) for name in named}
         queued = None if self.queued_ms is None else round(self.queued_ms, 3)
         return {**numbers, "queued_ms": queued, "calls": self.calls, "wakeups": self.wakeups, "delay_ms": self.delay_ms}
 
@@ -131,6 +134,7 @@ class Trace:
 
     def finish(self, model, peer, *, wait, copy, meter, calls, blocks, work_ms=0.0, **notes):
         """Close the trace: add the kernel's phases and the peer's sends, and return the ModelRun."""
+        go_ms = self.at(peer.go_at)
         sent_ms = [self.at(start) for start, _ in peer.sent()]
         for index, t_ms in enumerate(sent_ms):
             self.events.append(Event(t_ms, "kernel", "data", "peer sends" + (f" #{index}" if len(sent_ms) > 1 else "")))
@@ -142,6 +146,10 @@ class Trace:
             model=model,
             delay_ms=max(peer.delays_ms),
             wait_ms=sum(end - start for start, end in wait),
+            # The peer counts its delay from "go"; our wait starts when we ask, which is
+            # a few microseconds later, or milliseconds if the thread was made to queue.
+            asked_ms=wait[0][0] - go_ms,
+            ready_ms=wait[-1][1] - go_ms,
             copy_ms=sum(end - start for start, end in copy),
             cpu_ms=max(0.0, meter.cpu_ms - work_ms),
             work_ms=work_ms,
@@ -177,6 +185,7 @@ class Peer:
         self.delays_ms = [float(delay) for delay in delays_ms]
         self.payload_bytes = int(payload_bytes)
         self.sockets, self._process, self._sent = [], None, None
+        self.go_at = None  # our CLOCK_MONOTONIC when go() told the peer to start counting
 
     def __enter__(self):
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -209,9 +218,9 @@ class Peer:
 
     def go(self):
         """Tell the peer our CLOCK_MONOTONIC now; it sends connection i's data at now + delay_i."""
-        now = time.monotonic()
-        self.sockets[0].sendall(struct.pack("!d", now))
-        return now
+        self.go_at = time.monotonic()
+        self.sockets[0].sendall(struct.pack("!d", self.go_at))
+        return self.go_at
 
     def sent(self):
         """[(start, end), ...] of each peer send() in monotonic seconds (waits for the peer's report)."""
