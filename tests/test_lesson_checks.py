@@ -1,21 +1,46 @@
-"""The exercises of lessons 00, 02 and 03: each accepts its right answer, rejects a wrong one, and notices a missing one."""
+"""Every lesson's exercises: each accepts its right answer, explains a wrong one, and notices a missing one."""
 
 import pytest
 
 from iolab import servers
-from iolab.checks import lesson00, lesson02, lesson03
+from iolab.checks import core, lesson00, lesson01, lesson02, lesson03, lesson04, lesson05
+
+LESSONS = (lesson00, lesson01, lesson02, lesson03, lesson04, lesson05)
+# statuses() names every exercise a lesson binds to q1, q2, ...
+EVERY_EXERCISE = [getattr(lesson, name) for lesson in LESSONS for name in lesson.statuses()]
 
 # (exercise, right answer, wrong answer, words the wrong answer's reason must contain)
 OFFLINE = [
     (lesson00.q1, 80, 40, "one request per user per second"),
     (lesson00.q2, 20, 0.5, "overlapped"),
+    (lesson01.q1, 50, 2, "is what one teller gives"),
+    (lesson01.q1, 49, 12.5, "customers times seconds is not a rate"),
+    (lesson01.q2, "ticket", "threaded", "stays at 4 per second"),
+    (lesson01.q2, "Ticket", "all", "limited by its tellers"),
+    (lesson01.q3, 40, 1, "the teller's time with each customer"),
+    (lesson01.q3, 39.5, 200, "all 200 customers"),
+    (lesson01.q4, 40, 4, "give 4 req/s"),
+    (lesson01.q4, 40, 41, "more tellers than customers"),
     (lesson02.q1, 50, 2, "synchronous server"),
     (lesson02.q2, "b", "c", "100%"),
     (lesson02.q3, "users", "cpu", "well under a millisecond"),
     (lesson03.q1, "A,C", "B,C", "hands the loop back"),
     (lesson03.q2, 1000, 2000, "C is instant"),
     (lesson03.q4, 2000, 1100, "when the loop reads B"),
+    (lesson04.q1, "copy", "both", "the wait costs the application nothing"),
+    (lesson04.q2, 1023, 1024, "is FD_SETSIZE, the number of bits"),
+    (lesson05.q2, "step2", "step1", "asleep in accept()"),
+    (lesson05.q3, "select", "callbacks", "tens of microseconds"),
+    (lesson05.q5, 300, 0, "in the order the requests were sent"),
+    (lesson05.q5, 310, 600, "adds the waits"),
 ]
+
+
+@pytest.fixture(autouse=True)
+def fresh_exercises():
+    yield
+    for exercise in EVERY_EXERCISE:
+        exercise.reset()
 
 
 @pytest.mark.parametrize("exercise, right, wrong, reason", OFFLINE, ids=lambda v: getattr(v, "name", None))
@@ -27,6 +52,22 @@ def test_offline_exercises(exercise, right, wrong, reason, capsys):
     exercise.hint()
     exercise.solution()
     assert "Solution" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("exercise", EVERY_EXERCISE, ids=lambda exercise: type(exercise).__name__)
+@pytest.mark.parametrize("missing", [None, ...])
+def test_missing_answer_is_not_attempted(exercise, missing, capsys):
+    assert exercise.check(missing) == core.NOT_ATTEMPTED
+    assert capsys.readouterr().out.startswith("Not attempted")
+
+
+@pytest.mark.parametrize("exercise", EVERY_EXERCISE, ids=lambda exercise: type(exercise).__name__)
+def test_every_exercise_has_a_prompt_a_hint_and_a_solution(exercise, capsys):
+    assert exercise.prompt
+    exercise.hint()
+    exercise.solution()
+    out = capsys.readouterr().out
+    assert out.startswith("Hint") and "Solution: " in out
 
 
 @pytest.fixture(scope="module")
