@@ -4,8 +4,8 @@ import argparse
 import json
 import statistics
 
-from iolab.iomodels import blocking, completion, multiplexing, nonblocking, select_vs_epoll, signal_driven
-from iolab.iomodels.trace import ModelUnavailable
+from iolab.lessons.io_models import blocking, completion, multiplexing, nonblocking, select_vs_epoll, signal_driven
+from iolab.lessons.io_models.trace import ModelUnavailable
 
 MODELS = {"blocking": blocking, "nonblocking": nonblocking, "multiplexing": multiplexing,
           "signal": signal_driven, "async": completion}

@@ -1,4 +1,4 @@
-"""Hello-world throughput of selectors_app (the hand-built loop) against tornado_app, with the lab's own load generator.
+"""Hello-world throughput of scratch_app (the hand-built loop) against tornado_app, with the lab's own load generator.
 
 Both servers run for the whole benchmark. Runs alternate between them (and
 alternate who goes first), with the same client, connections and request count,
@@ -14,7 +14,8 @@ import json
 import statistics
 import sys
 
-from iolab import load, loop_probes, servers
+from iolab import load, servers
+from iolab.lessons.event_loop import probes as loop_probes
 
 
 def main():
@@ -27,8 +28,8 @@ def main():
     if not 1 <= args.repetitions <= 50:
         parser.error(f"--repetitions must be between 1 and 50, got {args.repetitions}")
 
-    with servers.serve("selectors_app") as scratch, servers.serve("tornado_app") as tornado:
-        urls = {"selectors_app": scratch.url + "/", "tornado_app": tornado.url + "/"}
+    with servers.serve("scratch_app") as scratch, servers.serve("tornado_app") as tornado:
+        urls = {"scratch_app": scratch.url + "/", "tornado_app": tornado.url + "/"}
         rps = loop_probes.alternating_rps(
             urls, requests=args.requests, concurrency=args.concurrency, repetitions=args.repetitions, client=args.client
         )
@@ -37,7 +38,7 @@ def main():
     for name, runs in rps.items():
         print(f"{name:14} " + "  ".join(f"{value:8.0f}" for value in runs) + f"   median {statistics.median(runs):8.0f} req/s",
               file=sys.stderr)
-    scratch_rps = statistics.median(rps["selectors_app"])
+    scratch_rps = statistics.median(rps["scratch_app"])
     tornado_rps = statistics.median(rps["tornado_app"])
     print(f"{args.repetitions} alternating runs of {args.requests} requests, {args.concurrency} connections, {args.client} client")
     print(json.dumps({"scratch_rps": round(scratch_rps, 1), "tornado_rps": round(tornado_rps, 1),

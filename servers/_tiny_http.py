@@ -2,7 +2,7 @@
 
 The steps differ only in how they wait for sockets; this file is the part they
 share, so each step shows nothing but its way of doing IO. It is deliberately
-naive (no request bodies, no header limits): step 4, selectors_app.py, is the
+naive (no request bodies, no header limits): step 4, scratch_app.py, is the
 server that speaks HTTP properly.
 """
 
@@ -10,7 +10,7 @@ import socket
 import time
 from urllib.parse import parse_qs
 
-from _contract import BadParameter, announce, burn_cpu, die_with_parent, exit_on_sigterm, parse_args, parse_ms
+from iolab.contract import BadParameter, announce, burn_cpu, die_with_parent, exit_on_sigterm, parse_args, parse_ms
 
 END_OF_HEAD = b"\r\n\r\n"
 

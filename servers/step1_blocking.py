@@ -15,7 +15,7 @@ Next: step2_busy_wait.py stops waiting on any single client.
 
 
 import _tiny_http
-from _contract import log
+from iolab.contract import log
 
 CLIENT_TIMEOUT_S = 10.0  # without it, one silent client would stop this server for good
 

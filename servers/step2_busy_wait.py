@@ -17,7 +17,7 @@ Next: step3_callbacks.py lets the kernel tell us which sockets are ready.
 import time
 
 import _tiny_http
-from _contract import log
+from iolab.contract import log
 
 
 class Client:

@@ -5,7 +5,7 @@ from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
-from _contract import (
+from iolab.contract import (
     BadParameter,
     announce,
     burn_cpu,

@@ -7,7 +7,7 @@ import tornado.httpserver
 import tornado.netutil
 import tornado.web
 
-from _contract import (
+from iolab.contract import (
     BadParameter,
     announce,
     burn_cpu,

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from iolab import bank
+from iolab.lessons.bank import model as bank
 
 # (requests, concurrency, delay_ms, threads): the article's set, the lesson's quick set, odd sizes
 PARAMETER_SETS = [

@@ -2,7 +2,8 @@
 
 import pytest
 
-from iolab import bank, bank_measure
+from iolab.lessons.bank import measure as bank_measure
+from iolab.lessons.bank import model as bank
 
 # (requests, concurrency, delay_ms, threads): small, so the synchronous bank (requests x delay) stays short.
 PARAMETER_SETS = [(16, 4, 200, 2), (24, 6, 250, 3)]

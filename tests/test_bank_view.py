@@ -4,7 +4,8 @@ import ipywidgets
 import pytest
 from matplotlib.figure import Figure
 
-from iolab import bank, bank_view
+from iolab.lessons.bank import model as bank
+from iolab.lessons.bank import view as bank_view
 
 
 @pytest.fixture(scope="module")

@@ -1,8 +1,8 @@
-"""The exercise kinds in iolab.checks.core: right, wrong and missing answers, hints, disabled solutions."""
+"""The exercise kinds in iolab.checks: right, wrong and missing answers, hints, disabled solutions."""
 
 import pytest
 
-from iolab.checks import core
+from iolab import checks as core
 
 
 class Throughput(core.NumberExercise):

@@ -2,7 +2,8 @@
 
 import pytest
 
-from iolab.checks import core, lesson01 as ex
+from iolab import checks as core
+from iolab.lessons.bank import exercises as ex
 
 
 @pytest.fixture(autouse=True)

@@ -2,8 +2,8 @@
 
 import pytest
 
-from iolab.checks import core
-from iolab.checks import lesson04 as ex
+from iolab import checks as core
+from iolab.lessons.io_models import exercises as ex
 
 
 @pytest.fixture(autouse=True)

@@ -3,8 +3,8 @@
 import pytest
 
 from iolab import servers
-from iolab.checks import core
-from iolab.checks import lesson05 as ex
+from iolab import checks as core
+from iolab.lessons.event_loop import exercises as ex
 
 EXERCISES = (ex.q1, ex.q2, ex.q3, ex.q4, ex.q5)
 
@@ -28,7 +28,7 @@ def test_predictions_against_a_stand_in_measurement(exercise, measured, right, w
 def test_predictions_measure_the_real_servers():
     with servers.serve("step1_blocking") as step1:
         assert 450 <= ex.q1.measure(url=step1.url) < 900
-    with servers.serve("selectors_app") as scratch:
+    with servers.serve("scratch_app") as scratch:
         assert 200 <= ex.q4.measure(url=scratch.url) < 500
 
 

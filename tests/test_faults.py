@@ -10,7 +10,7 @@ import time
 import psutil
 import pytest
 
-from iolab import load, metrics, servers
+from iolab import load, metrics, registry, servers
 
 GONE_WITHIN_S = 2.0
 
@@ -22,6 +22,8 @@ def fake_servers(tmp_path, monkeypatch):
     (tmp_path / "crashes_at_start.py").write_text("raise RuntimeError('the database is on fire')\n")
     (tmp_path / "says_hello.py").write_text("print('hello, I am a server', flush=True)\nimport time; time.sleep(30)\n")
     monkeypatch.setattr(servers, "SERVERS_DIR", tmp_path)
+    for script in tmp_path.glob("*.py"):
+        monkeypatch.setitem(registry.SERVERS, script.stem, registry.ServerInfo(script.stem, script.name, "a misbehaving double"))
     return tmp_path
 
 

@@ -9,9 +9,9 @@ import matplotlib
 import matplotlib.pyplot as plt
 import pytest
 
-from iolab.iomodels import blocking, completion, draw, multiplexing, nonblocking, signal_driven
-from iolab.iomodels import select_vs_epoll
-from iolab.iomodels.trace import ModelUnavailable, Peer
+from iolab.lessons.io_models import blocking, completion, draw, multiplexing, nonblocking, signal_driven
+from iolab.lessons.io_models import select_vs_epoll
+from iolab.lessons.io_models.trace import ModelUnavailable, Peer
 
 DELAY_MS = 150
 # This machine is shared and noisy: a peer or a woken thread may be scheduled

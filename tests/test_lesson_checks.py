@@ -3,7 +3,13 @@
 import pytest
 
 from iolab import servers
-from iolab.checks import core, lesson00, lesson01, lesson02, lesson03, lesson04, lesson05
+from iolab import checks as core
+from iolab.lessons.bank import exercises as lesson01
+from iolab.lessons.event_loop import exercises as lesson05
+from iolab.lessons.io_models import exercises as lesson04
+from iolab.lessons.ordering import exercises as lesson03
+from iolab.lessons.start import exercises as lesson00
+from iolab.lessons.sync_async import exercises as lesson02
 
 LESSONS = (lesson00, lesson01, lesson02, lesson03, lesson04, lesson05)
 # statuses() names every exercise a lesson binds to q1, q2, ...

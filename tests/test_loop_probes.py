@@ -1,4 +1,4 @@
-"""iolab.loop_probes against real servers: half-sent requests, blocked loops, pipelining, CPU demand, traces, the alternating race."""
+"""iolab.lessons.event_loop.probes against real servers: half-sent requests, blocked loops, pipelining, CPU demand, traces, the alternating race."""
 
 import json
 import subprocess
@@ -7,12 +7,13 @@ import time
 
 import pytest
 
-from iolab import load, loop_probes, servers
+from iolab import load, servers
+from iolab.lessons.event_loop import probes as loop_probes
 
 
 @pytest.fixture(scope="module")
 def scratch():
-    with servers.serve("selectors_app") as running:
+    with servers.serve("scratch_app") as running:
         yield running
 
 

@@ -1,4 +1,4 @@
-"""iolab.loop_trace_view draws a loop trace: long waits spread over the bins they cover, phases shaded, empty traces refused."""
+"""iolab.lessons.event_loop.trace_view draws a loop trace: long waits spread over the bins they cover, phases shaded, empty traces refused."""
 
 import matplotlib
 
@@ -7,7 +7,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pytest
 
-from iolab import loop_trace_view
+from iolab.lessons.event_loop import trace_view as loop_trace_view
 
 
 def iteration(t, select_ms, callbacks_ms, events=1, ready=0):

@@ -2,7 +2,8 @@
 
 import pytest
 
-from iolab import environment, gantt, params, show, tables
+from iolab import environment, params, show, tables
+from iolab.lessons.ordering import timeline_view as gantt
 from iolab.load import Sample
 
 

@@ -48,7 +48,7 @@ def run_notebook(path, name, **parameters):
 
 def mentions_exercises(path):
     notebook = nbformat.read(path, as_version=4)
-    return any("iolab.checks" in cell.source for cell in notebook.cells if cell.cell_type == "code")
+    return any("exercises as ex" in cell.source for cell in notebook.cells if cell.cell_type == "code")
 
 
 @pytest.mark.notebook
@@ -67,7 +67,7 @@ def test_notebook_runs_with_solutions(path):
 def test_first_notebook_with_exercises_reports_not_attempted_without_solutions():
     with_exercises = [p for p in NOTEBOOKS if mentions_exercises(p)]
     if not with_exercises:
-        pytest.skip("no notebook in notebooks/ imports iolab.checks yet")
+        pytest.skip("no notebook in notebooks/ imports its exercises yet")
     path = with_exercises[0]
     results = run_notebook(path, f"{path.stem}.unsolved", solutions=False)
     exercises = results.get("exercises")

@@ -10,9 +10,10 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from iolab import loop_probes, servers
+from iolab import servers
+from iolab.lessons.event_loop import probes as loop_probes
 
-STEPS = ["step1_blocking", "step2_busy_wait", "step3_callbacks", "selectors_app"]
+STEPS = ["step1_blocking", "step2_busy_wait", "step3_callbacks", "scratch_app"]
 TIMEOUT_S = 10
 
 
@@ -94,7 +95,7 @@ def test_step2_serves_others_but_burns_cpu_while_idle():
         assert "calls came back empty (EAGAIN)" in server.stderr_tail()
 
 
-@pytest.mark.parametrize("name", ["step3_callbacks", "selectors_app"])
+@pytest.mark.parametrize("name", ["step3_callbacks", "scratch_app"])
 def test_a_selector_serves_others_and_sleeps_while_idle(name):
     with servers.serve(name) as server:
         assert latency_behind_a_half_sent_request(server) < 0.3

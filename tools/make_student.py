@@ -12,7 +12,7 @@ import nbformat
 BEGIN = "### BEGIN SOLUTION"
 END = "### END SOLUTION"
 # Inserted at the top of each notebook's first code cell (its setup cell).
-DISABLE_LINE = "import iolab.checks.core; iolab.checks.core.disable_solutions()  # student copy: no solutions"
+DISABLE_LINE = "import iolab.checks; iolab.checks.disable_solutions()  # student copy: no solutions"
 _ASSIGNMENT = re.compile(r"^\s*([A-Za-z_][A-Za-z_0-9]*)\s*=")
 
 

@@ -5,7 +5,7 @@ import shutil
 import subprocess
 from urllib.parse import urlsplit
 
-from .servers import check_loopback
+from .contract import check_loopback
 
 PACKAGES = {"ab": "apache2-utils", "wrk": "wrk"}
 

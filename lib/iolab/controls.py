@@ -3,7 +3,7 @@
 import ipywidgets as widgets
 from IPython.display import display
 
-from . import live, load, metrics, servers
+from . import live, load, metrics, registry, servers
 
 LIMITS = {"concurrency": (1, 200), "requests": (1, 2000), "delay_ms": (0, 3000)}
 
@@ -56,9 +56,11 @@ def load_experiment(server_name="tornado_app", workers_by_mode=None, max_duratio
     """An `experiment` for run_panel: a fresh server per press, a bounded load run, the dashboard in the panel.
 
     `workers_by_mode` maps each route to how many requests the server can wait on
-    at once (1 for a blocking handler, None for an unblocked wait); it sets the bound drawn.
+    at once (None for an unblocked wait); it sets the bound drawn. By default the
+    registry says: a blocking handler is served as many at a time as the server
+    serves at once, a wait without blocking has no such limit.
     """
-    workers_by_mode = workers_by_mode or {"async-sleep": None, "sync-sleep": 1}
+    workers_by_mode = workers_by_mode or {"async-sleep": None, "sync-sleep": registry.get(server_name).at_once()}
 
     def experiment(concurrency, requests, delay_ms, mode, image):
         service_s = max(delay_ms, 1) / 1000

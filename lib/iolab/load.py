@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import requests
 
-from .servers import check_loopback
+from .contract import check_loopback
 
 LIMITS = {
     "requests": (1, 1_000_000),

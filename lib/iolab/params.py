@@ -1,6 +1,10 @@
 """Validation for a notebook's parameters cell: every failure names the parameter, its value and what is allowed."""
 
 import numbers
+import os
+
+# IOLAB_QUICK=1 makes every lesson run at its small sizes: for a class demo, and for the browser test.
+QUICK_ENV = "IOLAB_QUICK"
 
 
 class ParameterError(ValueError):
@@ -28,9 +32,15 @@ def check_flag(name, value):
     return value
 
 
+def quick_from_environment():
+    """True when IOLAB_QUICK asks every lesson for its small sizes."""
+    return os.environ.get(QUICK_ENV, "").strip().lower() not in ("", "0", "false", "no")
+
+
 def check_common(quick, solutions, results_path):
-    """The three parameters every lesson has."""
+    """The three parameters every lesson has; returns `quick`, turned on by IOLAB_QUICK=1 as well."""
     check_flag("quick", quick)
     check_flag("solutions", solutions)
     if results_path is not None and not isinstance(results_path, str):
         raise ParameterError(f"parameter results_path={results_path!r} must be None or a file path")
+    return quick or quick_from_environment()

@@ -2,9 +2,7 @@
 
 import atexit
 import contextlib
-import ipaddress
 import os
-import re
 import selectors
 import signal
 import subprocess
@@ -15,12 +13,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from . import registry
+from .contract import LOOPBACK, PARENT_ENV, check_loopback, parse_listening
+
 SERVERS_DIR = Path(os.environ.get("IOLAB_SERVERS_DIR", Path(__file__).resolve().parents[2] / "servers"))
-LOOPBACK = "127.0.0.1"
-PARENT_ENV = "IOLAB_PARENT_PID"
 READY_TIMEOUT_S = 10.0
 STOP_GRACE_S = 0.3
-_LISTENING = re.compile(r"^LISTENING (?P<host>[^\s]+):(?P<port>\d+)$")
 
 _running = []
 _running_lock = threading.Lock()
@@ -38,21 +36,13 @@ class ServerNotReady(ServerError):
     """A server did not print its LISTENING line within the deadline."""
 
 
+class ServerUnavailable(ServerError):
+    """A server that needs a program or package this machine does not have (nginx, gunicorn)."""
+
+
 def available():
-    """The names `serve` accepts: every runnable file in servers/."""
-    return sorted(p.stem for p in SERVERS_DIR.glob("*.py") if not p.stem.startswith("_"))
-
-
-def check_loopback(host):
-    """Refuse anything but a loopback address: the lab never listens on a network."""
-    name = "127.0.0.1" if host == "localhost" else host
-    try:
-        loopback = ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        loopback = False
-    if not loopback:
-        raise ValueError(f"host must be a loopback address (127.0.0.0/8, ::1 or localhost), got {host!r}")
-    return host
+    """The names `serve` accepts and can start on this machine, from the registry."""
+    return [name for name in registry.names() if registry.get(name).missing() is None]
 
 
 class Server:
@@ -121,14 +111,23 @@ class Server:
         return f"<Server {self.name} {self.url} pid={self.pid} {state}>"
 
 
-def start(name, *args, host=LOOPBACK, port=0, ready_timeout=READY_TIMEOUT_S):
-    """Start servers/<name>.py and return once it has printed its LISTENING line."""
-    if name not in available():
-        raise ValueError(f"server must be one of {available()}, got {name!r}")
+def start(name, *args, host=LOOPBACK, port=0, ready_timeout=READY_TIMEOUT_S, **options):
+    """Start a server from the registry and return once it has printed its LISTENING line.
+
+    Extra arguments go either as they would on its command line (`"--threads", 4`)
+    or by the registry's keywords (`threads=4`).
+    """
+    info = registry.get(name)
+    reason = info.missing()
+    if reason:
+        raise ServerUnavailable(reason)
     check_loopback(host)
     if not 0 <= port <= 65535:
         raise ValueError(f"port must be between 0 and 65535 (0 picks a free one), got {port}")
-    argv = [sys.executable, str(SERVERS_DIR / f"{name}.py"), "--host", host, "--port", str(port), *map(str, args)]
+    argv = [
+        sys.executable, str(SERVERS_DIR / info.script), "--host", host, "--port", str(port),
+        *map(str, args), *info.arguments(**options),
+    ]
     stderr_file = tempfile.TemporaryFile()
     began = time.perf_counter()
     process = _spawner.submit(
@@ -141,6 +140,7 @@ def start(name, *args, host=LOOPBACK, port=0, ready_timeout=READY_TIMEOUT_S):
         process_group=0,  # our own group, so stop() reaches forked workers too
     ).result()
     server = Server(name, process, host, None, stderr_file, None)
+    server.info = info
     with _running_lock:
         _running.append(server)
     try:
@@ -151,11 +151,11 @@ def start(name, *args, host=LOOPBACK, port=0, ready_timeout=READY_TIMEOUT_S):
             f"server {name!r} did not print LISTENING within {ready_timeout} s; it was stopped."
             f" Last stderr:\n{server.stderr_tail()}"
         ) from None
-    match = _LISTENING.match(line)
-    if match is None:
+    address = parse_listening(line)
+    if address is None:
         server.stop()
         raise ServerError(_explain_failure(name, port, line, process.returncode, server.stderr_tail()))
-    server.host, server.port = match["host"], int(match["port"])
+    server.host, server.port = address
     server.started_in_s = time.perf_counter() - began
     return server
 

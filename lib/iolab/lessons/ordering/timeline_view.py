@@ -2,7 +2,7 @@
 
 from matplotlib.figure import Figure
 
-from .live import render
+from iolab.live import render
 
 HANDLER_COLORS = {"A": "#d62728", "B": "#1f77b4", "C": "#2ca02c"}
 

@@ -1,6 +1,6 @@
 """A buffered stream over one non-blocking socket: read and write buffers, and an interest set that follows them (Tornado's IOStream in miniature)."""
 
-from _scratch_loop import EVENT_READ, EVENT_WRITE
+from scratch.loop import EVENT_READ, EVENT_WRITE
 
 RECV_SIZE = 64 * 1024  # one recv() can bring many pipelined requests at once
 

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 import simpy
 
-from . import metrics
+from iolab import metrics
 
 BANKS = ("sync", "threaded", "ticket")
 PLACES = ("hall", "working", "waiting", "lounge")  # where a customer in the bank is; see Snapshot

@@ -3,7 +3,7 @@
 import contextlib
 from dataclasses import dataclass
 
-from . import load, metrics, servers
+from iolab import load, metrics, servers
 
 # Which server and route play each bank. The sync and ticket banks are the
 # same single Tornado process; only the handler differs (handlers A and B).
@@ -60,8 +60,8 @@ class Measured:
 def bank_server(bank, threads=None):
     """Start the server that plays `bank`: threaded_app with a pool of `threads` for the threaded bank."""
     name, _ = BANK_SERVERS[bank]
-    arguments = ("--threads", threads) if bank == "threaded" else ()
-    with servers.serve(name, *arguments) as server:
+    options = {"threads": threads} if bank == "threaded" else {}
+    with servers.serve(name, **options) as server:
         yield server
 
 

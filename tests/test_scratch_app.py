@@ -1,4 +1,4 @@
-"""selectors_app, the server on a hand-built event loop, against real clients: HTTP/1.1 in full, limits, timeouts, 1000 connections."""
+"""scratch_app, the server on a hand-built event loop, against real clients: HTTP/1.1 in full, limits, timeouts, 1000 connections."""
 
 import asyncio
 import json
@@ -22,13 +22,13 @@ TIMEOUT_S = 10
 
 @pytest.fixture(scope="module")
 def server():
-    with servers.serve("selectors_app") as running:
+    with servers.serve("scratch_app") as running:
         yield running
 
 
 @pytest.fixture
 def quick_timeout_server():
-    with servers.serve("selectors_app", "--idle-timeout", 0.5) as running:
+    with servers.serve("scratch_app", "--idle-timeout", 0.5) as running:
         yield running
 
 
@@ -363,12 +363,12 @@ def test_sync_sleep_blocks_the_loop_and_the_loop_says_so(server):
 
 
 def test_only_callbacks_over_the_threshold_warn():
-    with servers.serve("selectors_app") as fresh:
+    with servers.serve("scratch_app") as fresh:
         assert requests.get(fresh.url + "/async-sleep?ms=300", timeout=TIMEOUT_S).status_code == 200
         assert requests.get(fresh.url + "/cpu?ms=20", timeout=TIMEOUT_S).status_code == 200
         assert "blocking the loop" not in fresh.stderr_tail()
         assert requests.get(fresh.url + "/cpu?ms=20", timeout=TIMEOUT_S).status_code == 200
-    with servers.serve("selectors_app", "--slow-callback-ms", 10) as strict:
+    with servers.serve("scratch_app", "--slow-callback-ms", 10) as strict:
         assert requests.get(strict.url + "/cpu?ms=20", timeout=TIMEOUT_S).status_code == 200
         time.sleep(0.1)
         assert "GET /cpu?ms=20" in strict.stderr_tail() and "blocking the loop" in strict.stderr_tail()
@@ -376,7 +376,7 @@ def test_only_callbacks_over_the_threshold_warn():
 
 def test_trace_records_every_iteration(tmp_path):
     trace_path = tmp_path / "trace.jsonl"
-    with servers.serve("selectors_app", "--trace", trace_path) as traced:
+    with servers.serve("scratch_app", "--trace", trace_path) as traced:
         with requests.Session() as session:
             for _ in range(20):
                 session.get(traced.url + "/", timeout=TIMEOUT_S)
@@ -396,7 +396,7 @@ def test_trace_records_every_iteration(tmp_path):
 def test_bad_command_line_values_are_refused(python):
     for args in (["--slow-callback-ms", "0"], ["--idle-timeout", "-1"]):
         completed = subprocess.run(
-            [python, str(servers.SERVERS_DIR / "selectors_app.py"), *args],
+            [python, str(servers.SERVERS_DIR / "scratch_app.py"), *args],
             capture_output=True,
             text=True,
             timeout=10,
@@ -407,8 +407,8 @@ def test_bad_command_line_values_are_refused(python):
 def test_a_handler_that_raises_gets_a_500_and_the_connection_lives_on(capsys, monkeypatch):
     # The three parts, run in this process with an application of our own.
     monkeypatch.syspath_prepend(str(servers.SERVERS_DIR))
-    from _scratch_http import HTTPServer
-    from _scratch_loop import EventLoop
+    from scratch.connection import HTTPServer
+    from scratch.loop import EventLoop
 
     loop = EventLoop()
 
@@ -441,8 +441,8 @@ def test_a_handler_that_raises_gets_a_500_and_the_connection_lives_on(capsys, mo
 def test_shutdown_survives_a_sigterm_between_unregister_and_bookkeeping(monkeypatch):
     """SIGTERM arrives as SystemExit between any two lines: shutdown must not trust the half-updated record."""
     monkeypatch.syspath_prepend(str(servers.SERVERS_DIR))
-    from _scratch_http import HTTPServer
-    from _scratch_loop import EventLoop
+    from scratch.connection import HTTPServer
+    from scratch.loop import EventLoop
 
     loop = EventLoop()
     http_server = HTTPServer(loop, lambda request, reply: reply(200, "ok\n"), "127.0.0.1", 0)

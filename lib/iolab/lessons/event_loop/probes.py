@@ -1,7 +1,5 @@
 """Lesson 05's measurements of a running server: a half-sent request, a blocked loop, CPU while idle, the loop's trace, and a fair throughput race."""
 
-import json
-import re
 import selectors
 import socket
 import threading
@@ -11,12 +9,11 @@ from urllib.parse import urlsplit
 
 import psutil
 
-from . import load, metrics
-from .rawhttp import ResponseReader, get_request
-from .servers import check_loopback
+from iolab import contract, load, metrics
+from iolab.contract import check_loopback
+from iolab.rawhttp import ResponseReader, get_request
 
 TIMEOUT_S = 10.0
-_WARNING = re.compile(r"callback (?P<callback>.+?) took (?P<ms>\d+) ms, blocking the loop")
 
 
 def _address(url):
@@ -104,15 +101,13 @@ def cpu_demand_percent(pid, seconds=1.0):
 
 
 def slow_callback_warnings(stderr_text):
-    """[(callback, ms), ...] for every "callback X took N ms, blocking the loop" line."""
-    return [(m["callback"], int(m["ms"])) for m in _WARNING.finditer(stderr_text)]
+    """[(callback, ms), ...] for every slow-callback warning the loop wrote to stderr."""
+    return contract.parse_slow_callbacks(stderr_text)
 
 
 def read_trace(path):
     """The loop's iterations as dicts (t, select_ms, callbacks_ms, events, ready, timers), oldest first."""
-    lines = Path(path).read_text().splitlines()
-    # The last line may be cut short if the server was killed mid-write.
-    return [json.loads(line) for line in lines if line.endswith("}")]
+    return contract.parse_trace(Path(path).read_text())
 
 
 def hello_burst(url, requests=2000, connections=10):

@@ -1,11 +1,11 @@
-"""Exercises for lesson 05, an event loop from scratch: `from iolab.checks import lesson05 as ex; ex.q1.check(answer)`."""
+"""Exercises for lesson 05, an event loop from scratch: `from iolab.lessons.event_loop import exercises as ex; ex.q1.check(answer)`."""
 
-from iolab import loop_probes
+from . import probes
 
-from . import core
+from iolab import checks
 
 
-class HalfSentOnBlockingServer(core.PredictThenMeasure):
+class HalfSentOnBlockingServer(checks.PredictThenMeasure):
     prompt = (
         "Step 1 (blocking) has accepted a client that sent half a request; it sends the rest 500 ms later. "
         "You ask for / right away on another connection. Predict how long you wait, in ms."
@@ -22,16 +22,16 @@ class HalfSentOnBlockingServer(core.PredictThenMeasure):
     solution_text = "About 500 ms: step 1 cannot accept you until the first client's request is complete and answered."
 
     def measure(self, url, finish_after_ms=500):
-        return loop_probes.half_sent_wait_s(url, finish_after_ms / 1000) * 1000
+        return probes.half_sent_wait_s(url, finish_after_ms / 1000) * 1000
 
 
-class WhichStepSpins(core.ChoiceExercise):
+class WhichStepSpins(checks.ChoiceExercise):
     prompt = "No client is connected. Which step uses a whole core anyway: 'step1', 'step2', 'step3' or 'step4'?"
     choices = {
         "step1": "step 1 is asleep in accept(): the kernel wakes it when someone connects, and not before.",
         "step2": "",
         "step3": "step 3 sleeps in select() until a socket is ready or a timer is due: no CPU at all while idle.",
-        "step4": "selectors_app sleeps in select() too; its loop only runs when something happens.",
+        "step4": "scratch_app sleeps in select() too; its loop only runs when something happens.",
     }
     correct = "step2"
     correct_text = "Non-blocking calls without a selector mean asking again and again: every EAGAIN is wasted CPU."
@@ -39,9 +39,25 @@ class WhichStepSpins(core.ChoiceExercise):
     solution_text = "'step2': its loop calls accept() and recv() non-stop and they all come back with EAGAIN."
 
 
-class BlockedBySyncSleep(core.PredictThenMeasure):
+class WhereTheLoopSpendsItsTime(checks.ChoiceExercise):
     prompt = (
-        "On selectors_app, one client asks for /sync-sleep?ms=300; 50 ms later another asks for /. "
+        "In the trace of 40 users on /async-sleep, where does the loop spend most of its wall-clock time: "
+        "'select' (waiting for sockets and timers), 'callbacks' (parsing and answering) or 'timers' (sorting the heap)?"
+    )
+    choices = {
+        "select": "",
+        "callbacks": "each callback takes tens of microseconds; 40 users each waiting a whole delay give it almost nothing to do.",
+        "timers": "a heap push or pop costs about a microsecond; and the trace counts it inside the callbacks anyway.",
+    }
+    correct = "select"
+    correct_text = "An event loop serving waits is mostly asleep: that is why one thread can hold thousands of them."
+    hint_text = "Compare the two totals under the trace plot: time in select vs time in callbacks."
+    solution_text = "'select': the loop sleeps in epoll_wait until the next timer; the callbacks are a sliver."
+
+
+class BlockedBySyncSleep(checks.PredictThenMeasure):
+    prompt = (
+        "On scratch_app, one client asks for /sync-sleep?ms=300; 50 ms later another asks for /. "
         "Predict how long / takes, in ms."
     )
     rel_tol = 0.2
@@ -57,10 +73,10 @@ class BlockedBySyncSleep(core.PredictThenMeasure):
     solution_text = "About 250 ms: / waits for the rest of the 300 ms sleep (300 - 50), then takes well under a millisecond."
 
     def measure(self, url, sleep_ms=300, gap_ms=50):
-        return loop_probes.blocked_wait_s(url, f"/sync-sleep?ms={sleep_ms}", gap_ms / 1000) * 1000
+        return probes.blocked_wait_s(url, f"/sync-sleep?ms={sleep_ms}", gap_ms / 1000) * 1000
 
 
-class PipelinedBehindAWait(core.NumberExercise):
+class PipelinedBehindAWait(checks.NumberExercise):
     prompt = (
         "On one keep-alive connection, a client sends /async-sleep?ms=300 and / in the same write (pipelining). "
         "How many ms after sending does the answer to / arrive?"
@@ -79,29 +95,5 @@ class PipelinedBehindAWait(core.NumberExercise):
     solution_text = "About 300 ms: / is parsed only after the sleep's answer has been sent, so it waits its turn (head-of-line blocking)."
 
 
-class WhereTheLoopSpendsItsTime(core.ChoiceExercise):
-    prompt = (
-        "In the trace of 40 users on /async-sleep, where does the loop spend most of its wall-clock time: "
-        "'select' (waiting for sockets and timers), 'callbacks' (parsing and answering) or 'timers' (sorting the heap)?"
-    )
-    choices = {
-        "select": "",
-        "callbacks": "each callback takes tens of microseconds; 40 users each waiting a whole delay give it almost nothing to do.",
-        "timers": "a heap push or pop costs about a microsecond; and the trace counts it inside the callbacks anyway.",
-    }
-    correct = "select"
-    correct_text = "An event loop serving waits is mostly asleep: that is why one thread can hold thousands of them."
-    hint_text = "Compare the two totals under the trace plot: time in select vs time in callbacks."
-    solution_text = "'select': the loop sleeps in epoll_wait until the next timer; the callbacks are a sliver."
-
-
-q1 = HalfSentOnBlockingServer()
-q2 = WhichStepSpins()
-q3 = WhereTheLoopSpendsItsTime()
-q4 = BlockedBySyncSleep()
-q5 = PipelinedBehindAWait()
-
-
-def statuses():
-    """{"q1": "correct" | "incorrect" | "not attempted", ...} for the results JSON."""
-    return core.statuses_of(globals())
+# q1, q2, ... in the order the notebook asks them, and statuses() for the results file.
+checks.bind(globals())

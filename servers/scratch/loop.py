@@ -2,11 +2,12 @@
 
 import collections
 import heapq
-import json
 import selectors
 import sys
 import time
 import traceback
+
+from iolab.contract import slow_callback_line, trace_record
 
 # The only two things a selector can watch a socket for.
 EVENT_READ = selectors.EVENT_READ
@@ -152,11 +153,7 @@ class EventLoop:
             print(f"exception in callback {describe(callback)}:\n{traceback.format_exc()}", file=sys.stderr, flush=True)
         took = self.time() - started
         if took >= self.slow_callback_s:
-            print(
-                f"callback {describe(callback)} took {took * 1000:.0f} ms, blocking the loop",
-                file=sys.stderr,
-                flush=True,
-            )
+            print(slow_callback_line(describe(callback), took), file=sys.stderr, flush=True)
 
 
 def describe(callback):
@@ -184,19 +181,7 @@ class IterationTrace:
         if self.iterations >= TRACE_MAX_ITERATIONS:
             return
         self.iterations += 1
-        self.file.write(
-            json.dumps(
-                {
-                    "t": round(began, 6),
-                    "select_ms": round((selected - began) * 1000, 4),
-                    "callbacks_ms": round((finished - selected) * 1000, 4),
-                    "events": events,  # sockets select() reported ready
-                    "ready": callbacks,  # timers and call_soon callbacks run after them
-                    "timers": timers,  # timers still waiting
-                }
-            )
-            + "\n"
-        )
+        self.file.write(trace_record(began, selected, finished, events, callbacks, timers) + "\n")
         self.unflushed = True
         if finished - self.last_flush >= TRACE_FLUSH_EVERY_S:
             self.flush()

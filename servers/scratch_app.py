@@ -4,9 +4,9 @@ Step 4 of lesson 05, the last. Read step1_blocking.py, step2_busy_wait.py and
 step3_callbacks.py first: each adds one idea, and this server puts them together
 in three parts that mirror Tornado's:
 
-    _scratch_loop.py    EventLoop       (tornado.ioloop.IOLoop)
-    _scratch_stream.py  BufferedStream  (tornado.iostream.IOStream)
-    _scratch_http.py    HTTPConnection  (tornado.http1connection.HTTP1Connection)
+    scratch/loop.py       EventLoop       (tornado.ioloop.IOLoop)
+    scratch/stream.py     BufferedStream  (tornado.iostream.IOStream)
+    scratch/connection.py HTTPConnection  (tornado.http1connection.HTTP1Connection)
 
 What it adds over step 3: buffers that survive a partial send(), an interest
 set that follows them, HTTP/1.1 keep-alive and pipelining answered in order,
@@ -18,9 +18,9 @@ when a callback blocks the loop, and an optional trace of every iteration
 import time
 from urllib.parse import parse_qs
 
-from _contract import BadParameter, announce, burn_cpu, die_with_parent, exit_on_sigterm, parse_args, parse_ms
-from _scratch_http import HTTPServer
-from _scratch_loop import EventLoop
+from iolab.contract import BadParameter, announce, burn_cpu, die_with_parent, exit_on_sigterm, parse_args, parse_ms
+from scratch.connection import HTTPServer
+from scratch.loop import EventLoop
 
 
 class LabRoutes:

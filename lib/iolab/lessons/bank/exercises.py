@@ -1,11 +1,11 @@
-"""Exercises for lesson 01, the bank queue: `from iolab.checks import lesson01 as ex; ex.q1.check(answer)`."""
+"""Exercises for lesson 01, the bank queue: `from iolab.lessons.bank import exercises as ex; ex.q1.check(answer)`."""
 
-from iolab import bank_measure
+from . import measure
 
-from . import core
+from iolab import checks
 
 
-class TicketThroughput(core.NumberExercise):
+class TicketThroughput(checks.NumberExercise):
     prompt = "The ticket bank, 25 customers in the hall, 0.5 s of errands each: how many customers leave per second?"
     expected = 50
     unit = "req/s"
@@ -24,7 +24,39 @@ class TicketThroughput(core.NumberExercise):
     solution_text = "25 customers / 0.5 s each = 50 req/s: the ticket bank is limited by the customers, not by the teller."
 
 
-class TellersToMatch(core.NumberExercise):
+class WhatDoubles(checks.ChoiceExercise):
+    prompt = ("Double the customers in the hall (concurrency 40 -> 80), same 1 s errands, one teller in the sync and ticket "
+              "banks and 4 in the threaded one. Whose throughput doubles: 'sync', 'threaded', 'ticket', 'all' or 'none'?")
+    choices = {
+        "sync": "one teller who waits 1 s with each customer serves 1 per second however full the hall is.",
+        "threaded": "4 tellers already have a customer each; the other customers wait in the hall, so it stays at 4 per second.",
+        "ticket": "",
+        "all": "a bank whose tellers wait with the customer is limited by its tellers, not by the hall.",
+        "none": "look at the ticket bank: who limits it?",
+    }
+    correct = "ticket"
+    correct_text = "Only the ticket bank is limited by the customers; the others are limited by tellers who wait."
+    hint_text = ["Ask for each bank: is it limited by its tellers or by its customers?"]
+    solution_text = "'ticket': its throughput is concurrency / delay, 80 req/s. The sync bank stays at 1, the threaded at 4."
+
+
+class SyncTimeInBank(checks.NumberExercise):
+    prompt = ("The synchronous bank, 40 customers always in the hall (a closed loop), 1 s per customer: "
+              "in seconds, how long does a customer spend in the bank, on average, once it is running steadily?")
+    expected = 40
+    unit = "s"
+    mistakes = {
+        1: "is the teller's time with each customer. The rest of the visit is spent in the hall.",
+        20: "would be the average place in a line that is getting shorter. This hall never empties: 39 others are always there.",
+        200: "is the time for all 200 customers of the article's run, not for one.",
+    }
+    too_high_text = "longer than it takes the teller to serve everybody in the hall once."
+    too_low_text = "you are forgetting the customers ahead of you: the teller serves one per second."
+    hint_text = ["Little's law: customers in the bank = throughput x time in the bank.", "40 customers, 1 customer per second."]
+    solution_text = "W = L / lambda = 40 / (1 per s) = 40 s: ab's '40149 ms per request' is this, not one request's work."
+
+
+class TellersToMatch(checks.NumberExercise):
     prompt = ("The threaded bank has k tellers who each wait through their customer's errands. With 40 customers "
               "and 1 s errands, how many tellers k make it as fast as the ticket bank (40 req/s)?")
     expected = 40
@@ -41,7 +73,7 @@ class TellersToMatch(core.NumberExercise):
     solution_text = "40: one waiting teller (thread) per customer in the hall. Threads buy concurrency by the dozen; an event loop waits on all of them with one."
 
 
-class PredictTicketThroughput(core.PredictThenMeasure):
+class PredictTicketThroughput(checks.PredictThenMeasure):
     prompt = "Predict the ticket bank's measured throughput (req/s) for this notebook's requests, concurrency and delay_ms."
     rel_tol = 0.10
     unit = "req/s"
@@ -52,48 +84,8 @@ class PredictTicketThroughput(core.PredictThenMeasure):
     solution_text = "answer = concurrency / (delay_ms / 1000): the ticket bank serves the whole hall every delay."
 
     def measure(self, requests=40, concurrency=8, delay_ms=200):
-        return bank_measure.measure("ticket", requests, concurrency, delay_ms, calibrate=False).rps
+        return measure.measure("ticket", requests, concurrency, delay_ms, calibrate=False).rps
 
 
-class SyncTimeInBank(core.NumberExercise):
-    prompt = ("The synchronous bank, 40 customers always in the hall (a closed loop), 1 s per customer: "
-              "in seconds, how long does a customer spend in the bank, on average, once it is running steadily?")
-    expected = 40
-    unit = "s"
-    mistakes = {
-        1: "is the teller's time with each customer. The rest of the visit is spent in the hall.",
-        20: "would be the average place in a line that is getting shorter. This hall never empties: 39 others are always there.",
-        200: "is the time for all 200 customers of the article's run, not for one.",
-    }
-    too_high_text = "longer than it takes the teller to serve everybody in the hall once."
-    too_low_text = "you are forgetting the customers ahead of you: the teller serves one per second."
-    hint_text = ["Little's law: customers in the bank = throughput x time in the bank.", "40 customers, 1 customer per second."]
-    solution_text = "W = L / lambda = 40 / (1 per s) = 40 s: ab's '40149 ms per request' is this, not one request's work."
-
-
-class WhatDoubles(core.ChoiceExercise):
-    prompt = ("Double the customers in the hall (concurrency 40 -> 80), same 1 s errands, one teller in the sync and ticket "
-              "banks and 4 in the threaded one. Whose throughput doubles: 'sync', 'threaded', 'ticket', 'all' or 'none'?")
-    choices = {
-        "sync": "one teller who waits 1 s with each customer serves 1 per second however full the hall is.",
-        "threaded": "4 tellers already have a customer each; the other customers wait in the hall, so it stays at 4 per second.",
-        "ticket": "",
-        "all": "a bank whose tellers wait with the customer is limited by its tellers, not by the hall.",
-        "none": "look at the ticket bank: who limits it?",
-    }
-    correct = "ticket"
-    correct_text = "Only the ticket bank is limited by the customers; the others are limited by tellers who wait."
-    hint_text = ["Ask for each bank: is it limited by its tellers or by its customers?"]
-    solution_text = "'ticket': its throughput is concurrency / delay, 80 req/s. The sync bank stays at 1, the threaded at 4."
-
-
-q1 = TicketThroughput()
-q2 = WhatDoubles()
-q3 = SyncTimeInBank()
-q4 = TellersToMatch()
-q5 = PredictTicketThroughput()
-
-
-def statuses():
-    """{"q1": "correct" | "incorrect" | "not attempted", ...} for the results JSON."""
-    return core.statuses_of(globals())
+# q1, q2, ... in the order the notebook asks them, and statuses() for the results file.
+checks.bind(globals())

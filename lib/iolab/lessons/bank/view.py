@@ -6,7 +6,7 @@ import ipywidgets as widgets
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from .live import render
+from iolab.live import render
 
 COLORS = {"hall": "#1f77b4", "working": "#ff7f0e", "waiting": "#7f7f7f", "lounge": "#2ca02c", "idle": "#ffffff"}
 TITLES = {"sync": "synchronous bank", "threaded": "threaded bank", "ticket": "ticket bank"}

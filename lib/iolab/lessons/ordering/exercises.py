@@ -1,11 +1,11 @@
-"""Exercises for lesson 03, handler ordering: `from iolab.checks import lesson03 as ex; ex.q1.check(answer)`."""
+"""Exercises for lesson 03, handler ordering: `from iolab.lessons.ordering import exercises as ex; ex.q1.check(answer)`."""
 
 from iolab import load
 
-from . import core
+from iolab import checks
 
 
-class WhichOrderWaits(core.ChoiceExercise):
+class WhichOrderWaits(checks.ChoiceExercise):
     prompt = "In which order does the instant handler C have to wait: 'C,A', 'C,B', 'A,C' or 'B,C'?"
     choices = {
         "C,A": "C arrives first and is answered before A even starts sleeping.",
@@ -19,7 +19,7 @@ class WhichOrderWaits(core.ChoiceExercise):
     solution_text = "'A,C': A's time.sleep blocks the IOLoop; C is read only when A has answered."
 
 
-class WhenCAnswers(core.NumberExercise):
+class WhenCAnswers(checks.NumberExercise):
     prompt = "Order A,C with 1000 ms handlers, C sent 100 ms after A. When does C's answer arrive, in ms after A was sent?"
     expected = 1000
     rel_tol = 0.05
@@ -33,7 +33,7 @@ class WhenCAnswers(core.NumberExercise):
     solution_text = "About 1000 ms: C waits until A's time.sleep ends, then takes no time at all."
 
 
-class WhenCAnswersAfterAAndB(core.PredictThenMeasure):
+class WhenCAnswersAfterAAndB(checks.PredictThenMeasure):
     prompt = ("Fire A, then B, then C, each `gap_ms` after the one before, with handlers of `delay_ms`. "
               "Predict when C's answer arrives, in ms after A was sent.")
     rel_tol = 0.15
@@ -50,7 +50,7 @@ class WhenCAnswersAfterAAndB(core.PredictThenMeasure):
         return (samples[2].end - samples[0].start) * 1000
 
 
-class WhenBAnswers(core.NumberExercise):
+class WhenBAnswers(checks.NumberExercise):
     prompt = "Same experiment, 1000 ms handlers, 100 ms apart: when does B's answer arrive, in ms after A was sent?"
     expected = 2000
     rel_tol = 0.05
@@ -63,11 +63,5 @@ class WhenBAnswers(core.NumberExercise):
     solution_text = "About 2000 ms: B is read only once A is done (1000 ms), then waits its own second."
 
 
-q1 = WhichOrderWaits()
-q2 = WhenCAnswers()
-q3 = WhenCAnswersAfterAAndB()
-q4 = WhenBAnswers()
-
-
-def statuses():
-    return core.statuses_of(globals())
+# q1, q2, ... in the order the notebook asks them, and statuses() for the results file.
+checks.bind(globals())

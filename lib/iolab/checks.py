@@ -1,4 +1,4 @@
-"""Exercise kinds in the learntools style: declarative classes whose check() says why."""
+"""Exercise machinery in the learntools style: declarative classes whose check() says why, bound to q1, q2, ... in one call."""
 
 import math
 import numbers
@@ -210,3 +210,21 @@ def statuses_of(namespace):
     for name, exercise in found.items():
         exercise.name = name
     return {name: str(found[name].status) for name in sorted(found, key=lambda n: int(n[1:]))}
+
+
+def bind(namespace):
+    """Bind a lesson's exercises as q1, q2, ... in the order its classes are defined, and give it statuses().
+
+    A lesson's exercises module ends with `checks.bind(globals())`: defining the
+    classes in the order the notebook asks them is the whole numbering.
+    """
+    module = namespace["__name__"]
+    defined = [
+        value
+        for value in namespace.values()
+        if isinstance(value, type) and issubclass(value, Exercise) and value.__module__ == module
+    ]
+    for number, kind in enumerate(defined, 1):
+        namespace[f"q{number}"] = kind()
+    namespace["statuses"] = lambda: statuses_of(namespace)
+    statuses_of(namespace)  # names each exercise q1, q2, ... at once, not only when statuses() is first called

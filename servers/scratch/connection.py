@@ -7,8 +7,8 @@ import time
 import traceback
 from email.utils import formatdate
 
-from _scratch_loop import EVENT_READ
-from _scratch_stream import BufferedStream
+from scratch.loop import EVENT_READ
+from scratch.stream import BufferedStream
 
 MAX_HEADER_BYTES = 8 * 1024  # request line plus headers; more gets 431, as nginx and Tornado do by default
 MAX_BODY_BYTES = 1024 * 1024

@@ -1,0 +1,202 @@
+"""The server contract, written once for the launcher and every server in servers/ (standard library only)."""
+
+import argparse
+import ctypes
+import ipaddress
+import json
+import os
+import re
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass
+
+LOOPBACK = "127.0.0.1"
+PARENT_ENV = "IOLAB_PARENT_PID"  # set by the launcher, so a server knows whom it must not outlive
+MAX_MS = 60_000  # a single request may ask for at most a minute of sleep or CPU
+HELLO_BODY = "hello world\n"  # what `/` answers on every server, nginx included
+_PR_SET_PDEATHSIG = 1
+
+
+# --- The loopback rule --------------------------------------------------------------------------
+
+def check_loopback(host):
+    """Refuse anything but a loopback address: the lab never listens on, or sends to, a network."""
+    name = LOOPBACK if host == "localhost" else host
+    try:
+        loopback = ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        raise ValueError(f"host must be a loopback address (127.0.0.0/8, ::1 or localhost), got {host!r}")
+    return host
+
+
+# --- The LISTENING line: the only thing a server ever writes to stdout ----------------------------
+
+_LISTENING = re.compile(r"^LISTENING (?P<host>[^\s]+):(?P<port>\d+)$")
+
+
+def listening_line(host, port):
+    return f"LISTENING {host}:{port}"
+
+
+def parse_listening(line):
+    """(host, port) from a LISTENING line, or None if the line is anything else."""
+    match = _LISTENING.match(line.strip())
+    return (match["host"], int(match["port"])) if match else None
+
+
+def announce(host, port):
+    """Print the one line the launcher waits for; nothing else ever goes to stdout."""
+    sys.stdout.write(listening_line(host, port) + "\n")
+    sys.stdout.flush()
+
+
+# --- Routes and their query rules ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Route:
+    """One of the paths every server answers the same way (the article's handlers A, B and C, and CPU work)."""
+
+    path: str
+    takes_ms: bool
+    what: str
+
+
+ROUTES = {
+    "/": Route("/", False, "answers at once (handler C)"),
+    "/sync-sleep": Route("/sync-sleep", True, "sleeps ms, blocking the thread that serves it (handler A)"),
+    "/async-sleep": Route("/async-sleep", True, "waits ms without blocking (handler B); only where the model can"),
+    "/cpu": Route("/cpu", True, "burns ms of CPU"),
+}
+
+
+class BadParameter(ValueError):
+    """A query value outside what a route accepts; its text is the one-line 400 reason."""
+
+
+def parse_ms(raw):
+    """Validate an `ms` query value: a whole number of milliseconds from 0 to MAX_MS."""
+    if raw is None or raw == "":
+        raise BadParameter("ms is required, e.g. ?ms=1000")
+    try:
+        ms = int(raw)
+    except ValueError:
+        raise BadParameter(f"ms must be a whole number of milliseconds, got {raw!r}") from None
+    if not 0 <= ms <= MAX_MS:
+        raise BadParameter(f"ms must be between 0 and {MAX_MS}, got {ms}")
+    return ms
+
+
+def burn_cpu(ms):
+    """Spin until this thread has used `ms` milliseconds of CPU time."""
+    deadline = time.thread_time() + ms / 1000
+    while time.thread_time() < deadline:
+        pass
+
+
+# --- A server's life: arguments, its parent, SIGTERM, logs ----------------------------------------
+
+def parse_args(description, add_arguments=None):
+    """The common command line: --host and --port, plus whatever the server adds."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--host", default=LOOPBACK, help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=0, help="port to bind; 0 lets the kernel choose")
+    if add_arguments:
+        add_arguments(parser)
+    args = parser.parse_args()
+    if not 0 <= args.port <= 65535:
+        parser.error(f"--port must be between 0 and 65535, got {args.port}")
+    try:
+        check_loopback(args.host)
+    except ValueError as error:
+        parser.error(f"--host: {error}")
+    return args
+
+
+def die_with_parent(signum=signal.SIGKILL, on_death=None):
+    """Exit when the process that started us dies, however it dies.
+
+    PR_SET_PDEATHSIG makes the kernel send `signum` when the parent goes. It can
+    only be armed after fork, so a parent that died in between is caught by
+    comparing getppid() with the pid the launcher wrote into our environment.
+    A watchdog thread repeats that check, which also covers platforms without
+    prctl. A wrapper around programs of its own (nginx, gunicorn) passes
+    `on_death`, which must take its whole process group down with it.
+    """
+    expected = int(os.environ.get(PARENT_ENV) or os.getppid())
+    last_act = on_death or (lambda: os._exit(1))
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signum, 0, 0, 0)
+    if os.getppid() != expected:
+        last_act()
+
+    def watch():
+        while os.getppid() == expected:
+            time.sleep(0.25)
+        last_act()
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def exit_on_sigterm():
+    """Turn SIGTERM into SystemExit so `finally` blocks run and sockets close."""
+
+    def handler(signum, frame):
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+def log(message):
+    """Logs go to stderr: stdout belongs to the LISTENING line."""
+    print(message, file=sys.stderr, flush=True)
+
+
+# --- What the hand-built loop reports: the slow-callback warning and the trace ---------------------
+
+_SLOW_CALLBACK = re.compile(r"callback (?P<callback>.+?) took (?P<ms>\d+) ms, blocking the loop")
+
+
+def slow_callback_line(callback, took_s):
+    """The warning a loop prints when one callback held it too long, as asyncio's debug mode does."""
+    return f"callback {callback} took {took_s * 1000:.0f} ms, blocking the loop"
+
+
+def parse_slow_callbacks(text):
+    """[(callback, ms), ...] for every slow-callback warning in a server's stderr."""
+    return [(match["callback"], int(match["ms"])) for match in _SLOW_CALLBACK.finditer(text)]
+
+
+# One JSON line per loop iteration. "t" is time.monotonic() when it began, shared by every
+# process on a Linux machine, so a notebook can line the trace up with its own clock.
+TRACE_FIELDS = {
+    "t": "time.monotonic() when the iteration began",
+    "select_ms": "how long select() waited",
+    "callbacks_ms": "how long the callbacks ran after it",
+    "events": "sockets select() reported ready",
+    "ready": "timers and call_soon callbacks run after them",
+    "timers": "timers still waiting",
+}
+
+
+def trace_record(began, selected, finished, events, ready, timers):
+    """One iteration as the trace's JSON line (without the newline)."""
+    return json.dumps(
+        {
+            "t": round(began, 6),
+            "select_ms": round((selected - began) * 1000, 4),
+            "callbacks_ms": round((finished - selected) * 1000, 4),
+            "events": events,
+            "ready": ready,
+            "timers": timers,
+        }
+    )
+
+
+def parse_trace(text):
+    """The iterations of a trace file's text, oldest first; a last line cut short by a kill is dropped."""
+    return [json.loads(line) for line in text.splitlines() if line.endswith("}")]

@@ -1,0 +1,1 @@
+"""Lesson 02, synchronous vs asynchronous: the article's figures and the exercises."""

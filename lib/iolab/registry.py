@@ -1,0 +1,127 @@
+"""Every server the lab can start: its file, concurrency model, routes, how many requests it serves at once, its arguments."""
+
+import importlib.util
+import shutil
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .contract import ROUTES
+
+ALL_ROUTES = tuple(ROUTES)
+NO_WAIT_ROUTES = ("/", "/sync-sleep", "/cpu")  # for a model with no way to wait without blocking
+
+
+@dataclass(frozen=True)
+class Option:
+    """One extra argument of a server: `serve(name, threads=4)` becomes `--threads 4`."""
+
+    flag: str
+    help: str
+    default: object = None
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """What a lesson, a test or a Run panel needs to know about a server before it starts it."""
+
+    name: str
+    script: str  # the file under servers/ that speaks the contract (a wrapper, for nginx and gunicorn)
+    model: str  # the concurrency model, in a few words
+    routes: tuple = ALL_ROUTES  # the contract's routes it has; the others answer 404
+    options: dict = field(default_factory=dict)  # keyword -> Option
+    # How many blocking requests (/sync-sleep, /cpu) it serves at once, given its options;
+    # None where only memory and file descriptors limit it (a thread per connection).
+    serves_at_once: Callable[[dict], int | None] = lambda options: 1
+    needs_programs: tuple = ()  # commands that must be on PATH (nginx)
+    needs_modules: tuple = ()  # Python packages that must import (gunicorn)
+    lesson: str = ""
+
+    @property
+    def waits_without_blocking(self):
+        """True when the model has a way to wait without holding a thread: it serves /async-sleep."""
+        return "/async-sleep" in self.routes
+
+    def option_values(self, **options):
+        """The options with defaults filled in; an unknown keyword is refused by name."""
+        unknown = set(options) - set(self.options)
+        if unknown:
+            known = ", ".join(sorted(self.options)) or "none"
+            raise ValueError(f"server {self.name!r} takes no option {sorted(unknown)}; its options: {known}")
+        return {key: options.get(key, option.default) for key, option in self.options.items()}
+
+    def arguments(self, **options):
+        """The command-line arguments for `options` (only the ones given, so the server's defaults apply)."""
+        self.option_values(**options)
+        argv = []
+        for key, value in options.items():
+            if value is not None:
+                argv += [self.options[key].flag, str(value)]
+        return argv
+
+    def at_once(self, **options):
+        """How many blocking requests it serves at once with these options (None: no fixed limit)."""
+        return self.serves_at_once(self.option_values(**options))
+
+    def missing(self):
+        """Why this server cannot start on this machine (a program or package not installed), or None."""
+        programs = [program for program in self.needs_programs if shutil.which(program) is None]
+        modules = [module for module in self.needs_modules if importlib.util.find_spec(module) is None]
+        if programs or modules:
+            what = ", ".join([f"the program {p!r}" for p in programs] + [f"the Python package {m!r}" for m in modules])
+            return f"server {self.name!r} needs {what}, which is not installed here"
+        return None
+
+
+def _threads(options):
+    return options["threads"]
+
+
+SERVERS = {
+    info.name: info
+    for info in [
+        ServerInfo(
+            "tornado_app", "tornado_app.py", "one thread, an event loop (Tornado on asyncio)", lesson="02-sync-vs-async",
+        ),
+        ServerInfo(
+            "threaded_app", "threaded_app.py",
+            "one process, a thread per connection, or a pool of --threads (http.server)",
+            routes=NO_WAIT_ROUTES,
+            options={"threads": Option("--threads", "a fixed pool of this many threads instead of one per connection")},
+            serves_at_once=_threads,
+            lesson="01-bank-queue",
+        ),
+        ServerInfo(
+            "step1_blocking", "step1_blocking.py", "one thread, blocking sockets: one client at a time",
+            routes=NO_WAIT_ROUTES, lesson="05-event-loop-from-scratch",
+        ),
+        ServerInfo(
+            "step2_busy_wait", "step2_busy_wait.py", "one thread, non-blocking sockets polled in a busy loop",
+            lesson="05-event-loop-from-scratch",
+        ),
+        ServerInfo(
+            "step3_callbacks", "step3_callbacks.py", "one thread, a select() loop calling callbacks",
+            lesson="05-event-loop-from-scratch",
+        ),
+        ServerInfo(
+            "scratch_app", "scratch_app.py",
+            "one thread, the hand-built event loop: loop, stream and HTTP connection as in Tornado",
+            options={
+                "trace": Option("--trace", "write one JSON line per loop iteration to this path"),
+                "slow_callback_ms": Option("--slow-callback-ms", "warn when one callback holds the loop this long"),
+                "idle_timeout": Option("--idle-timeout", "close a connection idle this many seconds"),
+            },
+            lesson="05-event-loop-from-scratch",
+        ),
+    ]
+}
+
+
+def get(name):
+    try:
+        return SERVERS[name]
+    except KeyError:
+        raise ValueError(f"server must be one of {sorted(SERVERS)}, got {name!r}") from None
+
+
+def names():
+    return sorted(SERVERS)

@@ -1,0 +1,1 @@
+"""The hand-built server of lesson 05 in Tornado's three parts: loop (IOLoop), stream (IOStream), connection (HTTP1Connection)."""
