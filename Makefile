@@ -41,6 +41,7 @@ lab: $(VENV_STAMP)
 	$(BIN)/jupyter lab --ip=127.0.0.1 $(ALLOW_ROOT) $(LAB_ARGS) notebooks/00-start-here.ipynb
 
 test: $(VENV_STAMP)
+	$(BIN)/ruff check lib servers tests tools benchmarks
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Executes every lesson, keeps going past a failure, and fails at the end naming each one.

@@ -2,8 +2,8 @@
 
 import pytest
 
-from iolab import servers
 from iolab import checks as core
+from iolab import servers
 from iolab.lessons.event_loop import exercises as ex
 
 EXERCISES = (ex.q1, ex.q2, ex.q3, ex.q4, ex.q5)

@@ -9,8 +9,15 @@ import matplotlib
 import matplotlib.pyplot as plt
 import pytest
 
-from iolab.lessons.io_models import blocking, completion, draw, multiplexing, nonblocking, signal_driven
-from iolab.lessons.io_models import select_vs_epoll
+from iolab.lessons.io_models import (
+    blocking,
+    completion,
+    draw,
+    multiplexing,
+    nonblocking,
+    select_vs_epoll,
+    signal_driven,
+)
 from iolab.lessons.io_models.trace import ModelUnavailable, Peer
 
 DELAY_MS = 150
@@ -90,7 +97,7 @@ def test_multiplexing_serves_every_peer_in_about_one_delay(mechanism):
     recv_returns = [e for e in run.events if e.kind == "return" and "bytes" in e.label]
     assert len(recv_returns) == 4
     assert run.cpu_ms < 0.1 * DELAY_MS
-    assert 1 <= run.wakeups and run.calls >= 5  # at least one wait and four reads
+    assert run.wakeups >= 1 and run.calls >= 5  # at least one wait and four reads
 
 
 @linux_only

@@ -2,8 +2,8 @@
 
 import pytest
 
-from iolab import servers
 from iolab import checks as core
+from iolab import servers
 from iolab.lessons.bank import exercises as lesson01
 from iolab.lessons.event_loop import exercises as lesson05
 from iolab.lessons.io_models import exercises as lesson04

@@ -62,7 +62,7 @@ def report():
 def problems(found):
     """What would stop the lessons from running, as sentences; an empty list means all is well."""
     issues = []
-    if sys.version_info < (3, 11):
+    if sys.version_info < (3, 11):  # noqa: UP036 (a kernel from another Python can still import lib/)
         issues.append(f"Python {found['versions']['python']} is too old: the lab needs 3.11 or newer")
     issues += [f"{name} is not installed: run `make lab` again" for name, v in found["versions"].items() if v is None]
     if found["rlimit_nofile"]["soft"] < MIN_FILES:

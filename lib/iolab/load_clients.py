@@ -103,7 +103,7 @@ async def run_async(spec, recorder):
                 async with session.get(spec["url"]) as response:
                     body = await response.read()
                 recorder.ended(start, response.status, len(body), None, number)
-            except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as error:
+            except (TimeoutError, aiohttp.ClientError, OSError) as error:
                 recorder.ended(start, 0, 0, error_kind(error), number)
 
     async with aiohttp.ClientSession(connector=connector, timeout=timeout, auto_decompress=False) as session:

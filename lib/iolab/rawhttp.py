@@ -1,7 +1,5 @@
 """HTTP/1.1 by hand over a blocking socket: GET requests as bytes, answers read back one at a time by Content-Length."""
 
-import socket
-
 
 def get_request(path, close=False):
     """The bytes of a GET for `path`; with `close`, asking the server to close the connection after answering."""
@@ -47,5 +45,5 @@ class ResponseReader:
             return self.sock.recv(1) == b""
         except ConnectionResetError:
             return True
-        except socket.timeout:
+        except TimeoutError:
             return False

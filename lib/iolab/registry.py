@@ -2,8 +2,8 @@
 
 import importlib.util
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from .contract import ROUTES
 

@@ -1,8 +1,8 @@
 """Exercises for lesson 01, the bank queue: `from iolab.lessons.bank import exercises as ex; ex.q1.check(answer)`."""
 
-from . import measure
-
 from iolab import checks
+
+from . import measure
 
 
 class TicketThroughput(checks.NumberExercise):

@@ -1,8 +1,8 @@
 """Exercises for lesson 05, an event loop from scratch: `from iolab.lessons.event_loop import exercises as ex; ex.q1.check(answer)`."""
 
-from . import probes
-
 from iolab import checks
+
+from . import probes
 
 
 class HalfSentOnBlockingServer(checks.PredictThenMeasure):

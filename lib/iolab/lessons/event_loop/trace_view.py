@@ -46,7 +46,7 @@ def trace_figure(iterations, phases=(), bin_s=0.05, margin_s=0.1, title="the loo
         until = iterations[-1]["t"] + (iterations[-1]["select_ms"] + iterations[-1]["callbacks_ms"]) / 1000
     figure, (events_axes, time_axes) = plt.subplots(2, 1, figsize=(10, 5.5), sharex=True)
     for axes in (events_axes, time_axes):
-        for start, end, label in phases:
+        for start, end, _ in phases:
             axes.axvspan(start - origin, end - origin, color=COLORS["phase"], zorder=0)
     for start, _, label in phases:
         events_axes.annotate(label, (start - origin, 1.0), xycoords=("data", "axes fraction"),

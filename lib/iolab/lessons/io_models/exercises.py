@@ -1,8 +1,8 @@
 """Exercises for lesson 04, the five IO models: `from iolab.lessons.io_models import exercises as ex; ex.q1.check(answer)`."""
 
-from . import multiplexing, nonblocking
-
 from iolab import checks
+
+from . import multiplexing, nonblocking
 
 
 class SignalBlocksWhen(checks.ChoiceExercise):

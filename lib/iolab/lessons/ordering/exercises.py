@@ -1,8 +1,6 @@
 """Exercises for lesson 03, handler ordering: `from iolab.lessons.ordering import exercises as ex; ex.q1.check(answer)`."""
 
-from iolab import load
-
-from iolab import checks
+from iolab import checks, load
 
 
 class WhichOrderWaits(checks.ChoiceExercise):

@@ -1,8 +1,6 @@
 """Exercises for lesson 02, sync vs async: `from iolab.lessons.sync_async import exercises as ex; ex.q1.check(answer)`."""
 
-from iolab import load
-
-from iolab import checks
+from iolab import checks, load
 
 
 class AsyncThroughput(checks.NumberExercise):
