@@ -1,0 +1,135 @@
+"""The layout's rules, read from the source without importing it: core apart from lessons, drawing apart from measuring."""
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = REPO / "lib" / "iolab"
+# Every Python file of ours: each opens with a docstring that says in one line what it is.
+OUR_FILES = sorted(
+    path
+    for folder in ("lib", "servers", "tools", "benchmarks", "tests")
+    for path in (REPO / folder).rglob("*.py")
+    if "__pycache__" not in path.parts
+)
+
+# The only modules that may import a drawing library. The core's are named here;
+# a lesson's drawing modules are known by their names (view.py, timeline_view.py, draw.py).
+DRAWING_LIBRARIES = {"matplotlib", "IPython", "ipywidgets"}
+CORE_DRAWING_MODULES = {"live", "controls", "show", "tables"}
+
+
+def is_lesson_drawing_module(name):
+    return name.startswith(("view", "draw")) or name.endswith("_view")
+
+
+def module_name(path):
+    """iolab.lessons.bank.view for lib/iolab/lessons/bank/view.py; a package is named by its folder."""
+    parts = path.relative_to(REPO / "lib").with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+LIB_MODULES = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def is_package(name):
+    return LIB_MODULES[name].name == "__init__.py"
+
+
+def imported_modules(name):
+    """Every module `name` imports, anywhere in the file (a lazy import inside a function counts too), absolute."""
+    tree = ast.parse(LIB_MODULES[name].read_text())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: count up from this module's package
+                package = name.split(".") if is_package(name) else name.split(".")[:-1]
+                base = ".".join(package[: len(package) - (node.level - 1)] + ([node.module] if node.module else []))
+            else:
+                base = node.module
+            found.add(base)
+            # `from iolab import load` imports the module iolab.load, not just the package.
+            found.update(f"{base}.{alias.name}" for alias in node.names if f"{base}.{alias.name}" in LIB_MODULES)
+    return found
+
+
+def is_core(name):
+    return name.startswith("iolab.") and not name.startswith("iolab.lessons") and name.count(".") == 1
+
+
+def lesson_of(name):
+    """'bank' for iolab.lessons.bank and everything in it; None outside the lessons."""
+    parts = name.split(".")
+    return parts[2] if parts[:2] == ["iolab", "lessons"] and len(parts) > 2 else None
+
+
+def is_drawing_module(name):
+    last = name.rsplit(".", 1)[-1]
+    if is_core(name):
+        return last in CORE_DRAWING_MODULES
+    return lesson_of(name) is not None and is_lesson_drawing_module(last)
+
+
+CORE = sorted(name for name in LIB_MODULES if is_core(name))
+LESSON_MODULES = sorted(name for name in LIB_MODULES if lesson_of(name))
+
+
+def test_the_layout_is_what_these_rules_expect():
+    # Guards the rules themselves: a renamed module or a typo in the lists would make them pass vacuously.
+    assert {"iolab.contract", "iolab.servers", "iolab.load", "iolab.live"} <= set(CORE)
+    assert {f"iolab.{name}" for name in CORE_DRAWING_MODULES} <= set(CORE)
+    assert len({lesson_of(name) for name in LESSON_MODULES}) >= 6
+    lesson_drawing = [name for name in LESSON_MODULES if is_drawing_module(name)]
+    assert "iolab.lessons.io_models.draw" in lesson_drawing and "iolab.lessons.bank.view" in lesson_drawing
+    assert "iolab.lessons.bank.measure" in imported_modules("iolab.lessons.bank.exercises")
+    assert "iolab.checks" in imported_modules("iolab.lessons.bank.exercises")
+
+
+@pytest.mark.parametrize("name", CORE)
+def test_the_core_never_imports_a_lesson(name):
+    lessons = sorted(module for module in imported_modules(name) if module == "iolab.lessons" or lesson_of(module))
+    assert not lessons, f"{name} is core and imports {lessons}: move what they share into the core"
+
+
+@pytest.mark.parametrize("name", LESSON_MODULES)
+def test_a_lesson_imports_only_the_core_and_itself(name):
+    ours = [module for module in imported_modules(name) if module == "iolab" or module.startswith("iolab.")]
+    other = sorted(
+        module for module in ours if module != "iolab" and not is_core(module) and lesson_of(module) != lesson_of(name)
+    )
+    assert not other, f"{name} imports {other}: a lesson uses the core and its own package only"
+
+
+@pytest.mark.parametrize("name", sorted(LIB_MODULES))
+def test_only_drawing_modules_import_drawing_libraries(name):
+    if is_drawing_module(name):
+        return
+    imported = imported_modules(name)
+    drawing = sorted(module for module in imported if module.split(".")[0] in DRAWING_LIBRARIES)
+    assert not drawing, f"{name} measures or computes, and imports {drawing}: drawing belongs in a drawing module"
+    # Importing a drawing module would pull the libraries in just the same.
+    via = sorted(module for module in imported if module in LIB_MODULES and is_drawing_module(module))
+    assert not via, f"{name} imports the drawing modules {via}"
+
+
+def test_the_contract_needs_only_the_standard_library():
+    # servers/ import it, and a server must start without the lab's third-party packages.
+    outside = sorted(
+        module for module in imported_modules("iolab.contract") if module.split(".")[0] not in sys.stdlib_module_names
+    )
+    assert not outside, f"iolab.contract imports {outside}; it may use the standard library only"
+
+
+@pytest.mark.parametrize("path", OUR_FILES, ids=[str(p.relative_to(REPO)) for p in OUR_FILES])
+def test_module_has_one_line_docstring(path):
+    docstring = ast.get_docstring(ast.parse(path.read_text()), clean=False)
+    assert docstring and docstring.strip(), f"{path.relative_to(REPO)}: no module docstring"
+    summary, *rest = docstring.strip().split("\n")
+    assert summary.strip(), f"{path.relative_to(REPO)}: the docstring's first line must say what the module is"
+    # PEP 257: a longer docstring keeps its one-line summary, then a blank line.
+    assert not rest or not rest[0].strip(), f"{path.relative_to(REPO)}: docstring summary runs past one line"
