@@ -19,7 +19,7 @@ OUR_FILES = sorted(
 # The only modules that may import a drawing library. The core's are named here;
 # a lesson's drawing modules are known by their names (view.py, timeline_view.py, draw.py).
 DRAWING_LIBRARIES = {"matplotlib", "IPython", "ipywidgets"}
-CORE_DRAWING_MODULES = {"live", "controls", "show", "tables"}
+CORE_DRAWING_MODULES = {"live", "controls", "show", "tables", "figures"}
 
 
 def is_lesson_drawing_module(name):

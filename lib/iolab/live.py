@@ -5,11 +5,10 @@ import time
 
 import numpy as np
 from IPython.display import Image, display
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 from PIL import Image as PILImage
 
-from . import metrics
+from . import figures, metrics
+from .figures import render  # lesson notebooks call live.render; figures owns it
 
 REFRESH_HZ = 6  # the design asks for 5 Hz or more while a run is going
 COLORS = {"ok": "#1f77b4", "error": "#d62728", "bound": "#2ca02c", "flight": "#9467bd"}
@@ -18,14 +17,6 @@ PANELS = (
     ("throughput", "time (s)", "req/s"),
     ("requests in flight", "time (s)", "in flight"),
 )
-
-
-def render(figure, dpi=80):
-    """A matplotlib Figure as a PNG Image; pyplot is never involved, so nothing else gets displayed."""
-    FigureCanvasAgg(figure)
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=dpi)
-    return Image(data=buffer.getvalue(), format="png")
 
 
 def bin_width(horizon_s):
@@ -38,8 +29,7 @@ def bin_width(horizon_s):
 
 def dashboard_figure(samples, title, bound_rps=None):
     """The finished run as a static figure: one dot per request, throughput per bin, exact requests in flight."""
-    figure = Figure(figsize=(11, 3.4), layout="constrained")
-    latency_axes, throughput_axes, flight_axes = figure.subplots(1, 3)
+    figure, (latency_axes, throughput_axes, flight_axes) = figures.subplots(1, 3, figsize=(11, 3.4), layout="constrained")
     horizon = max([0.5] + [sample.end for sample in samples])
     width = bin_width(horizon)
     good = [s for s in samples if not s.error]
@@ -77,8 +67,8 @@ class LiveFigure:
     def __init__(self, title, bound_rps=None, horizon_s=2.0, concurrency=1):
         self.title = title
         self.bound_rps = bound_rps
-        self.figure = Figure(figsize=(11, 3.4), dpi=72)
-        self.canvas = FigureCanvasAgg(self.figure)
+        self.figure = figures.figure(figsize=(11, 3.4), dpi=72)
+        self.canvas = self.figure.canvas  # Agg, whose buffer the frames are copied from
         self.figure.subplots_adjust(left=0.06, right=0.985, bottom=0.16, top=0.8, wspace=0.3)
         self.axes = self.figure.subplots(1, 3)
         latency_axes, throughput_axes, flight_axes = self.axes

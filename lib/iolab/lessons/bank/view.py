@@ -3,10 +3,9 @@
 import math
 
 import ipywidgets as widgets
-from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from iolab.live import render
+from iolab import figures
 
 COLORS = {"hall": "#1f77b4", "working": "#ff7f0e", "waiting": "#7f7f7f", "lounge": "#2ca02c", "idle": "#ffffff"}
 TITLES = {"sync": "synchronous bank", "threaded": "threaded bank", "ticket": "ticket bank"}
@@ -74,7 +73,7 @@ def frame_times(run, frames):
 def strip_figure(runs, frames=6):
     """Small multiples: one row per bank, `frames` instants across each bank's own opening hours."""
     runs = list(runs.values()) if isinstance(runs, dict) else list(runs)
-    figure = Figure(figsize=(2.1 * frames, 1.85 * len(runs)), layout="constrained")
+    figure = figures.figure(figsize=(2.1 * frames, 1.85 * len(runs)), layout="constrained")
     for band, run in zip(figure.subfigures(len(runs), 1, squeeze=False)[:, 0], runs):
         for axes, time in zip(band.subplots(1, frames, squeeze=False)[0], frame_times(run, frames)):
             draw_bank(axes, run, time)
@@ -83,7 +82,7 @@ def strip_figure(runs, frames=6):
 
 
 def frame_figure(run, time):
-    figure = Figure(figsize=(4.8, 1.9), layout="constrained")
+    figure = figures.figure(figsize=(4.8, 1.9), layout="constrained")
     draw_bank(figure.subplots(), run, time)
     figure.suptitle(bank_title(run), fontsize=9)
     return figure
@@ -100,7 +99,7 @@ def player(run, frames=PLAYER_FRAMES, interval_ms=150):
 
     def show(change=None):
         index = slider.value
-        image.value = render(frame_figure(run, times[index]), dpi=72).data
+        image.value = figures.render(frame_figure(run, times[index]), dpi=72).data
         label.value = f"<code>t = {times[index]:.2f} s of {times[-1] + times[0]:.2f} s</code>"
 
     slider.observe(show, names="value")
@@ -122,7 +121,7 @@ def occupancy_figure(runs, measured=None):
     `measured` maps a bank to (times, in-flight counts) from the real run.
     """
     runs = dict(runs)
-    figure = Figure(figsize=(4 * len(runs), 2.8), layout="constrained")
+    figure = figures.figure(figsize=(4 * len(runs), 2.8), layout="constrained")
     for axes, (name, run) in zip(figure.subplots(1, len(runs), squeeze=False)[0], runs.items()):
         times = [s.time for s in run.timeline]
         layers = [

@@ -2,7 +2,7 @@
 
 import math
 
-import matplotlib.pyplot as plt
+from iolab import figures
 
 COLORS = {"select": "#9ecae1", "callbacks": "#e6550d", "events": "#3182bd", "phase": "#f0f0f0"}
 
@@ -44,7 +44,7 @@ def trace_figure(iterations, phases=(), bin_s=0.05, margin_s=0.1, title="the loo
     else:
         origin = iterations[0]["t"]
         until = iterations[-1]["t"] + (iterations[-1]["select_ms"] + iterations[-1]["callbacks_ms"]) / 1000
-    figure, (events_axes, time_axes) = plt.subplots(2, 1, figsize=(10, 5.5), sharex=True)
+    figure, (events_axes, time_axes) = figures.subplots(2, 1, figsize=(10, 5.5), sharex=True)
     for axes in (events_axes, time_axes):
         for start, end, _ in phases:
             axes.axvspan(start - origin, end - origin, color=COLORS["phase"], zorder=0)

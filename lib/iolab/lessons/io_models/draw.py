@@ -1,7 +1,9 @@
 """Draws the IO-model runs: Stevens-style timelines, comparison-table rows, the select-vs-epoll plot. Never measures."""
 
-import matplotlib.pyplot as plt
 from matplotlib.collections import LineCollection
+from matplotlib.patches import Rectangle
+
+from iolab import figures
 
 LANE_Y = {"app": 1.0, "kernel": 0.0}
 HALF = 0.22  # half the height of a lane's bar
@@ -85,7 +87,7 @@ def _frame(ax, x0, x1, title):
 
 def timeline(run, fig=None, zoom_pad_ms=0.15):
     """The run's trace as two lanes; left the whole run, right a zoom on the (last) copy phase."""
-    fig = fig or plt.figure(figsize=(12, 2.7))
+    fig = fig or figures.figure(figsize=(12, 2.7))
     full, zoom = fig.subplots(1, 2, gridspec_kw={"width_ratios": [5, 2]})
     end = max([span.end_ms for span in run.spans] + [event.t_ms for event in run.events])
     copy = max((span for span in run.spans if span.kind == "copy"), key=lambda span: span.end_ms)
@@ -107,7 +109,7 @@ def timeline(run, fig=None, zoom_pad_ms=0.15):
     zoom.set_xlabel("ms")
     zoom.set_yticklabels([])
     kinds = {span.kind for span in run.spans}
-    handles = [plt.Rectangle((0, 0), 1, 1, **SPAN_STYLE[kind]) for kind in SPAN_STYLE if kind in kinds]
+    handles = [Rectangle((0, 0), 1, 1, **SPAN_STYLE[kind]) for kind in SPAN_STYLE if kind in kinds]
     full.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(0, -0.28), ncol=len(handles), frameon=False)
     fig.tight_layout()
     return fig
@@ -130,7 +132,7 @@ def comparison_rows(runs):
 
 def wait_cost_plot(rows, slopes, fd_setsize=1024, ax=None):
     """Median µs per wait against watched descriptors, one line per mechanism, slopes in the legend."""
-    ax = ax or plt.figure(figsize=(8, 4.5)).gca()
+    ax = ax or figures.figure(figsize=(8, 4.5)).add_subplot()
     for mechanism, style in (("select", "o-"), ("poll", "s--"), ("epoll", "^-")):
         points = [(row["fds"], row[f"{mechanism}_us"]) for row in rows if row.get(f"{mechanism}_us") is not None]
         if points:

@@ -1,8 +1,7 @@
 """Timelines of a handful of requests as Gantt bars: when each was sent and when its answer came."""
 
-from matplotlib.figure import Figure
 
-from iolab.live import render
+from iolab import figures
 
 HANDLER_COLORS = {"A": "#d62728", "B": "#1f77b4", "C": "#2ca02c"}
 
@@ -13,7 +12,7 @@ def request_timelines(runs, delay_ms, expectations=None, title=""):
     Times are drawn in milliseconds from the first request's send. `expectations`
     maps the same labels to a sentence written under each panel.
     """
-    figure = Figure(figsize=(11, 1.55 * len(runs) + 0.6), layout="constrained")
+    figure = figures.figure(figsize=(11, 1.55 * len(runs) + 0.6), layout="constrained")
     axes_list = figure.subplots(len(runs), 1, sharex=True, squeeze=False)[:, 0]
     longest = max(s.end - samples[0].start for samples in runs.values() for s in samples) * 1000
     for axes, (label, samples) in zip(axes_list, runs.items()):
@@ -35,4 +34,4 @@ def request_timelines(runs, delay_ms, expectations=None, title=""):
     axes_list[-1].set_xlim(0, longest * 1.35)
     if title:
         figure.suptitle(title)
-    return render(figure)
+    return figures.render(figure)
