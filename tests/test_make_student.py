@@ -1,12 +1,15 @@
 """tools/make_student.py on the real lessons: no solution left, every cell still compiles, solutions disabled."""
 
 import ast
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import nbformat
+import papermill
 import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 
@@ -79,7 +82,7 @@ def test_the_inserted_line_disables_solutions():
     subprocess.run([sys.executable, "-c", script], check=True, timeout=60, env=env_free)
 
 
-def test_answer_blocks_become_placeholders():
+def test_answer_blocks_become_placeholders_that_run():
     source = (
         "answer_q1 = None  # req/s\n"
         "if solutions:\n"
@@ -89,12 +92,44 @@ def test_answer_blocks_become_placeholders():
         "    ### END SOLUTION\n"
         "ex.q1.check(answer_q1)"
     )
+    # The `if solutions:` goes: the line the student fills in must run with solutions False.
     assert make_student.strip_solutions(source) == (
-        "answer_q1 = None  # req/s\n"
-        "if solutions:\n"
-        "    answer_q1 = None  # your answer here\n"
+        "answer_q1 = None  # your answer here: req/s\n"
         "ex.q1.check(answer_q1)"
     )
+    assert make_student.solution_blocks(source) == [(["answer_q1"], ["answer_q1 = 25 / 0.5", "answer_q1 = round(answer_q1)"])]
+
+
+def test_the_student_line_runs_where_the_solution_ran():
+    source = (
+        "def ask():\n"
+        "    answer = None\n"
+        "    if solutions:\n"
+        "        ### BEGIN SOLUTION\n"
+        "        answer = 'right'\n"
+        "        ### END SOLUTION\n"
+        "    return answer\n"
+    )
+    stripped = make_student.strip_solutions(source)
+    assert stripped == "def ask():\n    answer = None  # your answer here\n    return answer"
+    filled = stripped.replace("answer = None  # your answer here", "answer = 'mine'")
+    namespace = {"solutions": False}
+    exec(filled, namespace)
+    assert namespace["ask"]() == "mine"
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "if solutions:\n    other = 1\n    ### BEGIN SOLUTION\n    x = 2\n    ### END SOLUTION\n",
+        "if solutions:\n    ### BEGIN SOLUTION\n    x = 2\n    ### END SOLUTION\n    other = 1\n",
+        "if solutions:\n    ### BEGIN SOLUTION\n    x = 2\n    ### END SOLUTION\nelse:\n    x = 3\n",
+    ],
+    ids=["line-before", "line-after", "else"],
+)
+def test_an_if_solutions_with_more_in_it_is_refused(source):
+    with pytest.raises(make_student.MarkerError, match="keep the student's answer from running"):
+        make_student.strip_solutions(source)
 
 
 def test_other_blocks_become_pass():
@@ -120,3 +155,88 @@ def test_broken_markers_are_refused(source, message):
 def test_usage_without_arguments():
     result = subprocess.run([sys.executable, str(TOOL)], capture_output=True, text=True, timeout=60)
     assert result.returncode != 0 and "Usage" in result.stderr
+
+
+# --- a student copy, filled in as a student would, run for real ------------------------------------
+
+MARKED_LINE = re.compile(rf"^(\s*)([A-Za-z_][A-Za-z_0-9]*) = None  {re.escape(make_student.MARK)}")
+# One lesson also gets wrong answers (every kind of checker it has must say "incorrect"); the others
+# get only right ones, which keeps this slow test to one run per lesson plus one.
+WRONG_ANSWER_LESSON = "03-handler-ordering"
+# Put before each wrong answer: another of the choices for a choice question, a far-off number otherwise.
+WRONG_HELPER = (
+    "_wrong = lambda right, exercise=None: (next(c for c in exercise.choices if c != exercise.correct)"
+    " if getattr(exercise, 'choices', None) else right * 3 + 1 if isinstance(right, (int, float)) else f'not {right!r}')"
+)
+STUDENT_RUN_TIMEOUT_S = 240
+
+
+def fill_in(student_source, instructor_source, wrong=False):
+    """The student's cell with each marked line replaced by the instructor's solution (then spoilt, if `wrong`)."""
+    blocks = iter(make_student.solution_blocks(instructor_source))
+    out, still_marked = [], set()
+    for line in student_source.splitlines():
+        match = MARKED_LINE.match(line)
+        if not match:
+            out.append(line)
+            continue
+        indent, name = match.groups()
+        if name in still_marked:  # a block that set several names: filled in at its first one
+            still_marked.discard(name)
+            continue
+        names, solution = next(blocks)
+        assert name in names, f"marked line {line!r} does not match the next solution block, which sets {names}"
+        still_marked = set(names) - {name}
+        out += [indent + text for text in solution]
+        if wrong:
+            out.append(indent + WRONG_HELPER)
+            for each in names:
+                checked_by = re.search(rf"([A-Za-z_][\w.]*)\.check\(\s*{each}\b", student_source)
+                exercise = checked_by.group(1) if checked_by else "None"
+                out.append(f"{indent}{each} = _wrong({each}, {exercise})")
+    assert next(blocks, None) is None, "a solution block has no marked line in the student copy"
+    return "\n".join(out)
+
+
+def run_student_copy(instructor_path, student_path, out_dir, wrong=False):
+    """Fill in the student copy, run it in quick mode with solutions=False, and return its results JSON."""
+    instructor = nbformat.read(instructor_path, as_version=4)
+    student = nbformat.read(student_path, as_version=4)
+    for before, after in zip(instructor.cells, student.cells):
+        if after.cell_type == "code" and make_student.BEGIN in before.source:
+            after.source = fill_in(after.source, before.source, wrong)
+    filled = out_dir / f"{student_path.stem}.filled.ipynb"
+    nbformat.write(student, filled)
+    results_path = out_dir / f"{student_path.stem}.json"
+    try:
+        papermill.execute_notebook(
+            str(filled), str(out_dir / f"{student_path.stem}.executed.ipynb"),
+            parameters={"quick": True, "results_path": str(results_path)},  # solutions stays False
+            kernel_name="python3", cwd=str(REPO / "notebooks"), execution_timeout=200, progress_bar=False,
+        )
+    except papermill.PapermillExecutionError as error:
+        pytest.fail(f"student copy of {instructor_path.name}, filled in: In [{error.exec_count}] raised "
+                    f"{error.ename}: {error.evalue}", pytrace=False)
+    return json.loads(results_path.read_text())
+
+
+WITH_SOLUTIONS = [
+    path for path in NOTEBOOKS
+    if any(make_student.BEGIN in cell.source for cell in nbformat.read(path, as_version=4).cells)
+]
+WRONG_ANSWERS_IN = [path for path in WITH_SOLUTIONS if path.stem == WRONG_ANSWER_LESSON] or WITH_SOLUTIONS[:1]
+STUDENT_RUNS = [(path, False) for path in WITH_SOLUTIONS] + [(path, True) for path in WRONG_ANSWERS_IN]
+
+
+@pytest.mark.slow
+@pytest.mark.notebook
+@pytest.mark.timeout(STUDENT_RUN_TIMEOUT_S)
+@pytest.mark.parametrize("path, wrong", STUDENT_RUNS,
+                         ids=[f"{path.stem}-{'wrong' if wrong else 'right'}" for path, wrong in STUDENT_RUNS])
+def test_a_filled_in_student_copy_is_checked(path, wrong, student_dir, tmp_path):
+    results = run_student_copy(path, student_dir / path.name, tmp_path, wrong)
+    exercises = results.get("exercises")
+    assert isinstance(exercises, dict) and exercises, f"{path.name}: its results JSON has no exercises"
+    expected = "incorrect" if wrong else "correct"
+    off = {name: status for name, status in exercises.items() if status != expected}
+    assert not off, f"student copy of {path.name} with {'wrong' if wrong else 'right'} answers: {off}"

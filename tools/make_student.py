@@ -13,7 +13,11 @@ BEGIN = "### BEGIN SOLUTION"
 END = "### END SOLUTION"
 # Inserted at the top of each notebook's first code cell (its setup cell).
 DISABLE_LINE = "import iolab.checks; iolab.checks.disable_solutions()  # student copy: no solutions"
-_ASSIGNMENT = re.compile(r"^\s*([A-Za-z_][A-Za-z_0-9]*)\s*=")
+_ASSIGNMENT = re.compile(r"^\s*([A-Za-z_][A-Za-z_0-9]*)\s*=(?!=)")
+_IF_SOLUTIONS = re.compile(r"^(\s*)if solutions\s*:\s*(#.*)?$")
+_NONE_DEFAULT = re.compile(r"^(\s*)([A-Za-z_][A-Za-z_0-9]*)\s*=\s*None\s*(?:#\s*(.*?))?\s*$")
+# Ends every line a student fills in, so a student (and tests/test_make_student.py) can find them.
+MARK = "# your answer here"
 
 
 class MarkerError(ValueError):
@@ -21,11 +25,14 @@ class MarkerError(ValueError):
 
 
 def strip_solutions(source, where="cell"):
-    """Replace each BEGIN/END SOLUTION block with a placeholder at the block's indentation.
+    """Replace each BEGIN/END SOLUTION block with a placeholder line the student fills in.
 
     A block that assigned `name = ...` becomes `name = None  # your answer here`,
-    so later lines that use the name still run; any other block becomes `pass`,
-    so an `if solutions:` above it still has a body.
+    so later lines that use the name still run; any other block becomes `pass`.
+    When the block is all an `if solutions:` holds, the `if` goes too and the
+    placeholder takes its place: in a student copy `solutions` is False, so a
+    line left under it would never run. A `name = None` line right above that
+    `if` is the same placeholder said twice; it is dropped, its comment kept.
     """
     lines = source.splitlines()
     out, block, indent = [], None, ""
@@ -34,11 +41,11 @@ def strip_solutions(source, where="cell"):
         if stripped.startswith(BEGIN):
             if block is not None:
                 raise MarkerError(f"{where}, line {number}: {BEGIN} inside another solution block")
-            block, indent = [], line[: len(line) - len(line.lstrip())]
+            block, indent = [], _indent(line)
         elif stripped.startswith(END):
             if block is None:
                 raise MarkerError(f"{where}, line {number}: {END} without {BEGIN}")
-            out.extend(_placeholder(block, indent))
+            out.extend(_placeholder(out, block, indent, lines[number:], f"{where}, line {number}"))
             block = None
         elif block is not None:
             block.append(line)
@@ -49,15 +56,62 @@ def strip_solutions(source, where="cell"):
     return "\n".join(out)
 
 
-def _placeholder(block, indent):
+def solution_blocks(source):
+    """[(names assigned, lines), ...] for each BEGIN/END SOLUTION block, its lines dedented to the block's indent."""
+    blocks, block, indent = [], None, ""
+    for line in source.splitlines():
+        stripped = line.strip()
+        if stripped.startswith(BEGIN):
+            block, indent = [], _indent(line)
+        elif stripped.startswith(END) and block is not None:
+            blocks.append((_assigned_names(block), [text[len(indent):] if text.startswith(indent) else text.strip()
+                                                     for text in block]))
+            block = None
+        elif block is not None:
+            block.append(line)
+    return blocks
+
+
+def _indent(line):
+    return line[: len(line) - len(line.lstrip())]
+
+
+def _assigned_names(block):
     names = []
     for line in block:
         match = _ASSIGNMENT.match(line)
         if match and match.group(1) not in names:
             names.append(match.group(1))
-    if names:
-        return [f"{indent}{name} = None  # your answer here" for name in names]
-    return [f"{indent}pass  # your answer here"]
+    return names
+
+
+def _placeholder(out, block, indent, rest, where):
+    """The placeholder lines for one block; may take an `if solutions:` and a `name = None` line off `out`."""
+    names = _assigned_names(block)
+    comments = {}
+    opener = next((line for line in reversed(out) if line.strip() and len(_indent(line)) < len(indent)), None)
+    guard = _IF_SOLUTIONS.match(opener) if opener is not None else None
+    if guard:
+        if opener is not out[-1] or _more_under(rest, guard.group(1)):
+            raise MarkerError(f"{where}: the solution block must be all its `if solutions:` holds; "
+                              "anything else under it would keep the student's answer from running")
+        out.pop()  # the `if solutions:` that would keep the student's line from running
+        indent = guard.group(1)
+        while out and (default := _NONE_DEFAULT.match(out[-1])) and default.group(1) == indent and default.group(2) in names:
+            comments[default.group(2)] = default.group(3) or ""
+            out.pop()
+    if not names:
+        return [f"{indent}pass  {MARK}"]
+    return [f"{indent}{name} = None  {MARK}" + (f": {comments[name]}" if comments.get(name) else "") for name in names]
+
+
+def _more_under(rest, guard_indent):
+    """True if the `if` goes on after its solution block: more lines in its body, or an elif/else."""
+    for line in rest:
+        if not line.strip():
+            continue
+        return len(_indent(line)) > len(guard_indent) or line.strip().startswith(("elif", "else"))
+    return False
 
 
 def student_notebook(notebook, name="notebook"):
