@@ -1,12 +1,19 @@
-"""Shared fixtures: every test must leave no child process and no listening socket behind."""
+"""Shared fixtures: no test may leave a child process or a listening socket behind; servers and exercises tests share."""
 
+import importlib
+import importlib.util
 import os
+import pkgutil
+import re
 import sys
 import time
 from pathlib import Path
 
 import psutil
 import pytest
+
+import iolab.lessons
+from iolab import checks, servers
 
 ROOT = Path(__file__).resolve().parents[1]
 SETTLE_S = 2.0  # how long a stopped child may take to disappear before it counts as leaked
@@ -64,6 +71,42 @@ def nothing_left_at_the_end():
 def python():
     """The interpreter of this environment, for starting helper processes."""
     return sys.executable
+
+
+@pytest.fixture(scope="module")
+def tornado():
+    """One Tornado server for a whole test module."""
+    with servers.serve("tornado_app") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def scratch():
+    """One scratch_app, the server on the hand-built loop, for a whole test module."""
+    with servers.serve("scratch_app") as server:
+        yield server
+
+
+def every_exercise():
+    """q1, q2, ... of every lesson's exercises module, found by walking iolab.lessons."""
+    found = []
+    for lesson in pkgutil.iter_modules(iolab.lessons.__path__, "iolab.lessons."):
+        if importlib.util.find_spec(f"{lesson.name}.exercises") is None:  # a lesson without exercises
+            continue
+        module = importlib.import_module(f"{lesson.name}.exercises")
+        found += [v for k, v in vars(module).items() if re.fullmatch(r"q\d+", k) and isinstance(v, checks.Exercise)]
+    return found
+
+
+@pytest.fixture
+def fresh_exercises():
+    """Every lesson's exercises start and end the test unattempted, whatever another test answered."""
+    exercises = every_exercise()
+    for exercise in exercises:
+        exercise.reset()
+    yield
+    for exercise in exercises:
+        exercise.reset()
 
 
 def pytest_configure(config):

@@ -2,18 +2,12 @@
 
 import pytest
 
-from iolab import benchtools, servers
+from iolab import benchtools
 
 
 def needs(tool):
     reason = benchtools.missing_reason(tool)
     return pytest.mark.skipif(reason is not None, reason=reason or "")
-
-
-@pytest.fixture(scope="module")
-def tornado():
-    with servers.serve("tornado_app") as server:
-        yield server
 
 
 @needs("ab")

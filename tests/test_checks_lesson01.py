@@ -5,11 +5,7 @@ import pytest
 from iolab import checks as core
 from iolab.lessons.bank import exercises as ex
 
-
-@pytest.fixture(autouse=True)
-def fresh_exercises():
-    for exercise in (ex.q1, ex.q4, ex.q5, ex.q3, ex.q2):
-        exercise.reset()
+pytestmark = pytest.mark.usefixtures("fresh_exercises")  # from conftest.py
 
 
 def test_predict_then_measure_runs_the_ticket_bank(capsys):

@@ -5,12 +5,7 @@ import pytest
 from iolab import checks as core
 from iolab.lessons.io_models import exercises as ex
 
-
-@pytest.fixture(autouse=True)
-def fresh_exercises():
-    yield
-    for exercise in (ex.q1, ex.q2, ex.q3, ex.q4):
-        exercise.reset()
+pytestmark = pytest.mark.usefixtures("fresh_exercises")  # from conftest.py
 
 
 @pytest.mark.parametrize("exercise, measured", [(ex.q3, 150.0), (ex.q4, 140.0)])

@@ -9,11 +9,7 @@ from iolab.lessons.event_loop import exercises as ex
 EXERCISES = (ex.q1, ex.q2, ex.q3, ex.q4, ex.q5)
 
 
-@pytest.fixture(autouse=True)
-def fresh_exercises():
-    yield
-    for exercise in EXERCISES:
-        exercise.reset()
+pytestmark = pytest.mark.usefixtures("fresh_exercises")  # from conftest.py
 
 
 @pytest.mark.parametrize("exercise, measured, right, wrong", [(ex.q1, 503.0, 500, 0), (ex.q4, 251.0, 250, 300 + 50)])

@@ -7,12 +7,10 @@ import sys
 import textwrap
 import time
 
-import psutil
 import pytest
 
+from helpers import GONE_WITHIN_S, gone, wait_until_gone
 from iolab import load, metrics, registry, servers
-
-GONE_WITHIN_S = 2.0
 
 
 @pytest.fixture
@@ -25,20 +23,6 @@ def fake_servers(tmp_path, monkeypatch):
     for script in tmp_path.glob("*.py"):
         monkeypatch.setitem(registry.SERVERS, script.stem, registry.ServerInfo(script.stem, script.name, "a misbehaving double"))
     return tmp_path
-
-
-def gone(pid):
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
-
-
-def wait_until_gone(pids, within_s=GONE_WITHIN_S):
-    deadline = time.monotonic() + within_s
-    while not all(gone(pid) for pid in pids) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return [pid for pid in pids if not gone(pid)]
 
 
 @pytest.mark.parametrize("client", load.CLIENTS)

@@ -3,7 +3,6 @@
 import pytest
 
 from iolab import checks as core
-from iolab import servers
 from iolab.lessons.bank import exercises as lesson01
 from iolab.lessons.event_loop import exercises as lesson05
 from iolab.lessons.io_models import exercises as lesson04
@@ -42,11 +41,7 @@ OFFLINE = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def fresh_exercises():
-    yield
-    for exercise in EVERY_EXERCISE:
-        exercise.reset()
+pytestmark = pytest.mark.usefixtures("fresh_exercises")  # from conftest.py
 
 
 @pytest.mark.parametrize("exercise, right, wrong, reason", OFFLINE, ids=lambda v: getattr(v, "name", None))
@@ -74,12 +69,6 @@ def test_every_exercise_has_a_prompt_a_hint_and_a_solution(exercise, capsys):
     exercise.solution()
     out = capsys.readouterr().out
     assert out.startswith("Hint") and "Solution: " in out
-
-
-@pytest.fixture(scope="module")
-def tornado():
-    with servers.serve("tornado_app") as server:
-        yield server
 
 
 def test_predict_the_sync_run_time(tornado, capsys):

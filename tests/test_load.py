@@ -4,13 +4,7 @@ import time
 
 import pytest
 
-from iolab import load, metrics, servers
-
-
-@pytest.fixture(scope="module")
-def tornado():
-    with servers.serve("tornado_app") as server:
-        yield server
+from iolab import load, metrics
 
 
 @pytest.mark.parametrize("client", load.CLIENTS)

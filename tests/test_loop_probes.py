@@ -7,14 +7,9 @@ import time
 
 import pytest
 
+from helpers import trace_iteration
 from iolab import load, servers
 from iolab.lessons.event_loop import probes as loop_probes
-
-
-@pytest.fixture(scope="module")
-def scratch():
-    with servers.serve("scratch_app") as running:
-        yield running
 
 
 def test_a_half_sent_request_costs_others_nothing_on_a_loop_and_everything_on_a_blocking_server(scratch):
@@ -70,21 +65,17 @@ def test_slow_callback_warnings_are_parsed():
     assert loop_probes.slow_callback_warnings("all quiet\n") == []
 
 
-def iteration(t, select_ms, callbacks_ms, events=1, ready=0):
-    return {"t": t, "select_ms": select_ms, "callbacks_ms": callbacks_ms, "events": events, "ready": ready, "timers": 0}
-
-
 def test_read_trace_skips_a_line_cut_short(tmp_path):
     path = tmp_path / "trace.jsonl"
-    path.write_text(json.dumps(iteration(1.0, 2, 3)) + "\n" + '{"t": 1.1, "sel')
-    assert loop_probes.read_trace(path) == [iteration(1.0, 2, 3)]
+    path.write_text(json.dumps(trace_iteration(1.0, 2, 3)) + "\n" + '{"t": 1.1, "sel')
+    assert loop_probes.read_trace(path) == [trace_iteration(1.0, 2, 3)]
 
 
 def test_trace_summary_clips_iterations_to_the_window():
     iterations = [
-        iteration(10.0, 900, 0.5, events=1),  # a long idle select that ends inside the window
-        iteration(10.9005, 0.0, 2.0, events=4),
-        iteration(10.9025, 50.0, 1.0, events=2),
+        trace_iteration(10.0, 900, 0.5, events=1),  # a long idle select that ends inside the window
+        trace_iteration(10.9005, 0.0, 2.0, events=4),
+        trace_iteration(10.9025, 50.0, 1.0, events=2),
     ]
     whole = loop_probes.trace_summary(iterations)
     assert whole["iterations"] == 3 and whole["events"] == 7 and whole["max_events"] == 4

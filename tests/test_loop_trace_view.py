@@ -7,14 +7,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pytest
 
+from helpers import trace_iteration
 from iolab.lessons.event_loop import trace_view as loop_trace_view
 
-
-def iteration(t, select_ms, callbacks_ms, events=1, ready=0):
-    return {"t": t, "select_ms": select_ms, "callbacks_ms": callbacks_ms, "events": events, "ready": ready, "timers": 0}
-
-
-TRACE = [iteration(100.0, 120.0, 5.0), iteration(100.125, 0.0, 30.0, events=3, ready=2), iteration(100.155, 45.0, 0.0)]
+TRACE = [trace_iteration(100.0, 120.0, 5.0), trace_iteration(100.125, 0.0, 30.0, events=3, ready=2), trace_iteration(100.155, 45.0, 0.0)]
 
 
 def test_binned_shares_split_a_long_wait_across_its_bins():

@@ -14,6 +14,7 @@ import aiohttp
 import pytest
 import requests
 
+from helpers import wait_until
 from iolab import servers
 from iolab.rawhttp import ResponseReader, get_request
 
@@ -21,9 +22,8 @@ TIMEOUT_S = 10
 
 
 @pytest.fixture(scope="module")
-def server():
-    with servers.serve("scratch_app") as running:
-        yield running
+def server(scratch):
+    return scratch
 
 
 @pytest.fixture
@@ -354,9 +354,7 @@ def test_sync_sleep_blocks_the_loop_and_the_loop_says_so(server):
         waited = time.perf_counter() - began
         assert ResponseReader(blocker).read()[0] == 200
     assert waited > 0.15, f"/ answered after {waited * 1000:.0f} ms: the sync sleep did not block the loop"
-    deadline = time.monotonic() + 2
-    while "GET /sync-sleep?ms=300" not in server.stderr_tail() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: "GET /sync-sleep?ms=300" in server.stderr_tail(), within_s=2, poll_s=0.05)
     warning = re.search(r"callback (.+) took (\d+) ms, blocking the loop", server.stderr_tail())
     assert warning and "GET /sync-sleep?ms=300" in warning.group(1)
     assert 290 <= int(warning.group(2)) < 1000

@@ -4,31 +4,12 @@ import http.client
 import os
 import signal
 import socket
-import subprocess
-import sys
 import time
 
 import pytest
 
+from helpers import get, start_by_hand
 from iolab import contract, registry, servers
-
-
-def start_by_hand(name, *args):
-    """Start a server the way a student would from a terminal, without the launcher."""
-    process = subprocess.Popen(
-        [sys.executable, str(servers.SERVERS_DIR / registry.get(name).script), "--port", "0", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    line = process.stdout.readline().strip()
-    return process, line
-
-
-def get(connection, path):
-    connection.request("GET", path)
-    response = connection.getresponse()
-    return response.status, response.getheader("Content-Length"), response.read().decode()
 
 
 @pytest.mark.parametrize("name", registry.names())
