@@ -1,6 +1,6 @@
 """The lab's routes served by an event loop built from scratch on the standard library's selectors (epoll on Linux).
 
-Step 4 of lesson 05, the last. Read step1_blocking.py, step2_busy_wait.py and
+Step 4 of lesson 05. Read step1_blocking.py, step2_busy_wait.py and
 step3_callbacks.py first: each adds one idea, and this server puts them together
 in three parts that mirror Tornado's:
 
@@ -10,9 +10,12 @@ in three parts that mirror Tornado's:
 
 What it adds over step 3: buffers that survive a partial send(), an interest
 set that follows them, HTTP/1.1 keep-alive and pipelining answered in order,
-400 / 431 for broken requests, idle connections closed by a timer, a warning
-when a callback blocks the loop, and an optional trace of every iteration
-(--trace PATH writes one JSON line per iteration).
+a warning when a callback blocks the loop, and an optional trace of every
+iteration (--trace PATH writes one JSON line per iteration). What a server
+needs against careless clients (400 / 408 / 413 / 431 / 501, idle timeouts,
+backpressure) is in scratch/hardening.py, beside the connection.
+
+Next: step5_coroutines.py writes handlers as coroutines on this same loop.
 """
 
 import time

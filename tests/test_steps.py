@@ -10,10 +10,10 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from iolab import servers
+from iolab import load, servers
 from iolab.lessons.event_loop import probes as loop_probes
 
-STEPS = ["step1_blocking", "step2_busy_wait", "step3_callbacks", "scratch_app"]
+STEPS = ["step1_blocking", "step2_busy_wait", "step3_callbacks", "scratch_app", "step5_coroutines"]
 TIMEOUT_S = 10
 
 
@@ -61,8 +61,6 @@ def test_each_step_says_what_to_read_first_and_what_it_adds(name):
 
 @pytest.mark.parametrize("name", STEPS)
 def test_each_step_serves_the_common_routes_with_a_real_load(name):
-    from iolab import load
-
     with servers.serve(name) as server:
         result = load.run_load(server.url + "/", requests=300, concurrency=10, timeout_s=TIMEOUT_S, max_duration_s=30)
         assert result.errors == 0 and len(result.samples) == 300
@@ -95,9 +93,87 @@ def test_step2_serves_others_but_burns_cpu_while_idle():
         assert "calls came back empty (EAGAIN)" in server.stderr_tail()
 
 
-@pytest.mark.parametrize("name", ["step3_callbacks", "scratch_app"])
+@pytest.mark.parametrize("name", ["step3_callbacks", "scratch_app", "step5_coroutines"])
 def test_a_selector_serves_others_and_sleeps_while_idle(name):
     with servers.serve(name) as server:
         assert latency_behind_a_half_sent_request(server) < 0.3
         assert elapsed_for_concurrent(server, "/async-sleep?ms=300", 8) < 0.9
         assert idle_cpu_demand(server, 1.0)[0] < 10
+
+
+def test_step5_overlaps_fifty_coroutines_that_each_sleep():
+    wait_s, users = 0.3, 50
+    with servers.serve("step5_coroutines") as server:
+        samples = load.fire_staggered([server.url + f"/async-sleep?ms={int(wait_s * 1000)}"] * users, gap_s=0.0,
+                                      timeout_s=TIMEOUT_S)
+        assert requests.get(server.url + "/async-sleep?ms=nope", timeout=TIMEOUT_S).status_code == 400
+        server.check()
+        assert "exception" not in server.stderr_tail()
+    assert [sample.status for sample in samples] == [200] * users
+    assert min(sample.end - sample.start for sample in samples) >= wait_s * 0.99, "a coroutine answered before its sleep"
+    # One after another they would take users x wait_s; overlapped, the whole batch ends within
+    # about one wait of its first send. A second wait's worth covers starting 50 client threads.
+    span = max(sample.end for sample in samples) - min(sample.start for sample in samples)
+    assert span < 2 * wait_s, f"{users} sleeps of {wait_s} s took {span:.2f} s together: they did not overlap"
+
+
+@pytest.fixture
+def step5(monkeypatch):
+    """step5_coroutines imported in this process, with the hand-built loop to run its Tasks on."""
+    monkeypatch.syspath_prepend(str(servers.SERVERS_DIR))
+    import step5_coroutines
+    from scratch.loop import EventLoop
+
+    loop = EventLoop()
+    yield step5_coroutines, loop
+    loop.close()
+
+
+def run_until_done(loop, future, timeout_s=5.0):
+    deadline = time.monotonic() + timeout_s
+    while not future.done and time.monotonic() < deadline:
+        loop.run_once()
+    assert future.done, "the task never finished"
+
+
+def test_a_task_resumes_its_coroutine_with_each_result_and_keeps_its_return_value(step5):
+    module, loop = step5
+    resumed_after = []
+
+    def child(seconds):
+        began = loop.time()
+        yield module.sleep(loop, seconds)
+        resumed_after.append(loop.time() - began)
+        return f"slept {seconds}"
+
+    def parent():
+        first = yield module.Task(child(0.05))  # a Task is a Future: a coroutine can wait for another
+        second = yield module.Task(child(0.02))
+        return [first, second]
+
+    task = module.Task(parent())
+    assert not task.done  # it paused at its first yield and gave the loop back
+    run_until_done(loop, task)
+    assert task.result == ["slept 0.05", "slept 0.02"] and task.error is None
+    assert resumed_after[0] >= 0.05 and resumed_after[1] >= 0.02
+
+
+def test_a_coroutine_that_raises_makes_a_task_with_an_error(step5):
+    module, loop = step5
+
+    def broken():
+        yield module.sleep(loop, 0.01)
+        raise RuntimeError("after the wait")
+
+    task = module.Task(broken())
+    run_until_done(loop, task)
+    assert isinstance(task.error, RuntimeError) and task.result is None
+
+
+def test_the_connection_lesson_05_shows_is_teaching_size():
+    # The notebook shows HTTPConnection whole; parsing, limits and timeouts live in scratch/hardening.py.
+    source = (servers.SERVERS_DIR / "scratch" / "connection.py").read_text()
+    (connection,) = [node for node in ast.parse(source).body if getattr(node, "name", None) == "HTTPConnection"]
+    lines = connection.end_lineno - connection.lineno + 1
+    assert lines <= 90, f"HTTPConnection is {lines} lines: move what is not the idea into scratch/hardening.py"
+    assert "hardening." in ast.get_source_segment(source, connection)

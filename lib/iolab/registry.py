@@ -112,6 +112,11 @@ SERVERS = {
             },
             lesson="05-event-loop-from-scratch",
         ),
+        ServerInfo(
+            "step5_coroutines", "step5_coroutines.py",
+            "one thread, the hand-built event loop running handlers as coroutines (a Future and a Task)",
+            lesson="05-event-loop-from-scratch",
+        ),
     ]
 }
 
