@@ -7,15 +7,23 @@ from iolab.lessons.bank import model as bank
 
 # (requests, concurrency, delay_ms, threads): small, so the synchronous bank (requests x delay) stays short.
 PARAMETER_SETS = [(16, 4, 200, 2), (24, 6, 250, 3)]
+# The model against the servers: throughput within 5%, mean time in the bank within 10% (the
+# model's teller time is one measured mean; real ones vary from visit to visit).
+MODEL_RPS_TOLERANCE = 0.05
+MODEL_MEAN_TOLERANCE = 0.10
+# 4 users of 100 ms: 40 req/s less the counter time each visit adds, which a loaded machine grows.
+TICKET_RPS_TOLERANCE = 0.25
+COUNTER_AT_MOST_MS = 100  # the empty visit costs far less than the 100 ms wait it is added to
+LITTLE_TOLERANCE = 0.05  # L on a time grid against lambda x W from the samples: the grid's rounding
 
 
 def test_one_bank_measured_with_its_empty_visit():
     measured = bank_measure.measure("ticket", requests=8, concurrency=4, delay_ms=100)
     assert measured.summary.errors == 0 and measured.summary.completed == 8
-    assert 0 < measured.counter_ms < 100
-    assert measured.rps == pytest.approx(4 / 0.1, rel=0.25)
+    assert 0 < measured.counter_ms < COUNTER_AT_MOST_MS
+    assert measured.rps == pytest.approx(4 / 0.1, rel=TICKET_RPS_TOLERANCE)
     # L measured on its own (time grid) agrees with lambda x W, and never exceeds the seats.
-    assert measured.mean_in_flight() == pytest.approx(measured.rps * measured.mean_ms / 1000, rel=0.05)
+    assert measured.mean_in_flight() == pytest.approx(measured.rps * measured.mean_ms / 1000, rel=LITTLE_TOLERANCE)
     assert measured.mean_in_flight() <= 4
 
 
@@ -30,6 +38,6 @@ def test_model_predicts_all_three_banks(requests, concurrency, delay_ms, threads
                               tellers=threads if name == "threaded" else None)
         report.append(f"{name}: model {model.rps:.3f} req/s {model.mean_ms:.1f} ms,"
                       f" measured {real.rps:.3f} req/s {real.mean_ms:.1f} ms")
-        assert real.rps == pytest.approx(model.rps, rel=0.05), report
-        assert real.mean_ms == pytest.approx(model.mean_ms, rel=0.10), report
+        assert real.rps == pytest.approx(model.rps, rel=MODEL_RPS_TOLERANCE), report
+        assert real.mean_ms == pytest.approx(model.mean_ms, rel=MODEL_MEAN_TOLERANCE), report
     print("\n".join(report))

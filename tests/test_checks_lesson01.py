@@ -5,6 +5,11 @@ import pytest
 from iolab import checks as core
 from iolab.lessons.bank import exercises as ex
 
+# The ticket bank's bound is 4 users / 0.2 s = 20 req/s: a loaded machine and the run's start
+# take some of it, and the clock's rounding may add a little.
+TICKET_RPS_AT_LEAST = 17
+TICKET_RPS_AT_MOST = 20.5
+
 pytestmark = pytest.mark.usefixtures("fresh_exercises")  # from conftest.py
 
 
@@ -13,7 +18,7 @@ def test_predict_then_measure_runs_the_ticket_bank(capsys):
     assert ex.q5.check(4 / 0.2, **sizes) == core.CORRECT
     out = capsys.readouterr().out
     assert "you predicted 20 req/s, Tornado's /async-sleep measured" in out
-    assert 17 < ex.q5.measured <= 20.5
+    assert TICKET_RPS_AT_LEAST < ex.q5.measured <= TICKET_RPS_AT_MOST
     assert ex.q5.check(1 / 0.2, **sizes) == core.INCORRECT  # what one teller gives, the synchronous bank
     assert "too low" in capsys.readouterr().out
 

@@ -5,6 +5,9 @@ import ipywidgets
 
 from iolab import controls, live, load, servers
 
+SLOWEST_MEDIAN_FRAME_GAP_S = 1 / 5  # the design's 5 Hz while a run goes; a late frame or two may not count
+FEWEST_FRAME_GAPS = 5  # a run of about 2 s at 5 Hz shows twice as many frames; fewer means it stalled
+
 
 def test_dashboard_refreshes_at_five_hertz_or_more():
     with servers.serve("tornado_app") as server:
@@ -14,8 +17,8 @@ def test_dashboard_refreshes_at_five_hertz_or_more():
         result = dashboard.follow(run)
     assert len(result.samples) == 40
     gaps = [b - a for a, b in zip(dashboard.frame_times, dashboard.frame_times[1:])]
-    assert len(gaps) >= 5, f"only {len(gaps) + 1} live frames in a {result.duration_s:.1f} s run"
-    assert sorted(gaps)[len(gaps) // 2] <= 1 / 5, f"median frame gap {sorted(gaps)[len(gaps) // 2]:.3f} s"
+    assert len(gaps) >= FEWEST_FRAME_GAPS, f"only {len(gaps) + 1} live frames in a {result.duration_s:.1f} s run"
+    assert sorted(gaps)[len(gaps) // 2] <= SLOWEST_MEDIAN_FRAME_GAP_S, f"median frame gap {sorted(gaps)[len(gaps) // 2]:.3f} s"
     assert bytes(image.value[:8]) == b"\x89PNG\r\n\x1a\n", "the final frame stays in the image"
 
 
