@@ -29,7 +29,10 @@ def test_every_request_is_recorded(tornado, client, keep_alive):
     assert len(result.samples) == 60
     assert all(s.status == 200 and s.bytes == len(b"hello world\n") and s.error is None for s in result.samples)
     assert all(0 <= s.start <= s.end <= result.duration_s for s in result.samples)
-    assert {s.connection for s in result.samples} == set(range(6))
+    assert {s.user for s in result.samples} == set(range(6))
+    # Each user keeps its own connection, or opens a new one for every request.
+    assert len({s.connection for s in result.samples}) == (6 if keep_alive else 60)
+    assert all(s.intended == s.start for s in result.samples), "a closed loop sends when it means to"
 
 
 @pytest.mark.parametrize("client", load.CLIENTS)

@@ -8,10 +8,12 @@ from IPython.display import Image, display
 from PIL import Image as PILImage
 
 from . import figures, metrics
+from .clients.aggregate import Aggregate
 from .figures import render  # lesson notebooks call live.render; figures owns it
 
 REFRESH_HZ = 6  # the design asks for 5 Hz or more while a run is going
 COLORS = {"ok": "#1f77b4", "error": "#d62728", "bound": "#2ca02c", "flight": "#9467bd"}
+AGGREGATED_LATENCY_TITLE = "mean latency, by when sent"  # an aggregated run keeps no single request
 PANELS = (
     ("latency of each request", "sent at (s)", "latency (ms)"),
     ("throughput", "time (s)", "req/s"),
@@ -27,18 +29,39 @@ def bin_width(horizon_s):
     return 60
 
 
+def latency_points(samples, width, until_s):
+    """(ok, failed) arrays of (sent at s, latency ms): one point per request, or for an Aggregate one per bin of
+    `width` (its mean latency, and its worst where the bin had failures); and how many failed."""
+    if isinstance(samples, Aggregate):
+        mean_s, worst_s = samples.latency_per_bin(width, max(until_s, width))
+        starts = np.arange(len(mean_s)) * width
+        failed = samples.failures_per_bin(width, max(until_s, width))[: len(mean_s)] > 0
+        sent = ~np.isnan(mean_s)
+        ok = np.column_stack((starts[sent], mean_s[sent] * 1000))
+        bad = np.column_stack((starts[sent & failed], worst_s[sent & failed] * 1000))
+        return ok, bad, samples.errors
+    ok = np.array([(s.start, s.latency * 1000) for s in samples if not s.error]).reshape(-1, 2)
+    bad = np.array([(s.start, s.latency * 1000) for s in samples if s.error]).reshape(-1, 2)
+    return ok, bad, len(bad)
+
+
+def _horizon(samples):
+    if isinstance(samples, Aggregate):
+        return max(0.5, samples.last_end)
+    return max([0.5] + [sample.end for sample in samples])
+
+
 def dashboard_figure(samples, title, bound_rps=None):
-    """The finished run as a static figure: one dot per request, throughput per bin, exact requests in flight."""
+    """The finished run as a static figure: one dot per request (per time bin when aggregated), throughput per bin,
+    exact requests in flight."""
     figure, (latency_axes, throughput_axes, flight_axes) = figures.subplots(1, 3, figsize=(11, 3.4), layout="constrained")
-    horizon = max([0.5] + [sample.end for sample in samples])
+    horizon = _horizon(samples)
     width = bin_width(horizon)
-    good = [s for s in samples if not s.error]
-    bad = [s for s in samples if s.error]
-    latency_axes.scatter([s.start for s in good], [s.latency * 1000 for s in good], s=9, color=COLORS["ok"])
-    if bad:
+    good, bad, errors = latency_points(samples, width, horizon)
+    latency_axes.scatter(good[:, 0], good[:, 1], s=9, color=COLORS["ok"])
+    if len(bad):
         latency_axes.scatter(
-            [s.start for s in bad], [s.latency * 1000 for s in bad], s=18, marker="x", color=COLORS["error"],
-            label=f"{len(bad)} errors",
+            bad[:, 0], bad[:, 1], s=18, marker="x", color=COLORS["error"], label=f"{errors} errors",
         )
         latency_axes.legend(loc="upper left", fontsize=8)
     starts, rates = metrics.throughput_over_time(samples, width, until_s=horizon)
@@ -52,6 +75,8 @@ def dashboard_figure(samples, title, bound_rps=None):
         axes.set(title=name, xlabel=xlabel, ylabel=ylabel, xlim=(0, horizon))
         axes.set_ylim(bottom=0)
     throughput_axes.set_title(f"throughput per {width:g} s")
+    if isinstance(samples, Aggregate):
+        latency_axes.set_title(AGGREGATED_LATENCY_TITLE)
     figure.suptitle(title, fontsize=11)
     return figure
 
@@ -64,7 +89,7 @@ class LiveFigure:
     redrawn only when the data outgrows their limits, which then double.
     """
 
-    def __init__(self, title, bound_rps=None, horizon_s=2.0, concurrency=1):
+    def __init__(self, title, bound_rps=None, horizon_s=2.0, concurrency=1, aggregated=False):
         self.title = title
         self.bound_rps = bound_rps
         self.figure = figures.figure(figsize=(11, 3.4), dpi=72)
@@ -74,6 +99,8 @@ class LiveFigure:
         latency_axes, throughput_axes, flight_axes = self.axes
         for axes, (name, xlabel, ylabel) in zip(self.axes, PANELS):
             axes.set(title=name, xlabel=xlabel, ylabel=ylabel)
+        if aggregated:
+            latency_axes.set_title(AGGREGATED_LATENCY_TITLE)
         self.dots = latency_axes.scatter([], [], s=9, color=COLORS["ok"], animated=True)
         self.crosses = latency_axes.scatter([], [], s=18, marker="x", color=COLORS["error"], animated=True)
         self.bars = throughput_axes.stairs([0], [0, 1], fill=True, color=COLORS["ok"], alpha=0.8, animated=True)
@@ -109,10 +136,9 @@ class LiveFigure:
         self._background = self.canvas.copy_from_bbox(self.figure.bbox)
 
     def frame(self, samples, now_s, in_flight_history, note=""):
-        """PNG bytes of the run so far."""
+        """PNG bytes of the run so far: `samples` a list of Sample or an Aggregate."""
         width = bin_width(self.limits["time"])
-        good = np.array([(s.start, s.latency * 1000) for s in samples if not s.error]).reshape(-1, 2)
-        bad = np.array([(s.start, s.latency * 1000) for s in samples if s.error]).reshape(-1, 2)
+        good, bad, _ = latency_points(samples, width, now_s)
         _, rates = metrics.throughput_over_time(samples, width, until_s=max(now_s, width))
         times, counts = zip(*in_flight_history) if in_flight_history else ((), ())
         grown = [
@@ -126,6 +152,7 @@ class LiveFigure:
             if grown[0]:  # a wider time axis means wider bins
                 width = bin_width(self.limits["time"])
                 _, rates = metrics.throughput_over_time(samples, width, until_s=max(now_s, width))
+                good, bad, _ = latency_points(samples, width, now_s)
         self.canvas.restore_region(self._background)
         self.dots.set_offsets(good)
         self.crosses.set_offsets(bad)
@@ -168,7 +195,7 @@ class Dashboard:
 
     def follow(self, run):
         """Draw `run` until it ends, then draw its final frame and return its LoadResult."""
-        figure = LiveFigure(self.title, self.bound_rps, concurrency=run.spec.concurrency)
+        figure = LiveFigure(self.title, self.bound_rps, concurrency=run.spec.concurrency, aggregated=run.spec.aggregated)
         history = []
         period = 1 / REFRESH_HZ
         while not run.done():

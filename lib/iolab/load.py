@@ -1,4 +1,11 @@
-"""Bounded load runs against the lab's servers, recorded as one sample per request; this module measures, never draws."""
+"""Bounded load runs against the lab's servers, in client processes of their own; this module measures, never draws.
+
+Three kinds of load (`loop=`): closed (each user sends when its last answer is
+in), open (requests leave on a schedule, whatever the answers do), pipelined
+(each connection keeps a batch of requests in flight). A run keeps one Sample per
+request, or for large runs (`record="aggregate"`, chosen by itself above
+AGGREGATE_ABOVE requests) counts per time bin and latency histograms.
+"""
 
 import json
 import resource
@@ -8,24 +15,38 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
 import requests
 
+from .clients import wire
+from .clients.aggregate import Aggregate
+from .clients.process import EVENT_LOOPS, split
+from . import usage
 from .contract import check_loopback
 
 LIMITS = {
-    "requests": (1, 1_000_000),
+    "requests": (1, 1_000_000_000),
     "concurrency": (1, 10_000),
     "timeout_s": (0.001, 600.0),
     "max_duration_s": (0.001, 3600.0),
+    "processes": (1, 32),
 }
-CLIENTS = ("async", "raw", "sync")  # aiohttp, raw asyncio protocol, requests in threads
+CLIENTS = ("async", "raw", "sync")  # the closed loop's clients: aiohttp, raw asyncio protocol, requests in threads
+LOOPS = ("closed", "open", "pipelined")
+SCHEDULES = ("fixed", "poisson")
+RECORDS = ("auto", "samples", "aggregate")
+RATE_LIMITS = (0.01, 10_000_000.0)
+PIPELINE_DEPTH_LIMITS = (1, 1000)
+SAMPLES_LIMIT = 1_000_000  # a run keeping every request as a Sample object stays below a few hundred MB
+AGGREGATE_ABOVE = 100_000  # record="auto" keeps samples up to here, an Aggregate beyond
 SYNC_CLIENT_MAX_THREADS = 1000
-FDS_BESIDES_CONNECTIONS = 64  # the client process's own files, pipes and sockets
-STOP_GRACE_S = 5.0  # after the run's own bounds, how long before the client process is killed
+FDS_BESIDES_CONNECTIONS = 64  # a process's own files, pipes and sockets
+STARTUP_S = 15.0  # how long client processes may take to import and connect before the run's clock starts
+STOP_GRACE_S = 5.0  # after the run's own bounds, how long before the client processes are killed
+GO_MARGIN_S = 0.01  # time zero is this far after the last process is ready, so every process starts on it
 
 
 class LoadParameterError(ValueError):
@@ -33,31 +54,98 @@ class LoadParameterError(ValueError):
 
 
 class Sample(NamedTuple):
-    """One request: times in seconds since the run began; status 0 and an error kind when no answer came."""
+    """One request: times in seconds since the run began; status 0 and an error kind when no answer came.
+
+    `user` is who sent it (a closed loop's user, an open loop's arrival), `connection`
+    the connection that carried it (-1 when none was made), `intended` when the
+    schedule meant to send it: the same as `start` in a closed loop, earlier when an
+    open loop's request had to wait for a free connection.
+    """
 
     start: float
     end: float
     status: int
     bytes: int
     error: str | None
-    connection: int
+    user: int
+    connection: int = -1
+    intended: float | None = None  # None in a hand-made sample: taken as sent when intended
 
     @property
     def latency(self):
+        """From the actual send to the answer: what a client that waits for its own turn sees."""
         return self.end - self.start
+
+    @property
+    def latency_from_intended(self):
+        """From the intended send to the answer: what a user arriving on schedule sees, waiting included."""
+        return self.end - (self.start if self.intended is None else self.intended)
+
+    @property
+    def send_lag(self):
+        """How late it left: actual send minus intended send."""
+        return 0.0 if self.intended is None else self.start - self.intended
+
+
+def samples_of(rows, error_names):
+    """Samples from a frame's rows (a numpy array of wire.row_dtype()), each field read by its name."""
+    columns = {name: rows[name].tolist() for name in ("start", "end", "intended")}
+    for name in ("status", "bytes", "user", "connection"):
+        columns[name] = rows[name].astype(int).tolist()
+    columns["error"] = [error_names[code] for code in rows["error"].astype(int).tolist()]
+    return list(map(Sample, *(columns[name] for name in Sample._fields)))
+
+
+def _check_range(name, value, low, high):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+        raise LoadParameterError(f"{name} must be between {low} and {high}, got {value!r}")
+
+
+def _check_choice(name, value, choices):
+    if value not in choices:
+        raise LoadParameterError(f"{name} must be one of {choices}, got {value!r}")
 
 
 @dataclass(frozen=True)
 class LoadSpec:
-    """What a run may do: every run is bounded in requests, concurrency, duration and per-request time."""
+    """What a run may do: every run is bounded in requests, concurrency, duration and per-request time.
+
+    `concurrency` is the number of users in a closed loop, the most requests
+    outstanding (one per connection) in an open loop, and the number of
+    connections in a pipelined run. `processes` splits the connections between
+    that many client processes.
+    """
 
     url: str
     requests: int = 200
     concurrency: int = 40
-    client: str = "async"
+    client: str | None = None  # closed loop: "async" (the default), "raw" or "sync"; open and pipelined: "raw"
     keep_alive: bool = True
     timeout_s: float = 60.0
     max_duration_s: float = 300.0
+    loop: str = "closed"
+    rate_rps: float | None = None  # open loop: requests per second the schedule sends
+    schedule: str = "fixed"  # open loop: "fixed" (every 1/rate s) or "poisson" (random arrivals at that rate)
+    seed: int | None = None  # open loop, Poisson: the same seed gives the same arrivals
+    pipeline_depth: int | None = None  # pipelined: requests written at once on each connection
+    pipeline_paths: tuple | None = None  # pipelined: paths the requests cycle through (default: the url's)
+    record: str = "auto"  # "samples", "aggregate", or "auto": samples up to AGGREGATE_ABOVE requests
+    processes: int = 1
+    event_loop: str = "auto"  # "uvloop" where installed ("auto"), or "asyncio"
+
+    def __post_init__(self):
+        # Defaults that depend on other fields; a frozen dataclass sets them this way.
+        if self.client is None:
+            object.__setattr__(self, "client", "async" if self.loop == "closed" else "raw")
+        if self.pipeline_paths is not None and not isinstance(self.pipeline_paths, str):
+            object.__setattr__(self, "pipeline_paths", tuple(self.pipeline_paths))
+
+    @property
+    def aggregated(self):
+        """True when the run keeps counts and histograms instead of one sample per request."""
+        if self.record == "auto":
+            return isinstance(self.requests, int) and self.requests > AGGREGATE_ABOVE
+        return self.record == "aggregate"
 
     def validate(self):
         parts = urlsplit(self.url)
@@ -67,93 +155,219 @@ class LoadSpec:
             check_loopback(parts.hostname)
         except ValueError as error:
             raise LoadParameterError(f"url {self.url!r}: {error}") from None
-        if self.client not in CLIENTS:
-            raise LoadParameterError(f"client must be one of {CLIENTS}, got {self.client!r}")
+        _check_choice("loop", self.loop, LOOPS)
+        if self.loop == "closed":
+            _check_choice("client", self.client, CLIENTS)
+        elif self.client != "raw":
+            raise LoadParameterError(
+                f"client must be 'raw' for the {self.loop} loop, which runs on raw connections, got {self.client!r}"
+            )
         for name, (low, high) in LIMITS.items():
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-                raise LoadParameterError(f"{name} must be between {low} and {high}, got {value!r}")
-        if self.requests < self.concurrency:
+            _check_range(name, getattr(self, name), low, high)
+        for name in ("requests", "concurrency", "processes"):
+            if not isinstance(getattr(self, name), int):
+                raise LoadParameterError(f"{name} must be a whole number, got {getattr(self, name)!r}")
+        _check_choice("record", self.record, RECORDS)
+        _check_choice("event_loop", self.event_loop, EVENT_LOOPS)
+        if self.event_loop == "uvloop" and not _uvloop_installed():
+            raise LoadParameterError("event_loop 'uvloop' was asked for, but uvloop is not installed here")
+        if not self.aggregated and self.requests > SAMPLES_LIMIT:
+            raise LoadParameterError(
+                f"requests must be at most {SAMPLES_LIMIT} when every request is kept as a sample,"
+                f" got {self.requests}: use record='aggregate' (or 'auto')"
+            )
+        if self.loop != "open" and self.requests < self.concurrency:
             raise LoadParameterError(
                 f"requests must be at least concurrency ({self.concurrency}) so every user sends one,"
                 f" got {self.requests}"
             )
+        if self.processes > self.concurrency:
+            raise LoadParameterError(
+                f"processes must be at most concurrency ({self.concurrency}): each process needs a connection,"
+                f" got {self.processes}"
+            )
+        self._validate_loop()
         if self.client == "sync" and self.concurrency > SYNC_CLIENT_MAX_THREADS:
             raise LoadParameterError(
                 f"concurrency must be at most {SYNC_CLIENT_MAX_THREADS} with the sync client"
                 f" (one thread per user), got {self.concurrency}"
             )
+        self._validate_file_limit()
+        return self
+
+    def _validate_loop(self):
+        if self.loop == "open":
+            if self.rate_rps is None:
+                raise LoadParameterError("rate_rps is required for the open loop: how many requests per second to send")
+            _check_range("rate_rps", self.rate_rps, *RATE_LIMITS)
+            _check_choice("schedule", self.schedule, SCHEDULES)
+        elif self.rate_rps is not None:
+            raise LoadParameterError(f"rate_rps is for the open loop only, got {self.rate_rps!r} with loop={self.loop!r}")
+        if self.loop == "pipelined":
+            if self.pipeline_depth is None:
+                raise LoadParameterError("pipeline_depth is required for a pipelined run: requests in flight per connection")
+            _check_range("pipeline_depth", self.pipeline_depth, *PIPELINE_DEPTH_LIMITS)
+            if not self.keep_alive:
+                raise LoadParameterError("keep_alive must be True for a pipelined run: pipelining needs a kept connection")
+            for path in self.pipeline_paths or ():
+                if not isinstance(path, str) or not path.startswith("/") or any(c in path for c in " \r\n"):
+                    raise LoadParameterError(f"pipeline_paths must be paths like '/async-sleep?ms=0', got {path!r}")
+        elif self.pipeline_depth is not None or self.pipeline_paths is not None:
+            raise LoadParameterError(f"pipeline_depth and pipeline_paths are for loop='pipelined', got loop={self.loop!r}")
+
+    def _validate_file_limit(self):
+        # The server holds every connection of the run; each client process holds its share.
         soft_limit, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft_limit == resource.RLIM_INFINITY:
+            return
         needed = self.concurrency + FDS_BESIDES_CONNECTIONS
-        if soft_limit != resource.RLIM_INFINITY and needed > soft_limit:
+        busiest_process = split(self.concurrency, self.processes, 0) + FDS_BESIDES_CONNECTIONS
+        if max(needed, busiest_process) > soft_limit:
             raise LoadParameterError(
                 f"concurrency must be at most {soft_limit - FDS_BESIDES_CONNECTIONS} here: {self.concurrency}"
-                f" connections need about {needed} file descriptors and RLIMIT_NOFILE is {soft_limit}"
+                f" connections need about {needed} file descriptors in the server (and up to {busiest_process}"
+                f" in each of {self.processes} client processes), and RLIMIT_NOFILE is {soft_limit}"
                 " (raise it with `ulimit -n`)"
             )
-        return self
 
     @property
     def hard_deadline_s(self):
-        """No run lasts longer than this, even if the client process misbehaves."""
-        return self.max_duration_s + self.timeout_s + STOP_GRACE_S
+        """No run lasts longer than this, even if a client process misbehaves."""
+        return STARTUP_S + self.max_duration_s + self.timeout_s + STOP_GRACE_S
+
+
+def _uvloop_installed():
+    import importlib.util
+
+    return importlib.util.find_spec("uvloop") is not None
 
 
 @dataclass
 class LoadResult:
-    """A finished run: its spec, its samples, and how long it took from first send to last answer."""
+    """A finished run: its spec, what was recorded, and how long it took from time zero to the last answer.
+
+    `samples` is a list of Sample, or for an aggregated run an Aggregate; both
+    have len(), and metrics and live take either.
+    """
 
     spec: LoadSpec
-    samples: list
+    samples: object
     duration_s: float
     stop_reason: str
     client_stderr: str = ""
+    usage: object = None  # a usage.RunUsage: the CPU the server, the clients and this process spent
+
+    @property
+    def aggregated(self):
+        return isinstance(self.samples, Aggregate)
+
+    @property
+    def completed(self):
+        """Requests finished, answered or failed."""
+        return len(self.samples)
 
     @property
     def errors(self):
+        """Requests that got no answer (transport errors, timeouts, answers out of order)."""
+        if self.aggregated:
+            return self.samples.errors
         return sum(1 for sample in self.samples if sample.error)
 
 
-@dataclass
 class LoadRun:
-    """A run in progress in its own process, so neither the GIL nor the kernel's loop slows the client."""
+    """A run in progress in client processes of its own, so neither the notebook's GIL nor its drawing slows them."""
 
-    spec: LoadSpec
-    process: subprocess.Popen = field(repr=False)
-    stderr_file: object = field(repr=False)
-    started: float = field(default_factory=time.monotonic)
-    in_flight: int = 0
-    client_time_s: float = 0.0
-
-    def __post_init__(self):
-        self._samples = []
+    def __init__(self, spec, processes, stderr_files, server_pid=None):
+        self.spec = spec
+        self.processes = processes
+        self.process = processes[0]
+        self.stderr_files = stderr_files
+        self.started = time.monotonic()
         self._lock = threading.Lock()
+        self._chunks = []  # (rows, error names) not yet turned into samples
+        self._samples = []
+        self._aggregate = Aggregate() if spec.aggregated else None
+        self._in_flight = [0] * len(processes)
+        self._client_time = [0.0] * len(processes)
+        self._ready = 0
+        self._started_all = False
         self._finished = threading.Event()
         self._stop_reason = "completed"
-        self._reader = threading.Thread(target=self._read, name="load-reader", daemon=True)
-        self._reader.start()
+        self.meter = usage.RunMeter(server_pid)
+        self._readers = [
+            threading.Thread(target=self._read, args=(index,), name=f"load-reader-{index}", daemon=True)
+            for index in range(len(processes))
+        ]
+        for reader in self._readers:
+            reader.start()
         # Bounded even if nobody ever calls wait(): the run ends at its hard deadline.
         self._deadline = threading.Timer(
-            self.spec.hard_deadline_s, self.stop, args=(f"killed at the hard deadline of {self.spec.hard_deadline_s:.0f} s",)
+            spec.hard_deadline_s, self.stop, args=(f"killed at the hard deadline of {spec.hard_deadline_s:.0f} s",)
         )
         self._deadline.daemon = True
         self._deadline.start()
+        self._watcher = threading.Thread(target=self._watch, name="load-watcher", daemon=True)
+        self._watcher.start()
 
-    def _read(self):
-        # Only this thread touches stdout; the cell asks for snapshots.
-        for line in self.process.stdout:
-            message = json.loads(line)
-            with self._lock:
-                self._samples.extend(Sample(*row) for row in message.get("samples", ()))
-                self.in_flight = message.get("in_flight", 0)
-                self.client_time_s = message["t"]
-        self.process.wait()
+    @property
+    def in_flight(self):
+        return sum(self._in_flight)
+
+    @property
+    def client_time_s(self):
+        """Seconds since time zero, as the client processes last reported."""
+        return max(self._client_time)
+
+    def _read(self, index):
+        # Only this thread reads this process's stdout; the notebook asks for snapshots.
+        process = self.processes[index]
+        while (frame := wire.read_frame(process.stdout)) is not None:
+            header, rows = frame
+            self.meter.client_frame(process.pid, ready=header["kind"] == wire.READY)
+            if header["kind"] == wire.READY:
+                self._one_ready()
+            elif header["kind"] == wire.ROWS:
+                with self._lock:
+                    if self._aggregate is not None:
+                        self._aggregate.add(rows, header["error_names"])
+                    elif len(rows):
+                        self._chunks.append((rows, header["error_names"]))
+                    self._in_flight[index] = header["in_flight"]
+                    self._client_time[index] = header["t"]
+        process.wait()
+        if process.returncode != 0 and not self._started_all:
+            self.stop(f"client process {index} exited with code {process.returncode} before the run began", wait=False)
+
+    def _one_ready(self):
+        with self._lock:
+            self._ready += 1
+            if self._ready < len(self.processes):
+                return
+            self._started_all = True
+        self.meter.start()  # the CPU counters open at the go, after every client has started up
+        go = wire.go_line(time.perf_counter() + GO_MARGIN_S)
+        for process in self.processes:
+            try:
+                process.stdin.write(go)
+                process.stdin.flush()
+            except (BrokenPipeError, ValueError):
+                pass  # that process has died; its reader reports it
+
+    def _watch(self):
+        for reader in self._readers:
+            reader.join()
+        self.meter.stop()
         self._deadline.cancel()
         self._finished.set()
 
     def samples(self):
-        """A snapshot of the samples finished so far."""
+        """A snapshot of what has finished so far: a list of Sample, or a copy of the Aggregate."""
         with self._lock:
+            if self._aggregate is not None:
+                return self._aggregate.copy()
+            chunks, self._chunks = self._chunks, []
+            for rows, names in chunks:
+                self._samples.extend(samples_of(rows, names))
             return list(self._samples)
 
     def elapsed_s(self):
@@ -162,12 +376,16 @@ class LoadRun:
     def done(self):
         return self._finished.is_set()
 
-    def stop(self, reason="stopped"):
+    def stop(self, reason="stopped", wait=True):
         """End the run now; what was recorded so far is kept."""
         if not self.done():
-            self._stop_reason = reason
-            self.process.kill()
-        self._finished.wait()
+            if self._stop_reason == "completed":
+                self._stop_reason = reason
+            for process in self.processes:
+                if process.poll() is None:
+                    process.kill()
+        if wait:
+            self._finished.wait()
 
     def wait(self, timeout=None):
         """Block until the run ends (or its hard deadline passes) and return its LoadResult."""
@@ -180,38 +398,57 @@ class LoadRun:
         return self.result()
 
     def result(self):
-        samples = sorted(self.samples(), key=lambda sample: sample.start)
-        duration = max((sample.end for sample in samples), default=0.0)
+        if self._aggregate is not None:
+            with self._lock:
+                recorded = self._aggregate.copy()
+            duration, finished = recorded.last_end, len(recorded)
+        else:
+            recorded = sorted(self.samples(), key=lambda sample: sample.start)
+            duration, finished = max((sample.end for sample in recorded), default=0.0), len(recorded)
         reason = self._stop_reason
-        if reason == "completed" and self.process.returncode != 0:
-            reason = f"client process exited with code {self.process.returncode}"
-        elif reason == "completed" and len(samples) < self.spec.requests:
+        failed = [process.returncode for process in self.processes if process.returncode]
+        if reason == "completed" and failed:
+            reason = f"client process exited with code {failed[0]}"
+        elif reason == "completed" and finished < self.spec.requests:
             reason = f"duration limit of {self.spec.max_duration_s} s reached"
-        return LoadResult(self.spec, samples, duration, reason, self._stderr())
+        return LoadResult(self.spec, recorded, duration, reason, self._stderr(), self.meter.usage)
 
     def _stderr(self):
-        self.stderr_file.seek(0)
-        return self.stderr_file.read().decode(errors="replace")[-2000:]
+        texts = []
+        for stderr_file in self.stderr_files:
+            stderr_file.seek(0)
+            texts.append(stderr_file.read().decode(errors="replace")[-2000:])
+        return "\n".join(text for text in texts if text)
 
 
-def start_load(url, **spec):
-    """Validate the run's bounds, then start the client process and return a LoadRun at once."""
+def start_load(url, server=None, **spec):
+    """Validate the run's bounds, then start its client processes and return a LoadRun at once.
+
+    With `server` (a servers.Server, or a pid) the run also measures the CPU that
+    server's processes spend from the go to the end: the LoadResult's `usage`,
+    which metrics.summarize turns into utilization and service demand.
+    """
     load_spec = LoadSpec(url, **spec).validate()
-    stderr_file = tempfile.TemporaryFile()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "iolab.load_clients", json.dumps(asdict(load_spec))],
-        stdin=subprocess.PIPE,  # our end stays open; the client exits when it closes
-        stdout=subprocess.PIPE,
-        stderr=stderr_file,
-        text=True,
-    )
-    run = LoadRun(load_spec, process, stderr_file)
+    processes, stderr_files = [], []
+    for index in range(load_spec.processes):
+        stderr_file = tempfile.TemporaryFile()
+        arguments = asdict(load_spec) | {"process": index, "processes": load_spec.processes}
+        processes.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "iolab.clients.process", json.dumps(arguments)],
+                stdin=subprocess.PIPE,  # our end stays open; the client exits when it closes
+                stdout=subprocess.PIPE,
+                stderr=stderr_file,
+            )
+        )
+        stderr_files.append(stderr_file)
+    run = LoadRun(load_spec, processes, stderr_files, server_pid=getattr(server, "pid", server))
     _register(run)
     return run
 
 
 def run_load(url, **spec):
-    """Run a bounded closed-loop load to the end and return its LoadResult."""
+    """Run a bounded load (closed loop unless `loop=` says otherwise) to the end and return its LoadResult."""
     run = start_load(url, **spec)
     try:
         return run.wait()
@@ -228,11 +465,14 @@ def fire_staggered(urls, gap_s=0.1, timeout_s=30.0):
     def fetch(index, url):
         time.sleep(max(0.0, index * gap_s - (time.perf_counter() - t0)))
         start = time.perf_counter() - t0
+        answer = {"status": 0, "bytes": 0, "error": None}
         try:
             response = requests.get(url, timeout=timeout_s, headers={"Connection": "close"})
-            return Sample(start, time.perf_counter() - t0, response.status_code, len(response.content), None, index)
+            answer.update(status=response.status_code, bytes=len(response.content))
         except requests.RequestException as error:
-            return Sample(start, time.perf_counter() - t0, 0, 0, type(error).__name__, index)
+            answer.update(error=type(error).__name__)
+        end = time.perf_counter() - t0
+        return Sample(start=start, end=end, user=index, connection=index, intended=index * gap_s, **answer)
 
     with ThreadPoolExecutor(max_workers=len(urls)) as pool:
         return list(pool.map(fetch, range(len(urls)), urls))

@@ -4,6 +4,8 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 
+from .clients.aggregate import Aggregate, SortedLatenciesMs
+
 AB_PERCENTAGES = (50, 66, 75, 80, 90, 95, 98, 99, 100)
 
 
@@ -28,6 +30,8 @@ class Summary:
     # ab's "Time per request ... across all concurrent requests": total time / n.
     ab_time_per_request_all_ms: float
     ab_percentiles: dict = field(default_factory=dict)
+    # Where latencies are measured from: "send" (when each request left) or "intended" (when its schedule meant it to).
+    latency_from: str = "send"
 
     def as_dict(self, *keys):
         """The named figures (all of them by default), e.g. for a notebook's results JSON."""
@@ -57,6 +61,8 @@ def ab_percentile_table(sorted_latencies_ms):
 
 def error_kinds(samples):
     """Transport errors by kind, and answers that were not 2xx by status, e.g. {"refused": 3, "status 500": 1}."""
+    if isinstance(samples, Aggregate):
+        return dict(samples.error_kinds)
     kinds = Counter()
     for sample in samples:
         if sample.error:
@@ -66,11 +72,26 @@ def error_kinds(samples):
     return dict(kinds)
 
 
-def summarize(result):
-    """Summarize a LoadResult. ab divides by every request it finished, failed or not; so do we."""
+def sorted_latencies_ms(samples, latency_from="send"):
+    """Latencies in ms, smallest first: a list, or for an Aggregate its histogram read by rank (len and [i] alike)."""
+    if latency_from not in ("send", "intended"):
+        raise ValueError(f"latency_from must be 'send' or 'intended', got {latency_from!r}")
+    if isinstance(samples, Aggregate):
+        return SortedLatenciesMs(samples.histogram(latency_from))
+    if latency_from == "intended":
+        return sorted(sample.latency_from_intended * 1000 for sample in samples)
+    return sorted(sample.latency * 1000 for sample in samples)
+
+
+def summarize(result, latency_from="send"):
+    """Summarize a LoadResult (samples or aggregate alike). ab divides by every request it finished, failed or not; so do we.
+
+    `latency_from="intended"` measures each latency from when the schedule meant
+    the request to leave, as an open loop's users would feel it.
+    """
     samples = result.samples
     done = len(samples)
-    latencies_ms = sorted(sample.latency * 1000 for sample in samples)
+    latencies_ms = sorted_latencies_ms(samples, latency_from)
     total_s = result.duration_s
     kinds = error_kinds(samples)
     concurrency = result.spec.concurrency
@@ -83,7 +104,7 @@ def summarize(result):
         error_kinds=kinds,
         duration_s=total_s,
         rps=done / total_s if total_s else 0.0,
-        mean_ms=sum(latencies_ms) / done if done else math.nan,
+        mean_ms=_mean(latencies_ms) if done else math.nan,
         p50_ms=percentile(latencies_ms, 0.50),
         p90_ms=percentile(latencies_ms, 0.90),
         p99_ms=percentile(latencies_ms, 0.99),
@@ -91,11 +112,20 @@ def summarize(result):
         ab_time_per_request_ms=concurrency * per_request_ms,
         ab_time_per_request_all_ms=per_request_ms,
         ab_percentiles=ab_percentile_table(latencies_ms),
+        latency_from=latency_from,
     )
+
+
+def _mean(sorted_latencies):
+    return sorted_latencies.mean() if isinstance(sorted_latencies, SortedLatenciesMs) else sum(sorted_latencies) / len(sorted_latencies)
 
 
 def throughput_over_time(samples, bin_s=0.25, until_s=None):
     """Completions per second in consecutive bins of `bin_s`: returns (bin start times, rates)."""
+    if isinstance(samples, Aggregate):
+        end = until_s if until_s is not None else samples.last_end
+        counts = samples.completions_per_bin(bin_s, end)
+        return [i * bin_s for i in range(len(counts))], [float(count) / bin_s for count in counts]
     end = until_s if until_s is not None else max((sample.end for sample in samples), default=0.0)
     bins = max(1, math.ceil(end / bin_s))
     counts = [0] * bins
@@ -106,6 +136,10 @@ def throughput_over_time(samples, bin_s=0.25, until_s=None):
 
 def in_flight_over_time(samples, step_s=0.05, until_s=None):
     """How many requests were between send and answer at each step: returns (times, counts)."""
+    if isinstance(samples, Aggregate):
+        end = until_s if until_s is not None else samples.last_end
+        times = [i * step_s for i in range(max(1, math.ceil(end / step_s) + 1))]
+        return times, [int(count) for count in samples.in_flight_at(times)]
     end = until_s if until_s is not None else max((sample.end for sample in samples), default=0.0)
     steps = max(1, math.ceil(end / step_s) + 1)
     change = [0] * (steps + 1)

@@ -1,0 +1,9 @@
+"""The load clients behind iolab.load, one module per kind, each run inside a client process of its own.
+
+closed_async, closed_raw, closed_sync   closed loop: each user sends when its last answer is in
+open_loop                               open loop: requests leave on a schedule, whatever the answers do
+pipelined                               several requests in flight on each connection
+process                                 a client process: its share of the run, the start signal, the report
+wire                                    the row of one request and the frames that carry rows to the parent
+aggregate                               counts per time bin and latency histograms, for very large runs
+"""

@@ -1,0 +1,54 @@
+"""Closed loop with aiohttp: `concurrency` users on one event loop, each sending its next request when the last one answers."""
+
+import asyncio
+import weakref
+
+from .errors import error_kind
+from .wire import NO_ERROR
+
+
+async def run(spec, share, recorder):
+    import aiohttp  # here, not at the top: it takes most of a second to import, and only this client needs it
+
+    connector = aiohttp.TCPConnector(limit=0, force_close=not spec["keep_alive"])
+    timeout = aiohttp.ClientTimeout(total=spec["timeout_s"])
+    url = spec["url"]
+    issued = 0
+    # aiohttp pools connections across users; each connection's protocol object names it.
+    numbers = weakref.WeakKeyDictionary()
+
+    def connection_number(response):
+        # A short answer is read whole before `async with` returns, and response.connection is None by then;
+        # the response keeps the protocol it was read from (a private name, so looked up with care).
+        protocol = getattr(response, "_protocol", None)  # not `or`: an empty protocol is falsy (it has a __len__)
+        if protocol is None and response.connection is not None:
+            protocol = response.connection.protocol
+        if protocol is None:
+            return -1
+        number = numbers.get(protocol)
+        if number is None:
+            number = numbers[protocol] = recorder.new_connection()
+        return number
+
+    async def user(number):
+        nonlocal issued
+        while issued < share["requests"] and recorder.now() < spec["max_duration_s"]:
+            issued += 1
+            recorder.in_flight += 1
+            start = recorder.now()
+            connection = -1
+            try:
+                async with session.get(url) as response:
+                    connection = connection_number(response)
+                    body = await response.read()
+                recorder.add(start, start, recorder.now(), response.status, len(body), NO_ERROR, number, connection)
+            except (TimeoutError, aiohttp.ClientError, OSError) as error:
+                code = recorder.error_code(error_kind(error))
+                recorder.add(start, start, recorder.now(), 0, 0, code, number, connection)
+            recorder.in_flight -= 1
+
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout, auto_decompress=False) as session:
+        await recorder.wait_for_go_async()  # after the session: creating it can take a quarter of a second
+        flusher = asyncio.create_task(recorder.flush_periodically())
+        await asyncio.gather(*(user(n) for n in share["users"]))
+        flusher.cancel()

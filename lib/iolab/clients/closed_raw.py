@@ -1,0 +1,157 @@
+"""Closed loop on raw connections: each user sends its next request the moment its last answer is in; the lab's fastest client.
+
+No coroutine, future or timer per request: an answer arrives in the connection's
+data_received, is recorded, and the next request is written from there. Request
+timeouts are found by one sweep over the users a few times per timeout.
+"""
+
+import asyncio
+import time
+from urllib.parse import urlsplit
+
+from . import http1
+from .errors import TIMEOUT, error_kind
+from .wire import NO_ERROR
+
+
+def sweep_interval(timeout_s):
+    """How often to look for requests past their timeout: a tenth of it, between 1 ms and 100 ms."""
+    return min(max(timeout_s / 10, 0.001), 0.1)
+
+
+class ClosedLoop:
+    """One process's share of the users, and the bounds they share: requests left and the duration."""
+
+    def __init__(self, spec, share, recorder):
+        self.spec = spec
+        self.recorder = recorder
+        self.loop = asyncio.get_running_loop()
+        url = urlsplit(spec["url"])
+        self.host, self.port = url.hostname, url.port
+        self.keep_alive = spec["keep_alive"]
+        self.payload = http1.get_request(spec["url"], spec["keep_alive"])
+        self.requests = share["requests"]
+        self.issued = 0
+        self.max_duration_s = spec["max_duration_s"]
+        self.timeout_s = spec["timeout_s"]
+        self.users = [User(number, self) for number in share["users"]]
+        self.active = len(self.users)
+        self.finished = self.loop.create_future()
+
+    async def run(self):
+        await self.recorder.wait_for_go_async()
+        flusher = asyncio.create_task(self.recorder.flush_periodically())
+        sweeper = asyncio.create_task(self.sweep())
+        now = self.recorder.now()
+        for user in self.users:
+            user.next(now)
+        if self.active:
+            await self.finished
+        sweeper.cancel()
+        flusher.cancel()
+
+    def user_stopped(self):
+        self.active -= 1
+        if not self.active and not self.finished.done():
+            self.finished.set_result(None)
+
+    async def sweep(self):
+        while True:
+            await asyncio.sleep(sweep_interval(self.timeout_s))
+            late = self.recorder.now() - self.timeout_s
+            for user in self.users:
+                if user.start is not None and user.start < late:
+                    user.fail(TIMEOUT)
+
+
+class User:
+    """One user: its own connection (a new one per request without keep-alive), one request at a time."""
+
+    __slots__ = ("number", "run", "reader", "connection", "start", "attempt")
+
+    def __init__(self, number, run):
+        self.number = number
+        self.run = run
+        self.reader = None
+        self.connection = -1
+        self.start = None  # when the request in flight was sent; None when there is none
+        self.attempt = 0  # counts requests, so a connect that finishes after its request failed is dropped
+
+    def next(self, now):
+        run = self.run
+        if run.issued >= run.requests or now >= run.max_duration_s:
+            run.user_stopped()
+            if self.reader is not None:
+                self.reader.transport.close()
+                self.reader = None
+            return
+        run.issued += 1
+        run.recorder.in_flight += 1
+        self.attempt += 1
+        self.start = now
+        if self.reader is None:
+            run.loop.create_task(self.connect(self.attempt))
+        else:
+            self.reader.transport.write(run.payload)
+
+    async def connect(self, attempt):
+        run = self.run
+        try:
+            transport, reader = await run.loop.create_connection(lambda: http1.AnswerReader(self), run.host, run.port)
+        except OSError as error:
+            if attempt == self.attempt and self.start is not None:
+                self.fail(error_kind(error))
+            return
+        if attempt != self.attempt or self.start is None:
+            transport.close()  # the request it was for has timed out meanwhile
+            return
+        self.reader = reader
+        self.connection = run.recorder.new_connection()
+        transport.write(run.payload)
+
+    def answered(self, status, length, closes, body):
+        run = self.run
+        recorder = run.recorder
+        now = time.perf_counter() - recorder.time_zero
+        start = self.start
+        if start is None:
+            self.broken(http1.ProtocolError("an answer to a request never sent"))
+            return
+        recorder.add(start, start, now, status, length, NO_ERROR, self.number, self.connection)
+        recorder.in_flight -= 1
+        self.start = None
+        if closes or not run.keep_alive:
+            self.reader.transport.close()
+            self.reader = None
+        self.next(now)
+
+    def broken(self, error):
+        if self.start is not None:
+            self.fail(error_kind(error))
+        elif self.reader is not None:
+            self.reader.transport.abort()
+            self.reader = None
+
+    def lost(self, reader, error):
+        if reader is not self.reader:
+            return  # a connection this user already let go of
+        self.reader = None
+        if self.start is not None:
+            self.fail(error_kind(error or ConnectionResetError("the server closed the connection")))
+
+    def fail(self, kind):
+        """Record the request in flight as an error of `kind`, drop its connection, and go on to the next."""
+        run = self.run
+        recorder = run.recorder
+        now = recorder.now()
+        recorder.add(self.start, self.start, now, 0, 0, recorder.error_code(kind), self.number, self.connection)
+        recorder.in_flight -= 1
+        self.start = None
+        if self.reader is not None:
+            self.reader.transport.abort()
+            self.reader = None
+        self.next(now)
+
+
+async def run(spec, share, recorder):
+    await ClosedLoop(spec, share, recorder).run()

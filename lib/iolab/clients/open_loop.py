@@ -1,0 +1,241 @@
+"""Open loop: requests leave on a schedule (a fixed rate or Poisson arrivals) whatever the answers do, at most `concurrency` outstanding.
+
+Each request has an intended send time from the schedule and an actual one. When
+all connections are busy, the next request waits for one and leaves late: its
+latency measured from the intended time includes that wait, the one measured
+from the actual send does not. The gap between them is coordinated omission.
+"""
+
+import asyncio
+import collections
+import random
+import threading
+import time
+from urllib.parse import urlsplit
+
+from . import http1
+from .closed_raw import sweep_interval
+from .errors import TIMEOUT, error_kind
+from .wire import NO_ERROR
+
+
+def schedule(kind, rate_rps, requests, max_duration_s, process=0, processes=1, seed=None):
+    """(user, intended send time) of this process's requests: its 1/processes share of the run's schedule.
+
+    Fixed: the run sends every 1/rate s, and process p takes every processes-th
+    send from the p-th on. Poisson: each process draws its own arrivals at
+    rate/processes, and arrivals merged from independent Poisson streams are
+    Poisson at the full rate. `user` numbers every arrival once across the run.
+    """
+    if kind == "fixed":
+        for k in range(requests):
+            intended = (k * processes + process) / rate_rps
+            if intended >= max_duration_s:
+                return
+            yield k * processes + process, intended
+    else:
+        draw = random.Random(None if seed is None else seed * 1000 + process).expovariate
+        intended = 0.0
+        for k in range(requests):
+            intended += draw(rate_rps / processes)
+            if intended >= max_duration_s:
+                return
+            yield k * processes + process, intended
+
+
+class Waker(threading.Thread):
+    """Sleeps until the next intended send, then wakes the event loop to send it.
+
+    The loop's own timers wake it up to a millisecond late (epoll and libuv count
+    in milliseconds); a thread's timed wait is good to tens of microseconds.
+    """
+
+    def __init__(self, loop, callback, time_zero):
+        super().__init__(name="open-loop-waker", daemon=True)
+        self.loop = loop
+        self.callback = callback
+        self.time_zero = time_zero
+        self.target = None  # the next intended send, in the run's time; None: nothing to wait for
+        self.changed = threading.Condition()
+        self.stopped = False
+
+    def wake_at(self, intended):
+        with self.changed:
+            if self.target is None or intended < self.target:
+                self.target = intended
+                self.changed.notify()
+
+    def stop(self):
+        with self.changed:
+            self.stopped = True
+            self.changed.notify()
+
+    def run(self):
+        with self.changed:
+            while not self.stopped:
+                if self.target is None:
+                    self.changed.wait()
+                    continue
+                delay = self.time_zero + self.target - time.perf_counter()
+                if delay > 0:
+                    self.changed.wait(delay)  # returns early if an earlier target comes in
+                    continue
+                self.target = None
+                self.loop.call_soon_threadsafe(self.callback)
+
+
+class Slot:
+    """One connection and the one request it may carry at a time."""
+
+    __slots__ = ("run", "reader", "connection", "user", "intended", "start", "attempt")
+
+    def __init__(self, run):
+        self.run = run
+        self.reader = None
+        self.connection = -1
+        self.user = -1
+        self.intended = None
+        self.start = None  # when the request in flight left; None when the slot is free
+        self.attempt = 0
+
+    async def open(self):
+        """Connect ahead of the schedule; if it fails, the first request on this slot connects (and records why not)."""
+        run = self.run
+        try:
+            _, self.reader = await run.loop.create_connection(lambda: http1.AnswerReader(self), run.host, run.port)
+            self.connection = run.recorder.new_connection()
+        except OSError:
+            self.reader = None
+
+    def send(self, user, intended, now):
+        run = self.run
+        run.recorder.in_flight += 1
+        self.user, self.intended, self.start = user, intended, now
+        self.attempt += 1
+        if self.reader is None:
+            run.loop.create_task(self.connect(self.attempt))
+        else:
+            self.reader.transport.write(run.payload)
+
+    async def connect(self, attempt):
+        run = self.run
+        try:
+            transport, reader = await run.loop.create_connection(lambda: http1.AnswerReader(self), run.host, run.port)
+        except OSError as error:
+            if attempt == self.attempt and self.start is not None:
+                self.fail(error_kind(error))
+            return
+        if attempt != self.attempt or self.start is None:
+            transport.close()
+            return
+        self.reader = reader
+        self.connection = run.recorder.new_connection()
+        transport.write(run.payload)
+
+    def answered(self, status, length, closes, body):
+        run = self.run
+        recorder = run.recorder
+        now = recorder.now()
+        if self.start is None:
+            self.broken(http1.ProtocolError("an answer to a request never sent"))
+            return
+        recorder.add(self.intended, self.start, now, status, length, NO_ERROR, self.user, self.connection)
+        if closes or not run.keep_alive:
+            self.reader.transport.close()
+            self.reader = None
+        self.release()
+
+    def broken(self, error):
+        if self.start is not None:
+            self.fail(error_kind(error))
+        elif self.reader is not None:
+            self.reader.transport.abort()
+            self.reader = None
+
+    def lost(self, reader, error):
+        if reader is not self.reader:
+            return
+        self.reader = None
+        if self.start is not None:
+            self.fail(error_kind(error or ConnectionResetError("the server closed the connection")))
+
+    def fail(self, kind):
+        recorder = self.run.recorder
+        code = recorder.error_code(kind)
+        recorder.add(self.intended, self.start, recorder.now(), 0, 0, code, self.user, self.connection)
+        if self.reader is not None:
+            self.reader.transport.abort()
+            self.reader = None
+        self.release()
+
+    def release(self):
+        self.run.recorder.in_flight -= 1
+        self.start = None
+        self.run.free.append(self)
+        self.run.send_due()
+
+
+class OpenLoop:
+    """One process's schedule and connections: sends what is due on free connections, and wakes for the next."""
+
+    def __init__(self, spec, share, recorder):
+        self.recorder = recorder
+        self.loop = asyncio.get_running_loop()
+        url = urlsplit(spec["url"])
+        self.host, self.port = url.hostname, url.port
+        self.keep_alive = spec["keep_alive"]
+        self.payload = http1.get_request(spec["url"], spec["keep_alive"])
+        self.timeout_s = spec["timeout_s"]
+        self.schedule = schedule(
+            spec["schedule"], spec["rate_rps"], share["requests"], spec["max_duration_s"],
+            spec["process"], spec["processes"], spec.get("seed"),
+        )
+        self.upcoming = next(self.schedule, None)
+        self.slots = [Slot(self) for _ in share["users"]]
+        self.free = collections.deque(self.slots)
+        self.finished = self.loop.create_future()
+        self.waker = None
+
+    async def run(self):
+        if self.keep_alive:
+            await asyncio.gather(*(slot.open() for slot in self.slots))
+        await self.recorder.wait_for_go_async()
+        self.waker = Waker(self.loop, self.send_due, self.recorder.time_zero)
+        self.waker.start()
+        flusher = asyncio.create_task(self.recorder.flush_periodically())
+        sweeper = asyncio.create_task(self.sweep())
+        try:
+            self.send_due()
+            await self.finished
+        finally:
+            self.waker.stop()
+            sweeper.cancel()
+            flusher.cancel()
+            for slot in self.slots:
+                if slot.reader is not None:
+                    slot.reader.transport.close()
+
+    def send_due(self):
+        now = self.recorder.now()
+        while self.free and self.upcoming is not None and self.upcoming[1] <= now:
+            user, intended = self.upcoming
+            self.free.popleft().send(user, intended, now)
+            self.upcoming = next(self.schedule, None)
+        if self.upcoming is None:
+            if len(self.free) == len(self.slots) and not self.finished.done():
+                self.finished.set_result(None)
+        elif self.free:
+            self.waker.wake_at(self.upcoming[1])
+        # else every connection is busy: the next answer frees one and calls send_due
+
+    async def sweep(self):
+        while True:
+            await asyncio.sleep(sweep_interval(self.timeout_s))
+            late = self.recorder.now() - self.timeout_s
+            for slot in self.slots:
+                if slot.start is not None and slot.start < late:
+                    slot.fail(TIMEOUT)
+
+
+async def run(spec, share, recorder):
+    await OpenLoop(spec, share, recorder).run()

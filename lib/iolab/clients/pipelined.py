@@ -1,0 +1,228 @@
+"""Pipelined: each connection writes `depth` requests in one go and reads the answers back, checking each belongs to its request.
+
+HTTP/1.1 lets a client send requests without waiting, and obliges the server to
+answer them in the order they came. Requests cycle through `paths`; before the
+run, one answer per path is fetched alone, and every pipelined answer must match
+the one for its own request's path (status and body), else it counts as an
+error "out of order". Like wrk's pipelining, a connection writes its next batch
+once the whole last one is answered.
+"""
+
+import asyncio
+import collections
+from urllib.parse import urlsplit
+
+from . import http1
+from .closed_raw import sweep_interval
+from .errors import OUT_OF_ORDER, TIMEOUT, error_kind
+from .wire import NO_ERROR
+
+
+class FirstAnswer:
+    """Waits for one answer on a connection: how the answer to each path alone is learned before the run."""
+
+    def __init__(self):
+        self.answer = asyncio.get_running_loop().create_future()
+
+    def answered(self, status, length, closes, body):
+        if not self.answer.done():
+            self.answer.set_result((status, body))
+
+    def broken(self, error):
+        if not self.answer.done():
+            self.answer.set_exception(error)
+
+    def lost(self, reader, error):
+        self.broken(error or ConnectionResetError("the server closed the connection"))
+
+
+async def learn_answers(host, port, requests, timeout_s):
+    """The (status, body) each request gets when sent alone, or None if the server cannot be asked."""
+    loop = asyncio.get_running_loop()
+    answers = []
+    try:
+        for request in requests:
+            waiter = FirstAnswer()
+            transport, _ = await asyncio.wait_for(
+                loop.create_connection(lambda waiter=waiter: http1.BodyKeepingReader(waiter), host, port), timeout_s
+            )
+            try:
+                transport.write(request)
+                answers.append(await asyncio.wait_for(waiter.answer, timeout_s))
+            finally:
+                transport.close()
+    except (OSError, TimeoutError, ValueError):
+        return None
+    return answers
+
+
+class Pipeline:
+    """One process's pipelined connections and the bounds they share."""
+
+    def __init__(self, spec, share, recorder):
+        self.recorder = recorder
+        self.loop = asyncio.get_running_loop()
+        url = urlsplit(spec["url"])
+        self.host, self.port = url.hostname, url.port
+        paths = spec.get("pipeline_paths") or [None]
+        self.requests_by_path = [http1.get_request(spec["url"], True, path) for path in paths]
+        self.depth = spec["pipeline_depth"]
+        self.requests = share["requests"]
+        self.issued = 0
+        self.max_duration_s = spec["max_duration_s"]
+        self.timeout_s = spec["timeout_s"]
+        self.expected = None  # (status, body) per path, learned before the run
+        self.connections = [PipelinedConnection(number, self) for number in share["users"]]
+        self.active = len(self.connections)
+        self.finished = self.loop.create_future()
+        self.out_of_order = recorder.error_code(OUT_OF_ORDER)
+
+    def take(self, wanted, now):
+        """How many more requests a connection may send now: up to `wanted`, within the count and the duration."""
+        if now >= self.max_duration_s:
+            return 0
+        granted = min(wanted, self.requests - self.issued)
+        self.issued += granted
+        return granted
+
+    def batch(self, first, count):
+        """The bytes of `count` requests, the first of them number `first` in the cycle of paths."""
+        cycle = self.requests_by_path
+        return b"".join(cycle[(first + i) % len(cycle)] for i in range(count))
+
+    def stopped(self):
+        self.active -= 1
+        if not self.active and not self.finished.done():
+            self.finished.set_result(None)
+
+    async def run(self):
+        self.expected = await learn_answers(self.host, self.port, self.requests_by_path, self.timeout_s)
+        await self.recorder.wait_for_go_async()
+        flusher = asyncio.create_task(self.recorder.flush_periodically())
+        sweeper = asyncio.create_task(self.sweep())
+        now = self.recorder.now()
+        for connection in self.connections:
+            connection.next_batch(now)
+        if self.active:
+            await self.finished
+        sweeper.cancel()
+        flusher.cancel()
+
+    async def sweep(self):
+        while True:
+            await asyncio.sleep(sweep_interval(self.timeout_s))
+            late = self.recorder.now() - self.timeout_s
+            for connection in self.connections:
+                if connection.waiting and connection.start < late:
+                    connection.fail_batch(TIMEOUT)
+
+
+class PipelinedConnection:
+    """One user: a connection with up to `depth` requests in flight, their paths remembered in order."""
+
+    __slots__ = ("number", "run", "reader", "connection", "start", "waiting", "sent", "attempt")
+
+    def __init__(self, number, run):
+        self.number = number
+        self.run = run
+        self.reader = None
+        self.connection = -1
+        self.start = None  # when the batch in flight was written
+        self.waiting = collections.deque()  # the cycle position of each request still unanswered, oldest first
+        self.sent = 0  # requests sent on this user so far: the next one's position in the cycle of paths
+        self.attempt = 0
+
+    def next_batch(self, now):
+        run = self.run
+        count = run.take(run.depth, now)
+        if not count:
+            run.stopped()
+            if self.reader is not None:
+                self.reader.transport.close()
+                self.reader = None
+            return
+        self.waiting.extend(range(self.sent, self.sent + count))
+        payload = run.batch(self.sent, count)
+        self.sent += count
+        self.start = now
+        self.attempt += 1
+        run.recorder.in_flight += count
+        if self.reader is None:
+            run.loop.create_task(self.connect(self.attempt, payload))
+        else:
+            self.reader.transport.write(payload)
+
+    async def connect(self, attempt, payload):
+        run = self.run
+        try:
+            transport, reader = await run.loop.create_connection(
+                lambda: http1.BodyKeepingReader(self), run.host, run.port
+            )
+        except OSError as error:
+            if attempt == self.attempt and self.waiting:
+                self.fail_batch(error_kind(error))
+            return
+        if attempt != self.attempt or not self.waiting:
+            transport.close()
+            return
+        self.reader = reader
+        self.connection = run.recorder.new_connection()
+        transport.write(payload)
+
+    def answered(self, status, length, closes, body):
+        run = self.run
+        recorder = run.recorder
+        now = recorder.now()
+        if not self.waiting:
+            self.broken(http1.ProtocolError("an answer to a request never sent"))
+            return
+        position = self.waiting.popleft()
+        error = NO_ERROR
+        if run.expected is not None:
+            paths = len(run.expected)
+            if (status, body) != run.expected[position % paths]:
+                error = run.out_of_order
+        recorder.add(self.start, self.start, now, status, length, error, self.number, self.connection)
+        recorder.in_flight -= 1
+        if closes:
+            # The server answers no more on this connection: what is still waiting is lost with it.
+            reader, self.reader = self.reader, None
+            if self.waiting:
+                self.fail_batch("disconnected")
+                reader.transport.close()
+                return
+            reader.transport.close()
+        if not self.waiting:
+            self.next_batch(now)
+
+    def broken(self, error):
+        if self.waiting:
+            self.fail_batch(error_kind(error))
+        elif self.reader is not None:
+            self.reader.transport.abort()
+            self.reader = None
+
+    def lost(self, reader, error):
+        if reader is not self.reader:
+            return
+        self.reader = None
+        if self.waiting:
+            self.fail_batch(error_kind(error or ConnectionResetError("the server closed the connection")))
+
+    def fail_batch(self, kind):
+        """Record every request still waiting as an error of `kind`, drop the connection, and go on."""
+        recorder = self.run.recorder
+        code = recorder.error_code(kind)
+        now = recorder.now()
+        for _ in self.waiting:
+            recorder.add(self.start, self.start, now, 0, 0, code, self.number, self.connection)
+        recorder.in_flight -= len(self.waiting)
+        self.waiting.clear()
+        if self.reader is not None:
+            self.reader.transport.abort()
+            self.reader = None
+        self.next_batch(now)
+
+
+async def run(spec, share, recorder):
+    await Pipeline(spec, share, recorder).run()

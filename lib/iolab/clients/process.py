@@ -1,0 +1,97 @@
+"""One client process of a load run: takes its share of the run, waits for the parent's go, runs its client, reports.
+
+Started by iolab.load as `python -m iolab.clients.process SPEC`, where SPEC is
+the run's spec as JSON plus this process's index and the number of processes.
+Its stdout carries frames (iolab.clients.wire); its stdin stays open for as long
+as the parent lives, and end of file there ends this process, however the
+parent died.
+"""
+
+import asyncio
+import concurrent.futures
+import importlib
+import json
+import os
+import sys
+import threading
+
+from . import wire
+from .recorder import Recorder
+
+# (loop, client) -> the module that runs it; each has run(spec, share, recorder).
+CLIENT_MODULES = {
+    ("closed", "async"): "closed_async",
+    ("closed", "raw"): "closed_raw",
+    ("closed", "sync"): "closed_sync",
+    ("open", "raw"): "open_loop",
+    ("pipelined", "raw"): "pipelined",
+}
+EVENT_LOOPS = ("auto", "uvloop", "asyncio")
+
+
+def split(total, parts, index):
+    """The index-th of `parts` near-equal shares of `total` (the first ones one larger when it does not divide)."""
+    return total // parts + (1 if index < total % parts else 0)
+
+
+def share_of(spec):
+    """This process's users (a range of the run's user numbers) and its requests."""
+    process, processes = spec["process"], spec["processes"]
+    first = sum(split(spec["concurrency"], processes, i) for i in range(process))
+    users = range(first, first + split(spec["concurrency"], processes, process))
+    return {"users": users, "requests": split(spec["requests"], processes, process)}
+
+
+def new_event_loop(choice):
+    """uvloop when installed (or asked for), else asyncio's own loop."""
+    if choice in ("auto", "uvloop"):
+        try:
+            import uvloop
+        except ImportError:
+            if choice == "uvloop":
+                raise
+        else:
+            return uvloop.new_event_loop()
+    return asyncio.new_event_loop()
+
+
+def listen_to_parent():
+    """A future for the parent's go (the run's time zero); end of file on stdin ends this process."""
+    go = concurrent.futures.Future()
+
+    def watch():
+        # os.read, not sys.stdin: a buffered read would hold a lock that interpreter shutdown then waits for.
+        pending = b""
+        while chunk := os.read(0, 4096):
+            pending += chunk
+            while b"\n" in pending:
+                line, pending = pending.split(b"\n", 1)
+                time_zero = wire.parse_go(line.decode())
+                if time_zero is not None and not go.done():
+                    go.set_result(time_zero)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+    return go
+
+
+def main():
+    spec = json.loads(sys.argv[1])
+    frames = sys.stdout.buffer
+    sys.stdout = sys.stderr  # stdout carries frames only; a stray print must not break one
+    recorder = Recorder(frames, listen_to_parent(), spec["process"], spec["processes"])
+    client = importlib.import_module(f"{__package__}.{CLIENT_MODULES[spec['loop'], spec['client']]}")
+    share = share_of(spec)
+    if spec["client"] == "sync":
+        client.run(spec, share, recorder)
+    else:
+        loop = new_event_loop(spec["event_loop"])
+        try:
+            loop.run_until_complete(client.run(spec, share, recorder))
+        finally:
+            loop.close()
+    recorder.done()
+
+
+if __name__ == "__main__":
+    main()

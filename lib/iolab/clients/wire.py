@@ -1,0 +1,94 @@
+"""What crosses the pipe between a client process and iolab.load: the row of one request, frames of rows, the start signal."""
+
+import functools
+import itertools
+import json
+import struct
+
+# One finished request, in this order on the wire; read by name on the other end (rows["start"]).
+# Times are seconds since the run's time zero, which every client process of a run shares.
+FIELDS = (
+    "intended",  # when the schedule meant to send it (the same as start in a closed loop)
+    "start",  # when it was actually sent (or its connection began to open)
+    "end",  # when its answer, or its error, came
+    "status",  # the HTTP status, 0 when no answer came
+    "bytes",  # the answer's body length
+    "error",  # 0, or a code for the kind of error, named in the frame's error_names
+    "user",  # who sent it: a closed loop's user, an open loop's arrival, a pipelined connection's user
+    "connection",  # which connection carried it, unique within the run
+)
+ROW_STRUCT = struct.Struct("<" + "d" * len(FIELDS))  # all float64, little-endian
+NO_ERROR = 0
+
+
+@functools.cache
+def row_dtype():
+    """The numpy dtype of a row, for the parent. Client processes never import numpy: it adds a fifth of a second to
+    every start."""
+    import numpy as np
+
+    return np.dtype([(name, "<f8") for name in FIELDS])
+
+
+class RowBuffer:
+    """Rows of finished requests, kept as plain tuples until the next frame: appending is the hot path of every client."""
+
+    def __init__(self):
+        self._rows = []
+
+    def add(self, intended, start, end, status, bytes, error, user, connection):
+        """Record one finished request; the parameters are FIELDS, in order (a test holds them equal)."""
+        self._rows.append((intended, start, end, status, bytes, error, user, connection))
+
+    def take(self):
+        """(count, bytes) of the rows added so far, and forget them (safe while other threads keep adding)."""
+        count = len(self._rows)
+        taken = self._rows[:count]
+        del self._rows[:count]
+        return count, b"".join(itertools.starmap(ROW_STRUCT.pack, taken))
+
+
+# --- Frames: a one-line JSON header, then header["rows"] rows packed by ROW_STRUCT-----------------------
+
+READY, ROWS, DONE = "ready", "rows", "done"
+
+
+def write_frame(out, kind, rows=(0, b""), **header):
+    """Write one frame, `rows` being RowBuffer.take()'s (count, bytes), and flush it: the parent reads frames as
+    they come, for live plots."""
+    count, payload = rows
+    out.write(json.dumps({"kind": kind, "rows": count, **header}).encode() + b"\n" + payload)
+    out.flush()
+
+
+def read_frame(stream):
+    """The next (header, rows) from a binary stream, rows a numpy array of row_dtype(), read by field name
+    (rows["start"]); None at the stream's end (the client process has exited)."""
+    import numpy as np
+
+    line = stream.readline()
+    if not line:
+        return None
+    header = json.loads(line)
+    size = header["rows"] * ROW_STRUCT.size
+    payload = stream.read(size) if size else b""
+    if len(payload) < size:
+        return None  # cut short: the process was killed mid-frame
+    return header, np.frombuffer(payload, dtype=row_dtype())
+
+
+# --- The parent's side of the start: every process gets ready, then all start at one instant ------
+
+GO = "go"
+
+
+def go_line(time_zero):
+    """Tells a ready client process to start at `time_zero`, a time.perf_counter() value (CLOCK_MONOTONIC on Linux,
+    one clock for every process on the machine)."""
+    return f"{GO} {time_zero!r}\n".encode()
+
+
+def parse_go(line):
+    """The time zero in a go line, or None if the line is something else."""
+    word, _, value = line.strip().partition(" ")
+    return float(value) if word == GO else None
