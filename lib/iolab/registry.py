@@ -76,6 +76,19 @@ def _threads(options):
     return options["threads"]
 
 
+def _workers(options):
+    return options["workers"]
+
+
+def _workers_times_threads(options):
+    return options["workers"] * options["threads"]
+
+
+def _upstreams_times_theirs(options):
+    theirs = get(options["upstream"]).at_once()
+    return None if theirs is None else options["upstreams"] * theirs
+
+
 SERVERS = {
     info.name: info
     for info in [
@@ -116,6 +129,42 @@ SERVERS = {
             "step5_coroutines", "step5_coroutines.py",
             "one thread, the hand-built event loop running handlers as coroutines (a Future and a Task)",
             lesson="05-event-loop-from-scratch",
+        ),
+        ServerInfo(
+            "gunicorn_app", "gunicorn_app.py",
+            "gunicorn: an arbiter forking --workers processes of --threads threads each, running a WSGI app",
+            routes=NO_WAIT_ROUTES,
+            options={
+                "workers": Option("--workers", "worker processes forked by gunicorn's arbiter", 1),
+                "threads": Option("--threads", "threads per worker; above 1, gunicorn uses gthread workers", 1),
+                "worker_class": Option(
+                    "--worker-class", "sync (one request at a time, closes every connection) or gthread", "sync"
+                ),
+            },
+            serves_at_once=_workers_times_threads,
+            needs_modules=("gunicorn",),
+            lesson="06-workers-threads-processes",
+        ),
+        ServerInfo(
+            "nginx_hello", "nginx_hello.py", "nginx answering / itself: an event loop in C in each worker process",
+            routes=("/",),
+            options={"workers": Option("--workers", "worker processes, each an event loop", 1)},
+            serves_at_once=_workers,  # no blocking routes: what it has is one request on a CPU per worker
+            needs_programs=("nginx",),
+            lesson="06-workers-threads-processes",
+        ),
+        ServerInfo(
+            "nginx_proxy", "nginx_proxy.py",
+            "nginx as a keep-alive reverse proxy to --upstreams lab servers it starts and stops with itself",
+            routes=ALL_ROUTES,  # its upstream's: these are tornado_app's, the default upstream
+            options={
+                "upstreams": Option("--upstreams", "how many upstream servers nginx spreads the requests over", 2),
+                "upstream": Option("--upstream", "which lab server each upstream is", "tornado_app"),
+                "workers": Option("--workers", "nginx worker processes", 1),
+            },
+            serves_at_once=_upstreams_times_theirs,
+            needs_programs=("nginx",),
+            lesson="06-workers-threads-processes",
         ),
     ]
 }
