@@ -51,7 +51,8 @@ class Programs:
         wait_until_answering(address, self.processes)
         announce(*address)
         # Wait for any child to exit, leaving it unreaped for Popen; SIGTERM ends the wait with SystemExit.
-        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOWAIT)
+        with contextlib.suppress(ChildProcessError):  # none left to wait for: they are all gone already
+            os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOWAIT)
         for process in self.processes:
             if process.poll() is not None:
                 log(f"{describe(process)} exited with code {process.returncode}; stopping the rest")

@@ -150,10 +150,9 @@ def test_nginx_hello_runs_from_a_temporary_prefix_it_removes():
     with servers.serve("nginx_hello") as server:
         command = nginx_master(server).cmdline()
         prefix = command[command.index("-p") + 1].rstrip("/")
-        assert os.path.isfile(os.path.join(prefix, "nginx.pid"))
-        assert sorted(os.listdir(prefix)) == sorted(
-            ["nginx.conf", "nginx.pid", "client_body", "proxy", "fastcgi", "uwsgi", "scgi"]
-        )
+        # Everything nginx writes is in there: the pid file and the temporary paths it would otherwise want in /var/lib.
+        expected = {"nginx.conf", "nginx.pid", "client_body", "proxy", "fastcgi", "uwsgi", "scgi"}
+        assert expected <= set(os.listdir(prefix)), os.listdir(prefix)
     assert not os.path.exists(prefix)
 
 
