@@ -1,4 +1,9 @@
-"""One Tornado process serving the lab's common routes: the article's handlers A, B and C."""
+"""One Tornado process serving the lab's common routes: the article's handlers A, B and C, CPU work D, and A offloaded (A′).
+
+Besides the contract's routes, this server alone answers /offload-sleep?ms=N
+(lesson 03's handler A′: A's time.sleep run in a thread pool). It is not in
+iolab.contract.ROUTES, which every server must answer.
+"""
 
 import asyncio
 import time
@@ -68,12 +73,26 @@ class AsyncSleep(LabHandler):
 
 
 class Cpu(LabHandler):
-    """Burns CPU: no server model can overlap this on one core."""
+    """Handler D: burns CPU. There is nothing to await, so the IOLoop waits for it like it waits for A."""
 
     def get(self):
         ms = self.ms()
         burn_cpu(ms)
         self.answer(f"burned {ms} ms of CPU")
+
+
+class OffloadedSleep(LabHandler):
+    """Handler A′: A's blocking time.sleep, run on a thread of the loop's thread pool; the IOLoop awaits the result.
+
+    time.sleep releases the GIL while it waits, so the loop's own thread runs on
+    meanwhile. CPU work handed over the same way would hold the GIL, and the loop
+    would get it back only every sys.getswitchinterval() (5 ms by default).
+    """
+
+    async def get(self):
+        ms = self.ms()
+        await asyncio.get_running_loop().run_in_executor(None, time.sleep, ms / 1000)
+        self.answer(f"slept {ms} ms in a worker thread")
 
 
 class NotFound(LabHandler):
@@ -89,6 +108,7 @@ def make_app():
             (r"/sync-sleep", SyncSleep),
             (r"/async-sleep", AsyncSleep),
             (r"/cpu", Cpu),
+            (r"/offload-sleep", OffloadedSleep),  # this server only: lesson 03's A′
         ],
         default_handler_class=NotFound,
         # Access logs would cost more than the hello-world handler itself.

@@ -31,7 +31,9 @@ OFFLINE = [
     (lesson02.q3, "users", "cpu", "well under a millisecond"),
     (lesson03.q1, "A,C", "B,C", "hands the loop back"),
     (lesson03.q2, 1000, 2000, "C is instant"),
-    (lesson03.q4, 2000, 1100, "when the loop reads B"),
+    (lesson03.q3, 2000, 1100, "when the loop reads B"),
+    (lesson03.q5, 1000, 100, "never hands the loop back"),
+    (lesson03.q6, 100, 1000, "Which thread is asleep"),
     (lesson04.q1, "copy", "both", "the wait costs the application nothing"),
     (lesson04.q2, 1023, 1024, "is FD_SETSIZE, the number of bits"),
     (lesson05.q2, "step2", "step1", "asleep in accept()"),
@@ -87,7 +89,7 @@ def test_predict_the_sync_run_time(tornado, capsys):
 
 
 def test_predict_when_c_answers_after_a_and_b(tornado, capsys):
-    exercise = lesson03.q3
+    exercise = lesson03.q4
     kwargs = {"url": tornado.url, "delay_ms": 300, "gap_ms": 30}
     assert exercise.check(None, **kwargs) == "not attempted"
     assert exercise.check(600, **kwargs) == "incorrect"
@@ -97,5 +99,5 @@ def test_predict_when_c_answers_after_a_and_b(tornado, capsys):
 
 def test_statuses_list_every_exercise():
     assert set(lesson02.statuses()) == {"q1", "q2", "q3", "q4"}
-    assert set(lesson03.statuses()) == {"q1", "q2", "q3", "q4"}
+    assert set(lesson03.statuses()) == {"q1", "q2", "q3", "q4", "q5", "q6"}
     assert set(lesson00.statuses()) == {"q1", "q2"}

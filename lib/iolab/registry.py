@@ -92,6 +92,8 @@ def _upstreams_times_theirs(options):
 SERVERS = {
     info.name: info
     for info in [
+        # tornado_app alone also answers /offload-sleep?ms=N (lesson 03's A′: time.sleep in a thread
+        # pool); `routes` lists only the contract's, which every server must answer.
         ServerInfo(
             "tornado_app", "tornado_app.py", "one thread, an event loop (Tornado on asyncio)", lesson="02-sync-vs-async",
         ),

@@ -3,7 +3,7 @@
 
 from iolab import figures
 
-HANDLER_COLORS = {"A": "#d62728", "B": "#1f77b4", "C": "#2ca02c"}
+HANDLER_COLORS = {"A": "#d62728", "B": "#1f77b4", "C": "#2ca02c", "D": "#9467bd", "A′": "#ff7f0e"}
 
 
 def request_timelines(runs, delay_ms, expectations=None, title=""):
