@@ -3,9 +3,11 @@
 import dataclasses
 import http.client
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -154,6 +156,24 @@ def test_nginx_hello_runs_from_a_temporary_prefix_it_removes():
         expected = {"nginx.conf", "nginx.pid", "client_body", "proxy", "fastcgi", "uwsgi", "scgi"}
         assert expected <= set(os.listdir(prefix)), os.listdir(prefix)
     assert not os.path.exists(prefix)
+
+
+@needs("nginx_hello")
+def test_a_prefix_left_by_a_killed_wrapper_goes_at_the_next_start():
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    abandoned, owned = (tempfile.mkdtemp(prefix="iolab-nginx-") for _ in range(2))
+    try:
+        for prefix, owner in [(abandoned, dead.pid), (owned, os.getpid())]:
+            with open(os.path.join(prefix, "wrapper.pid"), "w") as file:
+                file.write(str(owner))
+        with servers.serve("nginx_hello"):
+            pass
+        assert not os.path.exists(abandoned), "the prefix of a wrapper that is gone was left behind"
+        assert os.path.exists(owned), "the prefix of a running wrapper was removed"
+    finally:
+        shutil.rmtree(abandoned, ignore_errors=True)
+        shutil.rmtree(owned, ignore_errors=True)
 
 
 @needs("nginx_proxy")
