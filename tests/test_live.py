@@ -61,3 +61,26 @@ def _walk(widget):
     yield widget
     for child in getattr(widget, "children", ()):
         yield from _walk(child)
+
+
+def test_dashboard_follows_an_aggregated_run(tornado):
+    run = load.start_load(tornado.url + "/async-sleep?ms=100", requests=60, concurrency=6, record="aggregate")
+    image = ipywidgets.Image(format="png")
+    dashboard = live.Dashboard("aggregated", bound_rps=60, image=image)
+    result = dashboard.follow(run)
+    assert result.aggregated and result.completed == 60
+    assert dashboard.frames >= 2, "live frames while the run went, and the final one"
+    assert bytes(image.value[:8]) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_live_frame_draws_an_aggregate():
+    from iolab.clients.aggregate import Aggregate
+
+    samples = [load.Sample(t / 10, t / 10 + 0.05, 200 if t % 7 else 500, 1, None, 0) for t in range(100)]
+    figure = live.LiveFigure("aggregate", bound_rps=10, concurrency=4, aggregated=True)
+    png = figure.frame(Aggregate.of_samples(samples), now_s=10.0, in_flight_history=[(0, 1), (10, 4)])
+    assert png.startswith(b"\x89PNG")
+    assert figure.limits["latency"] >= 50, "the panel grew to the bins' mean latency of 50 ms"
+    good, bad, _ = live.latency_points(Aggregate.of_samples(samples), 0.5, 10.0)
+    assert len(good) == 20, "one point per 0.5 s bin"
+    assert len(bad) == len({t // 5 for t in range(100) if t % 7 == 0}), "a cross on each bin that sent a failure"

@@ -78,3 +78,35 @@ def test_little_bound():
 def test_empty_run_does_not_crash():
     summary = metrics.summarize(LoadResult(LoadSpec("http://127.0.0.1:1/", 1, 1), [], 0.0, "stopped"))
     assert summary.completed == 0 and summary.rps == 0 and math.isnan(summary.mean_ms)
+
+
+def test_an_aggregate_gives_the_same_figures_to_histogram_precision():
+    from iolab.clients.aggregate import RELATIVE_PRECISION, Aggregate
+
+    exact_result = result_of([i / 1000 for i in range(1, 101)])
+    aggregated = LoadResult(exact_result.spec, Aggregate.of_samples(exact_result.samples), exact_result.duration_s,
+                            "completed")
+    exact, binned = metrics.summarize(exact_result), metrics.summarize(aggregated)
+    for name in ("p50_ms", "p90_ms", "p99_ms"):
+        assert getattr(binned, name) == pytest.approx(getattr(exact, name), rel=RELATIVE_PRECISION)
+    assert binned.max_ms == exact.max_ms == pytest.approx(100)
+    assert binned.mean_ms == pytest.approx(exact.mean_ms)
+    assert binned.ab_percentiles == exact.ab_percentiles
+    assert binned.errors == 0 and len(aggregated.samples) == 100
+
+
+def test_an_aggregate_counts_errors_like_samples_do():
+    from iolab.clients.aggregate import Aggregate
+
+    samples = [
+        Sample(0, 1, 200, 1, None, 0),
+        Sample(0, 1, 0, 0, "refused", 0),
+        Sample(0, 1, 0, 0, "refused", 0),
+        Sample(0, 1, 500, 1, None, 0),
+    ]
+    assert metrics.error_kinds(Aggregate.of_samples(samples)) == metrics.error_kinds(samples)
+
+
+def test_latency_from_must_be_send_or_intended():
+    with pytest.raises(ValueError, match="latency_from must be 'send' or 'intended', got 'arrival'"):
+        metrics.summarize(result_of([0.1]), latency_from="arrival")

@@ -129,7 +129,7 @@ class Aggregate:
         self.bin_s = bin_s
         self.sent = np.zeros(64, np.int64)  # finished requests by the bin they were sent in
         self.finished = np.zeros(64, np.int64)  # by the bin they finished in
-        self.failed = np.zeros(64, np.int64)  # of those, errors and answers other than 2xx
+        self.failed = np.zeros(64, np.int64)  # errors and answers other than 2xx, by the bin they were sent in
         self.latency_sum_s = np.zeros(64)  # by send bin, for latency over time
         self.latency_max_s = np.zeros(64)
         self.latency = LatencyHistogram()  # from the actual send
@@ -177,7 +177,7 @@ class Aggregate:
         not_ok = (codes != wire.NO_ERROR) | (status < 200) | (status >= 300)
         np.add.at(self.sent, start_bins, 1)
         np.add.at(self.finished, end_bins, 1)
-        np.add.at(self.failed, end_bins[not_ok], 1)
+        np.add.at(self.failed, start_bins[not_ok], 1)
         np.add.at(self.latency_sum_s, start_bins, latency)
         np.maximum.at(self.latency_max_s, start_bins, latency)
         self.latency.record(latency)
@@ -219,6 +219,7 @@ class Aggregate:
         return self._regrouped(self.finished, bin_s, until_s)
 
     def failures_per_bin(self, bin_s, until_s):
+        """Requests sent in each bin that failed or were answered other than 2xx."""
         return self._regrouped(self.failed, bin_s, until_s)
 
     def latency_per_bin(self, bin_s, until_s):
