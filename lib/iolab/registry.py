@@ -168,6 +168,32 @@ SERVERS = {
             needs_programs=("nginx",),
             lesson="06-workers-threads-processes",
         ),
+        ServerInfo(
+            "aiohttp_app", "aiohttp_app.py", "one thread, an event loop (aiohttp's web server on asyncio)",
+            needs_modules=("aiohttp",),
+            lesson="08-pipelining",
+        ),
+        ServerInfo(
+            "uvicorn_app", "uvicorn_app.py",
+            "one thread, an event loop: uvicorn running a bare ASGI app (asgi_app.py), no framework",
+            options={
+                "loop": Option("--loop", "the event loop: asyncio, uvloop, or auto (uvloop when installed)", "auto"),
+                "http": Option("--http", "the HTTP parser: h11 (pure Python), httptools (C), or auto", "auto"),
+            },
+            needs_modules=("uvicorn",),
+            lesson="08-pipelining",
+        ),
+        ServerInfo(
+            "pipeline_app", "pipeline_app.py",
+            "one thread, a raw asyncio Protocol: every pipelined request in a read answered in order, in one write",
+            options={
+                "loop": Option("--loop", "the event loop: asyncio or uvloop", "asyncio"),
+                "parser": Option("--parser", "the request parser: ours (pipeline/parsers.py) or httptools", "ours"),
+                "write": Option("--write", "batched (one write per batch of answers) or per-response", "batched"),
+                "max_waiting": Option("--max-waiting", "requests that may wait at once on one connection", 100),
+            },
+            lesson="08-pipelining",
+        ),
     ]
 }
 

@@ -1,0 +1,57 @@
+"""The bytes of an HTTP/1.1 answer, and the clock that keeps its Date header (and hello world's whole answer) current once a second."""
+
+import time
+from email.utils import formatdate
+
+from iolab.contract import HELLO_BODY
+from pipeline.parsers import Request
+
+REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    404: "Not Found",
+    413: "Content Too Large",
+    414: "URI Too Long",
+    431: "Request Header Fields Too Large",
+    500: "Internal Server Error",
+    501: "Not Implemented",
+}
+KEEP_ALIVE_GET = Request(b"GET", b"/", b"", True)  # what nearly every request of a benchmark looks like
+
+
+class Clock:
+    """Formatting the date costs more than a hello-world handler; a loop timer does it once a second instead."""
+
+    def __init__(self):
+        self.date = ""
+        self.hello = b""  # the whole answer to a keep-alive GET /, which changes only with the date
+
+    def tick(self):
+        self.date = formatdate(time.time(), usegmt=True)
+        self.hello = respond(KEEP_ALIVE_GET, 200, HELLO_BODY)
+
+    def keep_current(self, loop):
+        self.tick()
+        loop.call_at(loop.time() + 1.0 - time.time() % 1.0, self.keep_current, loop)
+
+
+clock = Clock()
+
+
+def respond(request, status, text):
+    """Status line, headers and body, saying whether the connection stays open as the request asked."""
+    body = text.encode()
+    # Said even where HTTP/1.1 would assume it: an HTTP/1.0 client (ab -k) closes unless told to keep the connection.
+    connection = "keep-alive" if request.keep_alive else "close"
+    head = (
+        f"HTTP/1.1 {status} {REASONS[status]}\r\n"
+        f"Date: {clock.date}\r\n"
+        "Content-Type: text/plain\r\n"
+        f"Content-Length: {len(body)}\r\n"
+        f"Connection: {connection}\r\n"
+        "\r\n"
+    ).encode("latin-1")
+    return head if request.method == b"HEAD" else head + body  # HEAD: the same headers, no body
+
+
+clock.tick()

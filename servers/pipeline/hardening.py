@@ -1,0 +1,69 @@
+"""What keeps one pipelining connection from taking all memory or the server down: bounds, back-pressure, closing."""
+
+MAX_ANSWERS_IN_LINE = 1024  # answers (or waits) queued on one connection before we stop reading from it
+WRITE_HIGH_WATER = 1024 * 1024  # bytes of answers the client has not read yet before we stop reading from it
+
+
+class Hardening:
+    """Mixed into PipelinedHTTP: the flow control of asyncio's Protocol, and when to close.
+
+    Reading stops while the connection holds requests it has not started (too
+    many waits), while too many answers wait in line, or while the client does
+    not read its answers (the transport calls pause_writing). Not reading lets
+    the kernel's buffers fill, and TCP then slows the client down for us. So a
+    connection holds at most one read's worth of requests (256 KiB) beyond these
+    bounds, however deep its client pipelines.
+    """
+
+    transport = None
+    closing = False  # a request asked to close (or broke the protocol): answer up to it, then close
+    peer_done = False  # the client sent EOF: answer what it asked, then close
+    reading = True
+    client_not_reading = False
+
+    def connection_made(self, transport):
+        self.transport = transport
+        self.settings.connections.add(self)
+        transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)
+
+    def after_writing(self):
+        if self.closing and not self.blocked:
+            self.transport.close()  # sends what is buffered first; requests after the close are dropped
+            return
+        if self.peer_done and not self.blocked and not self.held:
+            self.transport.close()
+            return
+        stop = (
+            self.closing
+            or self.peer_done
+            or self.held
+            or len(self.blocked) > MAX_ANSWERS_IN_LINE
+            or self.client_not_reading
+        )
+        if stop and self.reading:
+            self.transport.pause_reading()
+            self.reading = False
+        elif not stop and not self.reading:
+            self.transport.resume_reading()
+            self.reading = True
+
+    def pause_writing(self):
+        self.client_not_reading = True
+        self.after_writing()
+
+    def resume_writing(self):
+        self.client_not_reading = False
+        self.after_writing()
+
+    def eof_received(self):
+        self.peer_done = True
+        self.after_writing()
+        return True  # keep our half open until the answers it asked for are sent
+
+    def connection_lost(self, error):
+        self.settings.connections.discard(self)
+        for reply in self.blocked:
+            if getattr(reply, "timer", None) is not None:
+                reply.timer.cancel()  # nobody is left to answer
+        self.blocked.clear()
+        self.held.clear()

@@ -1,0 +1,294 @@
+"""pipeline_app, the pipelining server of lesson 08: answers in order, head-of-line blocking, deep pipelines, half batches, one write per batch."""
+
+import math
+import shutil
+import socket
+import subprocess
+import threading
+import time
+
+import psutil
+import pytest
+from test_servers import follows_contract
+
+from iolab import servers, syscalls, wrk_lua
+from iolab.rawhttp import ResponseReader, get_request
+
+TIMEOUT_S = 10
+# (loop, parser, write): the teaching default, the fast one, and each switch flipped once.
+VARIANTS = [
+    ("asyncio", "ours", "batched"),
+    ("uvloop", "httptools", "batched"),
+    ("asyncio", "httptools", "per-response"),
+    ("uvloop", "ours", "per-response"),
+]
+IDS = ["-".join(variant) for variant in VARIANTS]
+HOL_WAIT_MS = 300
+# An answer held behind a 300 ms timer cannot arrive before it fires; asyncio may run a timer up to its
+# clock's resolution early, far less than this.
+TIMER_EARLY_AT_MOST_S = 0.005
+# An answer nothing holds up arrives within a loaded machine's scheduling, well short of the 300 ms wait.
+NOT_HELD_UP_S = 0.2
+RSS_GROWTH_AT_MOST = 40 * 1024 * 1024  # what one connection may cost while it pipelines 18 MB of waits
+
+
+def start(variant, *args):
+    loop, parser, write = variant
+    return servers.serve("pipeline_app", *args, loop=loop, parser=parser, write=write)
+
+
+def connect(server):
+    sock = socket.create_connection((server.host, server.port), timeout=TIMEOUT_S)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+def mixed_batch(count):
+    """`count` requests whose answers all differ, where later waits end sooner: only an in-order server gets them right."""
+    paths, bodies = [], []
+    for i in range(count):
+        kind = i % 4
+        if kind == 0:
+            paths.append("/"), bodies.append("hello world\n")
+        elif kind == 1:
+            paths.append(f"/cpu?ms={i % 2}"), bodies.append(f"burned {i % 2} ms of CPU\n")
+        elif kind == 2:
+            ms = 2 * (count - i)  # the first wait is the longest
+            paths.append(f"/async-sleep?ms={ms}"), bodies.append(f"waited {ms} ms without blocking\n")
+        else:
+            paths.append(f"/missing-{i}"), bodies.append(f"404 no route for /missing-{i}\n")
+    return paths, bodies
+
+
+# --- the contract, for every variant -------------------------------------------------
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
+def test_every_variant_follows_the_contract(variant):
+    loop, parser, write = variant
+    follows_contract("pipeline_app", "--loop", loop, "--parser", parser, "--write", write)
+
+
+def test_bad_command_line_values_are_refused(python):
+    for args in (["--max-waiting", "0"], ["--loop", "trio"], ["--parser", "regex"], ["--write", "sometimes"]):
+        completed = subprocess.run(
+            [python, str(servers.SERVERS_DIR / "pipeline_app.py"), *args], capture_output=True, text=True, timeout=10
+        )
+        assert completed.returncode != 0 and args[0] in completed.stderr and completed.stdout == ""
+
+
+# --- order ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
+def test_32_requests_in_one_write_are_answered_in_order(variant):
+    paths, bodies = mixed_batch(32)
+    with start(variant) as server, connect(server) as sock:
+        sock.sendall(b"".join(get_request(path) for path in paths))  # one write: the server reads them at once
+        reader = ResponseReader(sock)
+        answers = [reader.read() for _ in paths]
+    assert [body for _, _, body in answers] == bodies
+    assert [status for status, _, _ in answers] == [404 if i % 4 == 3 else 200 for i in range(32)]
+
+
+@pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk is not installed (Debian package wrk)")
+@pytest.mark.parametrize("variant", VARIANTS[:2], ids=IDS[:2])
+def test_wrk_pipelining_16_deep_gets_every_answer_in_order(variant, tmp_path):
+    paths, bodies = mixed_batch(16)
+    with start(variant) as server:
+        report = wrk_lua.run_pipelined(server.url + "/", paths, 1, 1, tmp_path / "order.lua", expected_bodies=bodies)
+        server.check()
+    assert report["socket_errors"] == 0, report["output"]
+    assert report["checked"] == report["requests"] >= 10 * len(paths), report["output"]
+    assert report["order_errors"] == 0, report["output"]
+
+
+def test_a_broken_request_is_answered_in_its_place_then_the_connection_closes():
+    for parser in ("ours", "httptools"):
+        with start(("asyncio", parser, "batched")) as server, connect(server) as sock:
+            sock.sendall(get_request("/async-sleep?ms=100") + get_request("/") + b"BLAH\r\n\r\n" + get_request("/"))
+            reader = ResponseReader(sock)
+            assert reader.read()[2] == "waited 100 ms without blocking\n"
+            assert reader.read()[2] == "hello world\n"
+            status, headers, body = reader.read()
+            assert status == 400 and body.startswith("400 ") and body.count("\n") == 1, parser
+            assert headers["connection"] == "close" and reader.closed_by_server(), parser
+
+
+@pytest.mark.parametrize("parser", ["ours", "httptools"])
+def test_connection_close_head_and_http_1_0(parser):
+    with start(("asyncio", parser, "batched")) as server:
+        with connect(server) as sock:
+            sock.sendall(get_request("/async-sleep?ms=50", close=True) + get_request("/"))  # the second is never answered
+            reader = ResponseReader(sock)
+            status, headers, _ = reader.read()
+            assert status == 200 and headers["connection"] == "close"
+            assert reader.closed_by_server() and reader.buffer == b""
+        with connect(server) as sock:
+            sock.sendall(b"HEAD / HTTP/1.1\r\n\r\n" + get_request("/"))
+            reader = ResponseReader(sock)
+            assert reader.read(head_only=True)[1]["content-length"] == "12"
+            assert reader.read()[2] == "hello world\n"  # HEAD sent no body, or this would be garbled
+        with connect(server) as sock:
+            sock.sendall(b"GET / HTTP/1.0\r\n\r\n")  # HTTP/1.0 closes unless asked not to
+            reader = ResponseReader(sock)
+            assert reader.read()[1]["connection"] == "close" and reader.closed_by_server()
+        with connect(server) as sock:
+            sock.sendall(b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n" * 2)  # ab -k
+            reader = ResponseReader(sock)
+            assert [reader.read()[1]["connection"] for _ in range(2)] == ["keep-alive", "keep-alive"]
+
+
+# --- head-of-line blocking -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("variant", VARIANTS[:2], ids=IDS[:2])
+def test_a_wait_first_in_a_batch_of_8_holds_back_all_8(variant):
+    batch = [f"/async-sleep?ms={HOL_WAIT_MS}"] + ["/"] * 7
+    with start(variant) as server, connect(server) as held, connect(server) as other:
+        began = time.perf_counter()
+        held.sendall(b"".join(get_request(path) for path in batch))
+        other.sendall(get_request("/"))  # another connection is not behind the wait
+        assert ResponseReader(other).read()[2] == "hello world\n"
+        other_after = time.perf_counter() - began
+        reader = ResponseReader(held)
+        arrivals, bodies = [], []
+        for _ in batch:
+            bodies.append(reader.read()[2])
+            arrivals.append(time.perf_counter() - began)
+    assert bodies == [f"waited {HOL_WAIT_MS} ms without blocking\n"] + ["hello world\n"] * 7
+    assert min(arrivals) >= HOL_WAIT_MS / 1000 - TIMER_EARLY_AT_MOST_S, arrivals
+    assert other_after < NOT_HELD_UP_S, f"another connection waited {other_after * 1000:.0f} ms"
+
+
+# --- deep pipelines of waits -----------------------------------------------------------
+
+
+def test_1000_waits_in_one_write_are_all_answered_in_order_within_the_bound():
+    """Japronto's worker aborted past 10 waiting requests; here at most --max-waiting wait, the rest are held."""
+    count, max_waiting, base_ms = 1000, 100, 50
+    paths = [f"/async-sleep?ms={base_ms + i % 10}" for i in range(count)]
+    with start(VARIANTS[0], "--max-waiting", max_waiting) as server, connect(server) as sock:
+        began = time.perf_counter()
+        sock.sendall(b"".join(get_request(path) for path in paths))
+        reader = ResponseReader(sock)
+        bodies = [reader.read()[2] for _ in paths]
+        elapsed = time.perf_counter() - began
+        server.check()
+    assert bodies == [f"waited {base_ms + i % 10} ms without blocking\n" for i in range(count)]
+    # 1000 waits of 50 ms or more, at most 100 at a time: at least 10 rounds. All at once would take one.
+    at_least_s = math.ceil(count / max_waiting) * base_ms / 1000
+    assert elapsed >= at_least_s - TIMER_EARLY_AT_MOST_S, f"{count} waits took {elapsed:.2f} s: the bound was not kept"
+
+
+def test_a_pipeline_of_waits_deeper_than_memory_is_not_read_ahead():
+    """400,000 long waits (18 MB) in a pipeline: the server stops reading, TCP stops the client, memory stays flat."""
+    depth = 400_000
+    request = get_request("/async-sleep?ms=5000")
+    with start(VARIANTS[1]) as server:
+        process = psutil.Process(server.pid)
+        rss_before = process.memory_info().rss
+        greedy = connect(server)
+        sender = threading.Thread(target=_send_quietly, args=(greedy, request * depth), daemon=True)
+        sender.start()
+        try:
+            time.sleep(1.0)
+            assert sender.is_alive(), "the server read all 18 MB of requests: it does not stop reading"
+            growth = process.memory_info().rss - rss_before
+            assert growth < RSS_GROWTH_AT_MOST, f"the server grew by {growth / 2**20:.0f} MB"
+            with connect(server) as other:  # and it still serves everyone else
+                other.sendall(get_request("/"))
+                assert ResponseReader(other).read()[2] == "hello world\n"
+        finally:
+            greedy.close()  # the sender fails out of sendall; the server drops the connection and its timers
+            sender.join(TIMEOUT_S)
+        with connect(server) as after:
+            after.sendall(get_request("/"))
+            assert ResponseReader(after).read()[2] == "hello world\n"
+        server.check()
+
+
+def _send_quietly(sock, data):
+    try:
+        sock.sendall(data)
+    except OSError:
+        pass  # the test closed the socket under us, as it meant to
+
+
+def test_a_client_that_does_not_read_is_buffered_and_others_go_on():
+    depth = 20_000  # 2.5 MB of answers: more than the socket buffers, so the server must stop reading
+    with start(VARIANTS[0]) as server, connect(server) as greedy:
+        sender = threading.Thread(target=greedy.sendall, args=(get_request("/") * depth,), daemon=True)
+        sender.start()
+        time.sleep(0.3)
+        with connect(server) as other:
+            began = time.perf_counter()
+            other.sendall(get_request("/"))
+            assert ResponseReader(other).read()[2] == "hello world\n"
+            assert time.perf_counter() - began < NOT_HELD_UP_S
+        reader = ResponseReader(greedy)
+        bodies = {reader.read()[2] for _ in range(depth)}
+        sender.join(TIMEOUT_S)
+    assert bodies == {"hello world\n"}
+
+
+# --- half a batch ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variant", VARIANTS[:2], ids=IDS[:2])
+def test_half_a_batch_is_answered_as_far_as_it_goes(variant):
+    whole = get_request("/") + get_request("/async-sleep?ms=20") + get_request("/cpu?ms=0")
+    last = get_request("/async-sleep?ms=1")
+    with start(variant) as server, connect(server) as dawdler:
+        dawdler.sendall(whole + last[:20])  # three requests and a third of the fourth, then nothing
+        reader = ResponseReader(dawdler)
+        assert [reader.read()[2] for _ in range(3)] == [
+            "hello world\n", "waited 20 ms without blocking\n", "burned 0 ms of CPU\n",
+        ]
+        with connect(server) as other:  # the half request holds nobody else up
+            began = time.perf_counter()
+            other.sendall(get_request("/"))
+            assert ResponseReader(other).read()[2] == "hello world\n"
+            assert time.perf_counter() - began < NOT_HELD_UP_S
+        dawdler.settimeout(0.2)
+        with pytest.raises(TimeoutError):
+            dawdler.recv(1)  # nothing for the half request yet
+        dawdler.settimeout(TIMEOUT_S)
+        dawdler.sendall(last[20:])  # the rest arrives at last, and is answered
+        assert reader.read()[2] == "waited 1 ms without blocking\n"
+
+
+def test_the_client_stopping_after_a_batch_still_gets_every_answer():
+    with start(VARIANTS[1]) as server, connect(server) as sock:
+        sock.sendall(get_request("/async-sleep?ms=100") + get_request("/"))
+        sock.shutdown(socket.SHUT_WR)  # EOF: nothing more is coming, but answers may still go back
+        reader = ResponseReader(sock)
+        assert [reader.read()[2] for _ in range(2)] == ["waited 100 ms without blocking\n", "hello world\n"]
+        assert reader.closed_by_server()
+
+
+# --- system calls ---------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(syscalls.missing_reason() is not None, reason=syscalls.missing_reason() or "")
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_batched_writes_make_one_write_per_batch(loop):
+    batches, depth = 50, 16
+    writes = {}
+    for write in ("batched", "per-response"):
+        with start((loop, "httptools", write)) as server, connect(server) as sock:
+            reader = ResponseReader(sock)
+            sock.sendall(get_request("/"))
+            reader.read()  # the connection is up before we start counting
+            try:
+                with syscalls.counting(server.pid, only=syscalls.WRITES) as counts:
+                    for _ in range(batches):
+                        sock.sendall(get_request("/") * depth)  # one write, so it arrives in one read
+                        for _ in range(depth):
+                            reader.read()
+                    time.sleep(0.1)  # the tracer records a call as it returns: let it catch up with the last one
+            except syscalls.SyscallCountUnavailable as error:
+                pytest.skip(str(error))
+            writes[write] = counts.of(syscalls.WRITES)
+    assert batches <= writes["batched"] <= batches + 2, writes
+    assert writes["per-response"] >= batches * depth * 0.9, writes
