@@ -1,10 +1,13 @@
 """The layout's rules, read from the source without importing it: core apart from lessons, drawing apart from measuring."""
 
 import ast
+import re
 import sys
 from pathlib import Path
 
 import pytest
+
+from iolab import registry
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "lib" / "iolab"
@@ -133,3 +136,37 @@ def test_module_has_one_line_docstring(path):
     assert summary.strip(), f"{path.relative_to(REPO)}: the docstring's first line must say what the module is"
     # PEP 257: a longer docstring keeps its one-line summary, then a blank line.
     assert not rest or not rest[0].strip(), f"{path.relative_to(REPO)}: docstring summary runs past one line"
+
+
+def servers_readme_rows():
+    """{server name: its cells} from the table under '## Every server' in servers/README.md."""
+    text = (REPO / "servers" / "README.md").read_text()
+    assert "\n## Every server\n" in text, "servers/README.md lost its '## Every server' table"
+    section = text.split("\n## Every server\n", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        if not line.startswith("| `"):
+            continue
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        assert len(cells) == 6, f"servers/README.md: a row needs server, file, model, routes, at once, options: {line}"
+        name = cells[0].strip("`")
+        assert name not in rows, f"servers/README.md names {name} twice"
+        rows[name] = cells
+    return rows
+
+
+def test_servers_readme_table_matches_the_registry():
+    rows = servers_readme_rows()
+    assert sorted(rows) == registry.names(), "servers/README.md's table and registry.SERVERS name different servers"
+    for name, info in registry.SERVERS.items():
+        _, file, _, routes, at_once, options = rows[name]
+        assert f"`{info.script}`" in file, f"servers/README.md: {name} is served by {info.script}"
+        listed = set(re.findall(r"`(/[^`]*)`", routes))
+        assert listed == set(info.routes), f"servers/README.md: {name}'s routes are {list(info.routes)}, the table says {sorted(listed)}"
+        default = info.at_once()
+        expected = "no fixed limit" if default is None else str(default)
+        assert at_once.startswith(expected), f"servers/README.md: {name} serves {expected} at once by default"
+        flags = [option.flag for option in info.options.values()]
+        missing = [flag for flag in flags if f"`{flag}" not in options]
+        assert not missing, f"servers/README.md: {name}'s options leave out {missing}"
+        assert flags or options == "none", f"servers/README.md: {name} takes no options"
