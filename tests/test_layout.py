@@ -62,7 +62,8 @@ def imported_modules(name):
 
 
 def is_core(name):
-    return name.startswith("iolab.") and not name.startswith("iolab.lessons") and name.count(".") == 1
+    """Everything in iolab outside iolab.lessons (the core is flat, but a concept may be a package: iolab.clients)."""
+    return name == "iolab" or (name.startswith("iolab.") and name != "iolab.lessons" and not name.startswith("iolab.lessons."))
 
 
 def lesson_of(name):
@@ -72,10 +73,9 @@ def lesson_of(name):
 
 
 def is_drawing_module(name):
-    last = name.rsplit(".", 1)[-1]
     if is_core(name):
-        return last in CORE_DRAWING_MODULES
-    return lesson_of(name) is not None and is_lesson_drawing_module(last)
+        return name.removeprefix("iolab.") in CORE_DRAWING_MODULES
+    return lesson_of(name) is not None and is_lesson_drawing_module(name.rsplit(".", 1)[-1])
 
 
 CORE = sorted(name for name in LIB_MODULES if is_core(name))
