@@ -16,6 +16,7 @@ import tempfile
 import time
 
 from _wrapper import count_between
+from iolab.contract import SBIN_DIRS, find_program
 
 MAX_WORKERS = 64
 
@@ -119,9 +120,9 @@ def remove_abandoned_prefixes():
 
 def start(programs, prefix, listener):
     """Start nginx from `prefix`, serving on `listener`, whose address the configuration's `listen` names."""
-    nginx = shutil.which("nginx")
+    nginx = find_program("nginx")
     if nginx is None:
-        raise SystemExit("nginx is not installed here (it is not on PATH)")
+        raise SystemExit(f"nginx is not installed here (not on PATH, nor in {', '.join(SBIN_DIRS)})")
     fd = listener.fileno()
     return programs.start(
         "nginx",

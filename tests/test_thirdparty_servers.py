@@ -248,7 +248,8 @@ def test_bad_proxy_options_are_refused_by_name(options, words):
 
 
 def test_a_missing_nginx_makes_its_servers_unavailable_with_the_reason(monkeypatch, tmp_path):
-    monkeypatch.setenv("PATH", str(tmp_path))  # an empty PATH: no nginx
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty PATH: no nginx ...
+    monkeypatch.setattr(contract, "SBIN_DIRS", (str(tmp_path),))  # ... and no sbin to find it in either
     for name in ["nginx_hello", "nginx_proxy"]:
         assert name not in servers.available()
         with pytest.raises(servers.ServerUnavailable, match=f"server '{name}' needs the program 'nginx'"):

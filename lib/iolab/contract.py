@@ -6,6 +6,7 @@ import ipaddress
 import json
 import os
 import re
+import shutil
 import signal
 import sys
 import threading
@@ -98,6 +99,15 @@ def burn_cpu(ms):
 
 
 # --- A server's life: arguments, its parent, SIGTERM, logs ----------------------------------------
+
+# Daemons such as nginx install into sbin, which is on root's PATH but often not on a student's.
+SBIN_DIRS = ("/usr/local/sbin", "/usr/sbin", "/sbin")
+
+
+def find_program(name):
+    """The full path of an installed program, looking in the sbin directories too; None if it is not installed."""
+    return shutil.which(name) or shutil.which(name, path=os.pathsep.join(SBIN_DIRS))
+
 
 def parse_args(description, add_arguments=None):
     """The common command line: --host and --port, plus whatever the server adds."""

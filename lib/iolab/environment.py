@@ -4,8 +4,9 @@ import importlib.metadata
 import os
 import platform
 import resource
-import shutil
 import sys
+
+from .contract import find_program
 
 PACKAGES = ("tornado", "aiohttp", "requests", "matplotlib", "ipywidgets", "ipykernel", "papermill", "simpy", "psutil")
 OPTIONAL_TOOLS = {
@@ -44,7 +45,7 @@ def versions():
 
 def tools():
     """{tool: path or None} for the optional command-line tools."""
-    return {tool: shutil.which(tool) for tool in OPTIONAL_TOOLS}
+    return {tool: find_program(tool) for tool in OPTIONAL_TOOLS}
 
 
 def report():

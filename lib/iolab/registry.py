@@ -1,11 +1,10 @@
 """Every server the lab can start: its file, concurrency model, routes, how many requests it serves at once, its arguments."""
 
 import importlib.util
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .contract import ROUTES
+from .contract import ROUTES, find_program
 
 ALL_ROUTES = tuple(ROUTES)
 NO_WAIT_ROUTES = ("/", "/sync-sleep", "/cpu")  # for a model with no way to wait without blocking
@@ -64,7 +63,7 @@ class ServerInfo:
 
     def missing(self):
         """Why this server cannot start on this machine (a program or package not installed), or None."""
-        programs = [program for program in self.needs_programs if shutil.which(program) is None]
+        programs = [program for program in self.needs_programs if find_program(program) is None]
         modules = [module for module in self.needs_modules if importlib.util.find_spec(module) is None]
         if programs or modules:
             what = ", ".join([f"the program {p!r}" for p in programs] + [f"the Python package {m!r}" for m in modules])
@@ -101,7 +100,11 @@ SERVERS = {
             "threaded_app", "threaded_app.py",
             "one process, a thread per connection, or a pool of --threads (http.server)",
             routes=NO_WAIT_ROUTES,
-            options={"threads": Option("--threads", "a fixed pool of this many threads instead of one per connection")},
+            options={
+                "threads": Option("--threads", "a fixed pool of this many threads instead of one per connection"),
+                "stack_size": Option("--stack-size", "KiB of stack each new thread reserves (threading.stack_size)"),
+                "idle_timeout": Option("--idle-timeout", "seconds an idle keep-alive connection keeps its thread"),
+            },
             serves_at_once=_threads,
             lesson="01-bank-queue",
         ),
