@@ -1,5 +1,6 @@
 """The standard library's threaded HTTP server: one thread per connection, or a bounded pool of k."""
 
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -18,7 +19,10 @@ from iolab.contract import (
 
 class LabHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, so every answer carries Content-Length
-    timeout = 30  # an idle keep-alive connection gives its thread back after this long
+    timeout = 30  # an idle keep-alive connection gives its thread back after this long (--idle-timeout)
+    # The head and the body go out in two writes. With Nagle's algorithm on, the body waits for
+    # the client to acknowledge the head, which a client delays by up to 40 ms: every answer would too.
+    disable_nagle_algorithm = True
 
     def do_GET(self):
         url = urlsplit(self.path)
@@ -82,10 +86,29 @@ def main():
             default=0,
             help="size of the worker pool; 0 (default) starts a thread per connection",
         )
+        parser.add_argument(
+            "--stack-size",
+            type=int,
+            default=0,
+            help="KiB of stack each new thread reserves (threading.stack_size); 0 (default) keeps the system's",
+        )
+        parser.add_argument(
+            "--idle-timeout",
+            type=float,
+            default=LabHandler.timeout,
+            help=f"seconds an idle keep-alive connection keeps its thread (default {LabHandler.timeout})",
+        )
 
     args = parse_args(__doc__, add_arguments)
     if args.threads < 0:
         raise SystemExit(f"--threads must be 0 (a thread per connection) or more, got {args.threads}")
+    if args.stack_size and not 64 <= args.stack_size <= 1024 * 1024:
+        raise SystemExit(f"--stack-size must be 0 (the system's) or from 64 to 1048576 KiB, got {args.stack_size}")
+    if not 0 < args.idle_timeout <= 86_400:
+        raise SystemExit(f"--idle-timeout must be more than 0 and at most 86400 seconds, got {args.idle_timeout}")
+    if args.stack_size:
+        threading.stack_size(args.stack_size * 1024)  # every thread started from now on reserves this much
+    LabHandler.timeout = args.idle_timeout
     die_with_parent()
     exit_on_sigterm()
     if args.threads:
