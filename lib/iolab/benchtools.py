@@ -58,23 +58,34 @@ _UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 6e4}
 
 
 def parse_wrk(text):
-    """wrk's report: requests per second, request count, mean latency in ms and socket errors."""
-    latency = re.search(r"^\s+Latency\s+([\d.]+)(us|ms|s|m)\b", text, re.MULTILINE)
+    """wrk's report: requests per second, request count, latency in ms (mean, max, percentiles with --latency), socket errors.
+
+    `timeouts` counts answers that came slower than --timeout: wrk counts them in
+    `requests` but leaves them out of every latency figure.
+    """
+    latency = re.search(r"^\s+Latency\s+([\d.]+)(us|ms|s|m)\s+[\d.]+(?:us|ms|s|m)\s+([\d.]+)(us|ms|s|m)\b",
+                        text, re.MULTILINE)
     errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", text)
+    percentiles = re.findall(r"^\s+(50|75|90|99)%\s+([\d.]+)(us|ms|s|m)\b", text, re.MULTILINE)
     return {
         "rps": _number(r"^Requests/sec:\s+([\d.]+)", text),
         "requests": _number(r"^\s+(\d+) requests in", text, int),
         "mean_ms": float(latency.group(1)) * _UNITS[latency.group(2)] if latency else None,
+        "max_ms": float(latency.group(3)) * _UNITS[latency.group(4)] if latency else None,
+        "percentiles_ms": {int(p): float(value) * _UNITS[unit] for p, value, unit in percentiles},
         "socket_errors": sum(map(int, errors.groups())) if errors else 0,
+        "timeouts": int(errors.group(4)) if errors else 0,
         "non_2xx": _number(r"Non-2xx or 3xx responses:\s+(\d+)", text, int) or 0,
     }
 
 
-def run_wrk(url, connections, duration_s, threads=1, script=None, timeout_s=10):
-    """`wrk -t threads -c connections -d duration [-s script] --timeout timeout url`, bounded in time."""
+def run_wrk(url, connections, duration_s, threads=1, script=None, timeout_s=10, latency=False):
+    """`wrk -t threads -c connections -d duration [-s script] [--latency] --timeout timeout url`, bounded in time."""
     args = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{duration_s}s", f"--timeout={timeout_s}s"]
     if script:
         args += ["-s", str(script)]
+    if latency:
+        args.append("--latency")
     completed = subprocess.run(
         args + [_checked(url)], capture_output=True, text=True, timeout=duration_s + timeout_s + 30
     )
