@@ -30,7 +30,9 @@ def run_panel(experiment, concurrency=40, requests=200, delay_ms=1000, modes=Non
     mode = widgets.Dropdown(options=list(modes), description="handler") if modes else None
     button = widgets.Button(description="Run", button_style="primary", icon="play")
     status = widgets.HTML(note)
-    image = widgets.Image(format="png")
+    # Hidden until its first frame: an Image widget with no bytes shows the browser's broken-image icon.
+    image = widgets.Image(format="png", layout=widgets.Layout(display="none"))
+    image.observe(lambda _: setattr(image.layout, "display", None), names="value")
 
     def on_run(_):
         values = {name: slider.value for name, slider in sliders.items()}

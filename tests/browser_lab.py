@@ -1,0 +1,179 @@
+"""A JupyterLab started the way `make lab` starts it, in throwaway settings, and headless Chromium to look at it."""
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+REPO = Path(__file__).resolve().parents[1]
+# The lab's own JupyterLab settings (the news prompt off); `make lab` and binder/postBuild use the same file.
+LAB_SETTINGS = REPO / "jupyter" / "lab-settings"
+JUPYTER = Path(sys.executable).parent / "jupyter"
+# Debian's chromium, driven through playwright's executable_path: playwright never downloads a browser here.
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+# Every process the lab starts (kernels, and the servers lessons start) inherits this variable,
+# which is how the test finds them again after they have been orphaned.
+MARKER = "IOLAB_BROWSER_TEST_LAB"
+START_TIMEOUT_S = 60
+STOP_TIMEOUT_S = 15
+
+
+def chromium_path():
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def missing_browser_tools():
+    """Why the browser tests cannot run here, or None."""
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "playwright is not installed (pip install -r requirements-dev.txt)"
+    if not chromium_path():
+        return "chromium is not installed (Debian/Ubuntu: apt-get install chromium)"
+    return None
+
+
+def launch_chromium(playwright):
+    return playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+
+
+class Lab:
+    """`jupyter lab` on 127.0.0.1, a port the server picks, a random token, no browser, IOLAB_QUICK=1.
+
+    Config, data, runtime, user settings and workspaces live under `home`, so
+    the user's own Jupyter set-up is neither read nor written. Autosave is off
+    there: the test runs the committed notebooks and must never save outputs
+    into them.
+    """
+
+    def __init__(self, home):
+        self.home = Path(home)
+        self.token = secrets.token_hex(16)
+        self.marker = secrets.token_hex(8)
+        self.process = None
+        self.url = None
+        self.log_path = self.home / "jupyter-lab.log"
+
+    def environment(self):
+        env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND" and not k.startswith("PYTEST_")}
+        for variable, folder in (
+            ("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_DATA_DIR", "data"), ("JUPYTER_RUNTIME_DIR", "runtime"),
+            ("JUPYTERLAB_SETTINGS_DIR", "user-settings"), ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"),
+            ("IPYTHONDIR", "ipython"),
+        ):
+            env[variable] = str(self.home / folder)
+        env["IOLAB_QUICK"] = "1"
+        env[MARKER] = self.marker
+        return env
+
+    def command(self):
+        # make lab's arguments first, then what a test needs: its own port, token and no browser window.
+        allow_root = ["--allow-root"] if os.geteuid() == 0 else []
+        return [
+            str(JUPYTER), "lab", "--ip=127.0.0.1", *allow_root, f"--LabApp.app_settings_dir={LAB_SETTINGS}",
+            "--port=0", "--ServerApp.port_retries=0", "--no-browser", f"--IdentityProvider.token={self.token}",
+            # window.jupyterapp lets the test read the notebook's model; the page is otherwise the same.
+            "--expose-app-in-browser",
+        ]
+
+    def start(self):
+        autosave = self.home / "user-settings" / "@jupyterlab" / "docmanager-extension" / "plugin.jupyterlab-settings"
+        autosave.parent.mkdir(parents=True)
+        autosave.write_text(json.dumps({"autosave": False}))
+        env = self.environment()
+        with open(self.log_path, "wb") as log:
+            self.process = subprocess.Popen(
+                self.command(), cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        runtime = Path(env["JUPYTER_RUNTIME_DIR"])
+        deadline = time.monotonic() + START_TIMEOUT_S
+        # The server writes jpserver-<pid>.json once it listens; it names the port it was given.
+        info_path = runtime / f"jpserver-{self.process.pid}.json"
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"jupyter lab exited with {self.process.returncode}:\n{self.log_tail()}")
+            if info_path.exists():
+                try:
+                    info = json.loads(info_path.read_text())
+                except ValueError:  # caught half-written
+                    info = None
+                if info:
+                    assert info["hostname"] == "127.0.0.1", info
+                    self.url = info["url"].rstrip("/")
+                    return self
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"jupyter lab did not start within {START_TIMEOUT_S} s:\n{self.log_tail()}")
+
+    def stop(self):
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)  # the server shuts its kernels down on SIGTERM
+        try:
+            self.process.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(STOP_TIMEOUT_S)
+
+    def log_tail(self, lines=40):
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def page_url(self, workspace, path):
+        """A notebook in a workspace of its own, so nothing carries over from the previous lesson."""
+        return f"{self.url}/lab/workspaces/{workspace}/tree/{path}?token={self.token}"
+
+    def started_processes(self):
+        """Every live process the lab started (kernels, servers, their children), found by the marker, but the lab itself."""
+        found = []
+        for process in psutil.process_iter(["pid", "cmdline"]):
+            if process.pid == self.process.pid:
+                continue
+            try:
+                if process.environ().get(MARKER) == self.marker and process.status() != psutil.STATUS_ZOMBIE:
+                    found.append(process)
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                continue
+        return found
+
+    def kernels(self):
+        """The kernels the lab is running: its own children (a kernel the lab let go of counts as left behind)."""
+        found = []
+        try:
+            children = psutil.Process(self.process.pid).children()
+        except psutil.Error:
+            return found
+        for child in children:
+            try:
+                if "ipykernel" in " ".join(child.cmdline()) and child.status() != psutil.STATUS_ZOMBIE:
+                    found.append(child)
+            except psutil.Error:
+                continue
+        return found
+
+
+def describe(process):
+    """pid, command line and listening sockets, for a failure message."""
+    try:
+        listening = [f"{c.laddr.ip}:{c.laddr.port}" for c in process.net_connections("inet") if c.status == psutil.CONN_LISTEN]
+        return f"pid {process.pid} {' '.join(process.cmdline()[:4])} listening on {listening or 'nothing'}"
+    except psutil.Error:
+        return f"pid {process.pid} (gone)"
+
+
+def runs_from_servers(cmdline):
+    """Whether a command line runs one of the lab's servers (a file under servers/)."""
+    return any("servers/" in part for part in cmdline or [])

@@ -1,0 +1,405 @@
+"""Every lesson run in JupyterLab in headless Chromium, as a student runs it: Run All, then the widgets, then Shut Down Kernel."""
+
+import base64
+import json
+import re
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from browser_figures import MATCH, title_score
+from browser_lab import Lab, describe, launch_chromium, missing_browser_tools, runs_from_servers
+
+from helpers import wait_until
+
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
+SCREENSHOTS = REPO / "build" / "browser"
+MISSING = missing_browser_tools()
+
+pytestmark = [pytest.mark.browser, pytest.mark.skipif(MISSING is not None, reason=f"browser test skipped: {MISSING}")]
+
+# Quick mode runs a lesson in about 15 s; these bounds only stop a hang.
+OPEN_TIMEOUT_S = 60
+RUN_ALL_TIMEOUT_S = 150
+STARTED_WITHIN_S = 10  # how soon a Run panel must show that its run has started
+GRACE_S = 1  # how long after a run ends a second, unwanted run would have shown itself
+PLAY_FRAMES = 3  # frames the Play animation must draw to count as playing
+SHUTDOWN_TIMEOUT_S = 20
+SETTLE_S = 5  # how long a lesson's servers may take to notice their kernel has gone
+LESSON_TIMEOUT_S = 240
+TRACEBACK = re.compile(r"Traceback \(most recent call last\)|^\w+(Error|Exception): ", re.MULTILINE)
+
+# Each code cell as the page shows it: the model's execution count and outputs, and what the DOM rendered.
+CELLS_JS = """() => {
+  const notebook = window.jupyterapp.shell.currentWidget.content;
+  const shown = element => {
+    for (let node = element; node && node !== notebook.node; node = node.parentElement) {
+      if (getComputedStyle(node).display === 'none') return false;
+    }
+    return true;
+  };
+  return notebook.widgets.filter(cell => cell.model.type === 'code').map(cell => {
+    const outputs = [];
+    for (let i = 0; i < cell.model.outputs.length; i++) outputs.push(cell.model.outputs.get(i).toJSON());
+    const images = [...cell.node.querySelectorAll('.jp-RenderedImage img')];
+    const allImages = [...cell.node.querySelectorAll('.jp-OutputArea img')];
+    return {
+      count: cell.model.executionCount,
+      source: cell.model.sharedModel.getSource().slice(0, 80),
+      errors: outputs.filter(o => o.output_type === 'error').map(o => `${o.ename}: ${o.evalue}`),
+      stderr: outputs.filter(o => o.output_type === 'stream' && o.name === 'stderr')
+                     .map(o => Array.isArray(o.text) ? o.text.join('') : o.text).join(''),
+      figures: outputs.filter(o => o.data && Object.keys(o.data).some(m => m.startsWith('image/'))).length,
+      figuresRendered: images.filter(img => img.complete && img.naturalWidth > 0).length,
+      widgets: outputs.filter(o => o.data && 'application/vnd.jupyter.widget-view+json' in o.data).length,
+      widgetsRendered: [...cell.node.querySelectorAll('.jp-OutputArea-output')]
+                         .filter(node => node.querySelector(':scope > .jupyter-widgets, .jupyter-widgets')).length,
+      widgetTrouble: (cell.node.querySelector('.jp-OutputArea') || {innerText: ''}).innerText
+                       .match(/Error displaying widget|Loading widget\\.\\.\\.|model not found/g) || [],
+      brokenImages: allImages.filter(img => shown(img) && img.complete && img.naturalWidth === 0).length,
+    };
+  });
+}"""
+
+IDLE_JS = """() => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  const kernel = panel.sessionContext.session?.kernel;
+  const prompts = [...panel.content.node.querySelectorAll('.jp-InputPrompt')].map(p => p.textContent);
+  return kernel?.status === 'idle' && !prompts.some(p => p.includes('*'));
+}"""
+
+# Watches a widget for the test: every text its status shows, every frame its image shows.
+WATCH_JS = """([button, key]) => {
+  const panel = button.closest('.widget-vbox:has(img)');
+  const record = window.__iolab = window.__iolab || {};
+  const log = record[key] = {statuses: [], frames: 0};
+  const status = [...panel.querySelectorAll('.widget-html-content')].pop();
+  if (status) new MutationObserver(() => log.statuses.push(status.innerText))
+                .observe(status, {childList: true, subtree: true, characterData: true});
+  const image = panel.querySelector('img');
+  new MutationObserver(() => log.frames++).observe(image, {attributes: true, attributeFilter: ['src']});
+  const sliders = {};
+  for (const slider of panel.querySelectorAll('.widget-slider')) {
+    sliders[slider.querySelector('.widget-label').innerText.trim()] =
+      Number(slider.querySelector('.widget-readout').innerText);
+  }
+  const select = panel.querySelector('select');
+  return {sliders, modes: select ? [...select.options].map(o => o.value) : []};
+}"""
+
+IMAGE_BYTES_JS = """async image => {
+  const bytes = new Uint8Array(await (await fetch(image.src)).arrayBuffer());
+  let text = '';
+  for (const byte of bytes) text += String.fromCharCode(byte);
+  return btoa(text);
+}"""
+
+
+class ServerWatch(threading.Thread):
+    """Notes every server (a process run from servers/) that the lab's kernels start, and its listening sockets."""
+
+    def __init__(self, lab):
+        super().__init__(daemon=True)
+        self.lab = lab
+        self.seen = {}
+        self.stopping = threading.Event()
+
+    def run(self):
+        lab = psutil.Process(self.lab.process.pid)
+        while not self.stopping.wait(0.2):
+            try:
+                descendants = lab.children(recursive=True)
+            except psutil.Error:
+                continue
+            for process in descendants:
+                try:
+                    if process.pid not in self.seen and runs_from_servers(process.cmdline()):
+                        self.seen[process.pid] = describe(process)
+                except psutil.Error:
+                    continue
+
+    def stop(self):
+        self.stopping.set()
+        self.join()
+
+
+class LessonInBrowser:
+    """One lesson open in its own workspace; each step records what went wrong instead of stopping at the first."""
+
+    def __init__(self, page, lab, path, screenshots=SCREENSHOTS):
+        self.page = page
+        self.lab = lab
+        self.path = path
+        self.screenshots = screenshots
+        self.problems = []
+        self.timings = {}
+
+    def fail(self, message):
+        self.problems.append(message)
+
+    def open(self):
+        began = time.monotonic()
+        self.page.goto(self.lab.page_url(self.path.stem, self.path.relative_to(REPO).as_posix()))
+        self.page.wait_for_function(
+            "() => window.jupyterapp?.shell.currentWidget?.sessionContext?.session?.kernel?.status === 'idle'",
+            timeout=OPEN_TIMEOUT_S * 1000,
+        )
+        self.timings["open"] = time.monotonic() - began
+
+    def menu(self, menu, item):
+        self.page.locator("#jp-MainMenu .lm-MenuBar-itemLabel", has_text=re.compile(f"^{menu}$")).click()
+        self.page.locator(".lm-Menu-itemLabel", has_text=re.compile(f"^{re.escape(item)}$")).click()
+
+    def run_all(self):
+        began = time.monotonic()
+        self.menu("Run", "Run All Cells")
+        deadline = began + RUN_ALL_TIMEOUT_S
+        idle_polls = 0
+        while idle_polls < 2:  # idle on two polls in a row: not just between two cells
+            if time.monotonic() > deadline:
+                raise AssertionError(f"Run All Cells still running after {RUN_ALL_TIMEOUT_S} s")
+            idle_polls = idle_polls + 1 if self.page.evaluate(IDLE_JS) else 0
+            time.sleep(0.5)
+        self.timings["run all"] = time.monotonic() - began
+
+    def check_cells(self):
+        cells = self.page.evaluate(CELLS_JS)
+        assert cells, "no code cells found in the page"
+        for number, cell in enumerate(cells, 1):
+            where = f"code cell {number} ({cell['source'].splitlines()[0] if cell['source'] else 'empty'!r})"
+            if cell["count"] is None:
+                self.fail(f"{where} did not run")
+            for error in cell["errors"]:
+                self.fail(f"{where} raised {error}")
+            if TRACEBACK.search(cell["stderr"]):
+                self.fail(f"{where} printed a traceback on stderr:\n{cell['stderr'][-600:]}")
+            if cell["figuresRendered"] < cell["figures"]:
+                self.fail(f"{where}: {cell['figures']} figures, {cell['figuresRendered']} rendered as images")
+            if cell["widgetsRendered"] < cell["widgets"] or cell["widgetTrouble"]:
+                self.fail(f"{where}: {cell['widgets']} widgets, {cell['widgetsRendered']} rendered {cell['widgetTrouble']}")
+            if cell["brokenImages"]:
+                self.fail(f"{where} shows {cell['brokenImages']} broken-image icons")
+        self.timings["cells"] = len(cells)
+        return cells
+
+    def check_no_news_prompt(self):
+        toasts = self.page.locator(".Toastify__toast").all_inner_texts()
+        if any("news" in toast.lower() for toast in toasts):
+            self.fail(f"JupyterLab's news prompt is showing: {toasts}")
+
+    def check_play_animations(self):
+        """Each Play animation on show draws new frames when pressed."""
+        plays = [play for play in self.page.locator(".widget-play").all() if play.is_visible()]
+        for number, play in enumerate(plays, 1):
+            button = play.locator("button").first
+            button.scroll_into_view_if_needed()
+            self.page.evaluate(WATCH_JS, [button.element_handle(), f"play{number}"])
+            button.click()
+            try:
+                self.page.wait_for_function(
+                    f"() => window.__iolab.play{number}.frames >= {PLAY_FRAMES}", timeout=15_000
+                )
+            except Exception:
+                frames = self.page.evaluate(f"() => window.__iolab.play{number}.frames")
+                self.fail(f"Play animation {number} drew {frames} frames in 15 s after pressing play")
+            play.locator("button").nth(1).click()  # stop
+        self.timings["play animations"] = len(plays)
+
+    def check_run_panels(self):
+        """Each Run panel: a run in the mode picked last draws a new figure titled with that mode, once, in time."""
+        buttons = self.page.locator(".jupyter-widgets button.jupyter-button", has_text=re.compile(r"^\s*Run\s*$")).all()
+        for number, button in enumerate(buttons, 1):
+            self.check_run_panel(number, button)
+        self.timings["run panels"] = len(buttons)
+
+    def check_run_panel(self, number, button):
+        key = f"run{number}"
+        button.scroll_into_view_if_needed()
+        panel = button.locator("xpath=ancestor::div[contains(@class, 'widget-vbox')][.//img][1]")
+        image = panel.locator("img")
+        if image.is_visible() and image.evaluate("img => img.naturalWidth === 0"):
+            self.fail(f"Run panel {number} shows a broken image before its first run")
+        before = image.get_attribute("src")
+        state = self.page.evaluate(WATCH_JS, [button.element_handle(), key])
+        modes = state["modes"]
+        # Not the default mode: the figure's title then proves the menu reached the run.
+        mode = max(modes[1:], key=len) if len(modes) > 1 else (modes[0] if modes else None)
+        if mode:
+            panel.locator("select").select_option(mode)
+        sliders = state["sliders"]
+        # Every request waiting its full delay one after another, plus the half-minute a run allows for start-up.
+        bound_s = sliders.get("requests", 100) * sliders.get("delay_ms", 1000) / 1000 + 30
+        began = time.monotonic()
+        button.click()
+        try:
+            self.page.wait_for_function(
+                f"() => window.__iolab.{key}.statuses.some(s => s.trim().startsWith('running'))",
+                timeout=STARTED_WITHIN_S * 1000,
+            )
+        except Exception:
+            self.fail(f"Run panel {number}: pressing Run started nothing within {STARTED_WITHIN_S} s")
+            return
+        if not button.is_disabled():
+            self.fail(f"Run panel {number}: the Run button stays pressable while its run goes")
+        button.click(force=True)  # a student pressing Run again while it runs
+        try:
+            self.page.wait_for_function("b => !b.disabled", arg=button.element_handle(), timeout=bound_s * 1000)
+        except Exception:
+            self.fail(f"Run panel {number}: the run did not end within its bound of {bound_s:.0f} s")
+            return
+        took = time.monotonic() - began
+        time.sleep(GRACE_S)
+        log = self.page.evaluate(f"() => window.__iolab.{key}")
+        starts = sum(1 for status in log["statuses"] if status.strip().startswith("running"))
+        final = log["statuses"][-1] if log["statuses"] else ""
+        if starts != 1:
+            self.fail(f"Run panel {number}: pressing Run twice started {starts} runs (statuses {log['statuses']})")
+        if not final.startswith("done"):
+            self.fail(f"Run panel {number} ended with {final!r}")
+        if not image.is_visible() or image.get_attribute("src") == before or not log["frames"]:
+            self.fail(f"Run panel {number} shows no new figure after its run")
+            return
+        png = base64.b64decode(image.evaluate(IMAGE_BYTES_JS))
+        self.check_title(number, png, mode, modes)
+        self.timings[f"run panel {number} ({mode}, {log['frames']} frames)"] = took
+
+    def check_title(self, number, png, mode, modes):
+        if not mode:
+            return
+        score = title_score(png, mode)
+        if score < MATCH:
+            self.fail(f"Run panel {number}: the figure's title does not read {mode!r} (match {score:.2f} < {MATCH})")
+        for other in modes:
+            if other not in mode and (other_score := title_score(png, other)) >= score:
+                self.fail(f"Run panel {number}: the title reads {other!r} ({other_score:.2f}) as well as {mode!r} ({score:.2f})")
+
+    def screenshot(self):
+        """The whole notebook in one picture: the viewport made as tall as the notebook (at most 20000 px)."""
+        self.screenshots.mkdir(parents=True, exist_ok=True)
+        # The notebook scrolls inside the page: grow the page by what its scroller hides.
+        hidden = self.page.evaluate("""() => {
+          const scroller = window.jupyterapp.shell.currentWidget.content.node.querySelector('.jp-WindowedPanel-outer');
+          return scroller.scrollHeight - scroller.clientHeight;
+        }""")
+        self.page.set_viewport_size({"width": 1280, "height": min(900 + int(hidden), 20000)})
+        self.page.wait_for_timeout(500)
+        path = self.screenshots / f"{self.path.stem}.png"
+        self.page.screenshot(path=str(path))
+        self.page.set_viewport_size({"width": 1280, "height": 900})
+        return path
+
+    def shut_down_kernel(self):
+        """Kernel > Shut Down Kernel; returns the kernels still running after SHUTDOWN_TIMEOUT_S."""
+        self.menu("Kernel", "Shut Down Kernel")
+        confirm = self.page.locator(".jp-Dialog .jp-mod-accept")
+
+        def all_gone():
+            if confirm.count():  # should this JupyterLab ask first, the student says yes
+                confirm.first.click()
+            return not self.lab.kernels()
+
+        wait_until(all_gone, SHUTDOWN_TIMEOUT_S)
+        return self.lab.kernels()
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """One JupyterLab for every lesson; each lesson gets its own workspace and kernel."""
+    server = Lab(tmp_path_factory.mktemp("jupyter")).start()
+    yield server
+    server.stop()
+
+
+def run_in_browser(lab, path, screenshots=SCREENSHOTS):
+    """Open, run, check and shut down one notebook; returns the lesson's record and what outlived its kernel."""
+    from playwright.sync_api import sync_playwright
+
+    committed = path.read_bytes()
+    watch = ServerWatch(lab)
+    watch.start()
+    started = time.monotonic()
+    with sync_playwright() as playwright:
+        browser = launch_chromium(playwright)
+        launched = time.monotonic() - started
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            lesson = LessonInBrowser(page, lab, path, screenshots)
+            lesson.open()
+            lesson.run_all()
+            lesson.check_cells()
+            lesson.check_no_news_prompt()
+            lesson.check_play_animations()
+            lesson.check_run_panels()
+            began = time.monotonic()
+            lesson.screenshot()
+            lesson.timings["screenshot"] = time.monotonic() - began
+            kernels_left = [describe(kernel) for kernel in lesson.shut_down_kernel()]
+            lesson.timings["shutdown"] = time.monotonic() - began - lesson.timings["screenshot"]
+        finally:
+            browser.close()
+            watch.stop()
+            for kernel in lab.kernels():  # after a failure above: the kernel goes, whatever happened
+                kernel.kill()
+    began = time.monotonic()
+    wait_until(lambda: not lab.started_processes(), SETTLE_S)
+    left = lab.started_processes()
+    lesson.timings["settle"] = time.monotonic() - began
+    left_described = [describe(process) for process in left]
+    for process in left:
+        process.kill()
+    lesson.timings["browser start"] = launched
+    lesson.timings["total"] = time.monotonic() - started
+    print(f"{path.stem}: {lesson.timings}; servers started: {len(watch.seen)}")
+    assert path.read_bytes() == committed, f"{path.name} changed on disk: the browser test must never save a notebook"
+    assert not kernels_left, f"the kernel outlived Shut Down Kernel by {SHUTDOWN_TIMEOUT_S} s: {kernels_left}"
+    return lesson, left_described
+
+
+@pytest.mark.timeout(LESSON_TIMEOUT_S)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_lesson_runs_in_the_browser(lab, path):
+    lesson, left = run_in_browser(lab, path)
+    assert not left, f"{path.stem}: left after its kernel was shut down: {left}"
+    assert not lesson.problems, f"{path.stem}:\n- " + "\n- ".join(lesson.problems)
+
+
+BROKEN_CELLS = [
+    'print("this cell is fine")',
+    'import sys\nprint("Traceback (most recent call last):\\n  a failure printed by hand", file=sys.stderr)',
+    "import ipywidgets\nipywidgets.Image(format='png')  # no bytes: the broken-image icon",
+    "import time\nfrom iolab import controls\n\ndef failing_experiment(**options):\n    time.sleep(2)\n"
+    "    raise RuntimeError('no run today')\n\npanel = controls.run_panel(failing_experiment, requests=2, delay_ms=10)",
+    "1 / 0",
+    'print("never reached")',
+]
+
+
+@pytest.mark.timeout(LESSON_TIMEOUT_S)
+def test_the_checks_report_what_a_broken_notebook_shows(lab):
+    """The checks above can fail: a notebook that gets each thing wrong is reported for each."""
+    path = REPO / "build" / "browser-selftest" / "broken-lesson.ipynb"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    cells = [
+        {"cell_type": "code", "id": f"cell-{number}", "metadata": {}, "source": source, "outputs": [], "execution_count": None}
+        for number, source in enumerate(BROKEN_CELLS)
+    ]
+    kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    notebook = {"nbformat": 4, "nbformat_minor": 5, "metadata": {"kernelspec": kernelspec}, "cells": cells}
+    path.write_text(json.dumps(notebook))
+    lesson, left = run_in_browser(lab, path, screenshots=path.parent)
+    report = "\n".join(lesson.problems)
+    expected = [
+        "code cell 2 ('import sys') printed a traceback on stderr",
+        "code cell 3 ('import ipywidgets') shows 1 broken-image icons",
+        "Run panel 1 ended with 'run failed: RuntimeError: no run today'",
+        "Run panel 1 shows no new figure after its run",
+        "code cell 5 ('1 / 0') raised ZeroDivisionError: division by zero",
+        "code cell 6 ('print(\"never reached\")') did not run",
+    ]
+    missing = [line for line in expected if line not in report]
+    assert not missing, f"not reported: {missing}\nreported:\n{report}"
+    assert len(lesson.problems) == len(expected), report
+    assert not left, left
