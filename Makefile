@@ -37,8 +37,10 @@ $(VENV_STAMP): $(REQUIREMENTS)
 # Jupyter refuses to run as root unless told; containers and CI machines often are root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
+# The lab's own JupyterLab settings (jupyter/lab-settings/overrides.json: no news prompt), not the user's.
+# IOLAB_QUICK=1 make lab runs every lesson at its small sizes, for a demo in class.
 lab: $(VENV_STAMP)
-	$(BIN)/jupyter lab --ip=127.0.0.1 $(ALLOW_ROOT) $(LAB_ARGS) notebooks/00-start-here.ipynb
+	$(BIN)/jupyter lab --ip=127.0.0.1 $(ALLOW_ROOT) --LabApp.app_settings_dir=$(CURDIR)/jupyter/lab-settings $(LAB_ARGS) notebooks/00-start-here.ipynb
 
 test: $(VENV_STAMP)
 	$(BIN)/ruff check lib servers tests tools benchmarks

@@ -1,6 +1,7 @@
 """The project's set-up files agree with each other, and the notebooks follow the house rules (modules: test_layout.py)."""
 
 import ast
+import json
 import re
 import subprocess
 import sys
@@ -121,3 +122,60 @@ def test_ci_runs_the_readme_test_command():
     assert "set -euo pipefail" in text
     commands = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
     assert commands[-1] == readme_test_command(), f".ci/run ends with {commands[-1]!r}"
+
+
+LAB_SETTINGS = "jupyter/lab-settings"
+BINDER_BADGE = re.compile(
+    r"\[!\[Binder\]\(https://mybinder\.org/badge_logo\.svg\)\]"
+    r"\(https://mybinder\.org/v2/gh/(?P<repository>[\w.-]+/[\w.-]+)/(?P<ref>[\w./-]+)\?urlpath=(?P<urlpath>[^)\s]+)\)"
+)
+
+
+def make_lab_recipe():
+    """The command line of the Makefile's `lab` target."""
+    recipe = re.search(r"^lab:.*\n\t(.*)$", (REPO / "Makefile").read_text(), re.MULTILINE)
+    assert recipe, "Makefile has no `lab` target with a recipe"
+    return recipe.group(1)
+
+
+def start_notebook():
+    """The notebook `make lab` opens, relative to the repository."""
+    opened = re.findall(r"\bnotebooks/[\w.-]+\.ipynb\b", make_lab_recipe())
+    assert len(opened) == 1, f"make lab should open one notebook: {opened}"
+    return opened[0]
+
+
+def test_make_lab_opens_the_first_lesson_with_the_labs_own_settings():
+    assert start_notebook() == NOTEBOOKS[0].relative_to(REPO).as_posix()
+    assert f"--LabApp.app_settings_dir=$(CURDIR)/{LAB_SETTINGS}" in make_lab_recipe()
+    overrides = json.loads((REPO / LAB_SETTINGS / "overrides.json").read_text())
+    notification = overrides["@jupyterlab/apputils-extension:notification"]
+    assert notification["fetchNews"] == "false" and notification["checkForUpdates"] is False
+
+
+def test_binder_badge_the_repo2docker_image_and_the_start_notebook_agree():
+    readme = (REPO / "README.md").read_text()
+    badges = list(BINDER_BADGE.finditer(readme))
+    assert len(badges) == 1, "README.md needs exactly one Binder badge, [![Binder](...badge_logo.svg)](...v2/gh/ORG/REPO/REF?urlpath=...)"
+    badge = badges[0]
+    # One place names the repository: no other Binder or GitHub link in the README or binder/.
+    texts = [readme, *(path.read_text() for path in sorted((REPO / "binder").iterdir()) if path.is_file())]
+    links = [link for text in texts for link in re.findall(r"mybinder\.org/v2/\S+|github\.com/[\w.-]+/[\w.-]+", text)]
+    assert len(links) == 1, f"the repository should be named once, in the badge; found {links}"
+    # The badge opens JupyterLab at the notebook `make lab` opens.
+    assert badge["urlpath"] == f"lab/tree/{start_notebook()}"
+    assert any(line.startswith("jupyterlab==") for line in requirement_lines((REPO / "binder" / "requirements.txt").read_text()))
+
+    completed = subprocess.run(
+        [str(REPO2DOCKER), "--no-build", "."], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+    assert completed.returncode == 0, completed.stderr
+    dockerfile = completed.stdout
+    # lab/tree/ paths start at the repository: repo2docker puts it in the home directory JupyterLab starts in.
+    assert "ARG REPO_DIR=${HOME}" in dockerfile and "WORKDIR ${REPO_DIR}" in dockerfile
+    assert "COPY --chown=0:0 src/ ${REPO_DIR}/" in dockerfile
+    assert 'pip install --no-cache-dir -r "binder/requirements.txt"' in dockerfile
+    # postBuild copies the lab's settings into the image's JupyterLab, the file `make lab` points to.
+    assert "RUN ./binder/postBuild" in dockerfile
+    postbuild = (REPO / "binder" / "postBuild").read_text()
+    assert f"cp {LAB_SETTINGS}/overrides.json " in postbuild and "/settings/overrides.json" in postbuild
