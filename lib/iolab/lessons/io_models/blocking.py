@@ -5,8 +5,14 @@ from .trace import RECV_BYTES, Meter, Peer, Trace
 WHO_BLOCKS = {"wait": "application (asleep in recv)", "copy": "application (in recv)"}
 
 
+def read_blocking(sock):
+    """Model 1, bare: one call. The thread sleeps in it until the data has arrived and been copied into `data`."""
+    data = sock.recv(RECV_BYTES)
+    return data
+
+
 def run(delay_ms=200, payload_bytes=4096):
-    """Ask a peer for data with one blocking recv() and record where the time went."""
+    """read_blocking() with timestamps around its one call: ask a peer for data and record where the time went."""
     with Peer([delay_ms], payload_bytes) as peer:
         sock = peer.sockets[0]  # an ordinary socket: blocking, no timeout
         trace = Trace()

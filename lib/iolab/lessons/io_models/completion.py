@@ -35,8 +35,8 @@ class Completion:
 class EmulatedRing:
     """io_uring in miniature: submit_recv() returns at once; completions appear in a queue we peek at."""
 
-    def __init__(self, trace):
-        self.trace = trace
+    def __init__(self, trace=None):
+        self.trace = trace  # marks when the "kernel" found the data ready and had copied it, if given
         self.completions = collections.deque()  # append/popleft are atomic: our "completion ring"
         self.kernel_threads = []
 
@@ -50,9 +50,9 @@ class EmulatedRing:
         poller = select.poll()
         poller.register(sock, select.POLLIN)
         poller.poll()
-        ready = self.trace.mark("kernel", "ready", "data ready")
+        ready = self.trace.mark("kernel", "ready", "data ready") if self.trace else None
         nbytes = sock.recv_into(buffer)  # copied straight into the buffer the application handed over
-        copied = self.trace.mark("kernel", "copied", f"{nbytes} bytes in the app's buffer")
+        copied = self.trace.mark("kernel", "copied", f"{nbytes} bytes in the app's buffer") if self.trace else None
         self.completions.append(Completion(user_data, nbytes, ready, copied))
 
     def peek(self):
@@ -64,8 +64,19 @@ class EmulatedRing:
             worker.join()
 
 
+def read_on_completion(sock, do_own_work):
+    """Model 5, bare: hand over a buffer, keep working, and find the data already in it when the completion comes."""
+    buffer = bytearray(RECV_BYTES)  # ours, but lent to the kernel until the completion says it is done
+    ring = EmulatedRing()
+    ring.submit_recv(sock, buffer, user_data="read #1")  # returns at once
+    while (done := ring.peek()) is None:
+        do_own_work()  # meanwhile the kernel waits for the data and copies it into `buffer`
+    ring.close()
+    return bytes(buffer[: done.nbytes])
+
+
 def run(delay_ms=200, payload_bytes=4096):
-    """Submit one read, keep working, and notice the completion when it is posted."""
+    """read_on_completion() traced: submit one read, keep working, and notice the completion when it is posted."""
     with Peer([delay_ms], payload_bytes) as peer:
         sock = peer.sockets[0]
         buffer = bytearray(RECV_BYTES)  # ours, but lent to the kernel until the completion says it is done

@@ -5,36 +5,23 @@ from iolab import checks
 from . import multiplexing, nonblocking
 
 
-class SignalBlocksWhen(checks.ChoiceExercise):
-    prompt = "In signal-driven IO, in which phase is the application blocked: 'wait', 'copy', 'both' or 'neither'?"
-    choices = {
-        "wait": "after fcntl(O_ASYNC) returns, the application carries on working; look at its lane in the timeline.",
-        "copy": "",
-        "both": "the wait costs the application nothing: the kernel interrupts it with SIGIO only once the data is there.",
-        "neither": "someone still has to call recv(), and that call blocks while the kernel copies: whose call is it?",
-    }
-    correct = "copy"
-    correct_text = "SIGIO only says 'ready'; the recv() that copies still runs on the application's thread."
-    hint_text = ["Find the hatched (blocked) part of the signal timeline's application lane.",
-                 "What does the signal handler call?"]
-    solution_text = ("'copy': the wait is the kernel's; the handler's recv() blocks for the copy. "
-                     "Only asynchronous IO frees both.")
+class BusyLoopCpu(checks.PredictThenMeasure):
+    prompt = ("The non-blocking program spins on recv() until its peer sends after `delay` ms. "
+              "Predict how many ms of CPU it demands (CPU time used, plus time queued for a CPU on a busy machine).")
+    rel_tol = 0.2
+    unit = "ms"
+    quantity = "the busy loop's CPU demand"
+    off_text = "Between EAGAINs the loop never sleeps: what does that make its CPU demand, compared to its waiting time?"
+    correct_text = "Every millisecond of waiting was a millisecond of a whole core, spent asking 'anything yet?'."
+    hint_text = ["How long does the loop run? Does it ever sleep?",
+                 "A thread that never sleeps wants a CPU for its whole wall-clock time."]
+    solution_text = "About `delay` ms: the loop never sleeps, so it wants a CPU for as long as it waits."
 
-
-class HighestSelectFd(checks.NumberExercise):
-    prompt = "What is the highest descriptor NUMBER select() can watch with glibc's fd_set?"
-    expected = 1023
-    rel_tol, abs_tol = 0.0, 0.0
-    mistakes = {
-        1024: "is FD_SETSIZE, the number of bits in an fd_set; bits are numbered from 0.",
-        1000: "is a round number, not a bitmap size: look at FD_SETSIZE.",
-    }
-    too_high_text = "that bit lies past the end of the fd_set bitmap."
-    too_low_text = "select() can go higher than that."
-    hint_text = ["An fd_set is a bitmap with one bit per descriptor number.",
-                 "It has FD_SETSIZE = 1024 bits. Which is the last?"]
-    solution_text = ("1023: bits 0..1023 of a 1024-bit fd_set. Descriptor 1024 raises ValueError in Python "
-                     "(memory corruption in C).")
+    def measure(self, delay_ms=200, payload_bytes=4096):
+        run = nonblocking.run(delay_ms, payload_bytes)
+        # A shared machine hands the spinning thread only part of a core; the rest it
+        # spends queued, still wanting one. Where the kernel does not say, count the CPU alone.
+        return run.cpu_ms + (run.queued_ms or 0.0)
 
 
 class MultiplexedWait(checks.PredictThenMeasure):
@@ -53,23 +40,36 @@ class MultiplexedWait(checks.PredictThenMeasure):
         return multiplexing.run(delay_ms, payload_bytes, peers=4, mechanism="epoll").wait_ms
 
 
-class BusyLoopCpu(checks.PredictThenMeasure):
-    prompt = ("The non-blocking program spins on recv() until its peer sends after `delay` ms. "
-              "Predict how many ms of CPU it demands (CPU time used, plus time queued for a CPU on a busy machine).")
-    rel_tol = 0.2
-    unit = "ms"
-    quantity = "the busy loop's CPU demand"
-    off_text = "Between EAGAINs the loop never sleeps: what does that make its CPU demand, compared to its waiting time?"
-    correct_text = "Every millisecond of waiting was a millisecond of a whole core, spent asking 'anything yet?'."
-    hint_text = ["How long does the loop run? Does it ever sleep?",
-                 "A thread that never sleeps wants a CPU for its whole wall-clock time."]
-    solution_text = "About `delay` ms: the loop never sleeps, so it wants a CPU for as long as it waits."
+class SignalBlocksWhen(checks.ChoiceExercise):
+    prompt = "In signal-driven IO, in which phase is the application blocked: 'wait', 'copy', 'both' or 'neither'?"
+    choices = {
+        "wait": "after fcntl(O_ASYNC) returns, the application carries on with its own work until the signal comes.",
+        "copy": "",
+        "both": "the wait costs the application nothing: the kernel interrupts it with SIGIO only once the data is there.",
+        "neither": "someone still has to call recv(), and that call blocks while the kernel copies: whose call is it?",
+    }
+    correct = "copy"
+    correct_text = "SIGIO only says 'ready'; the recv() that copies still runs on the application's thread."
+    hint_text = ["What does the application do between arming SIGIO and the signal's arrival?",
+                 "What does the signal handler call, and on whose thread?"]
+    solution_text = ("'copy': the wait is the kernel's; the handler's recv() blocks for the copy. "
+                     "Only asynchronous IO frees both.")
 
-    def measure(self, delay_ms=200, payload_bytes=4096):
-        run = nonblocking.run(delay_ms, payload_bytes)
-        # A shared machine hands the spinning thread only part of a core; the rest it
-        # spends queued, still wanting one. Where the kernel does not say, count the CPU alone.
-        return run.cpu_ms + (run.queued_ms or 0.0)
+
+class HighestSelectFd(checks.NumberExercise):
+    prompt = "What is the highest descriptor NUMBER select() can watch with glibc's fd_set?"
+    expected = 1023
+    rel_tol, abs_tol = 0.0, 0.0
+    mistakes = {
+        1024: "is FD_SETSIZE, the number of bits in an fd_set; bits are numbered from 0.",
+        1000: "is a round number, not a bitmap size: look at FD_SETSIZE.",
+    }
+    too_high_text = "that bit lies past the end of the fd_set bitmap."
+    too_low_text = "select() can go higher than that."
+    hint_text = ["An fd_set is a bitmap with one bit per descriptor number.",
+                 "It has FD_SETSIZE = 1024 bits. Which is the last?"]
+    solution_text = ("1023: bits 0..1023 of a 1024-bit fd_set. Descriptor 1024 raises ValueError in Python "
+                     "(memory corruption in C).")
 
 
 # q1, q2, ... in the order the notebook asks them, and statuses() for the results file.

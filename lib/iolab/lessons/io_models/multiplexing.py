@@ -7,6 +7,22 @@ from .trace import RECV_BYTES, Meter, Peer, Trace
 WHO_BLOCKS = {"wait": "application (asleep in select, for all sockets at once)", "copy": "application (in recv)"}
 
 
+def read_all(socks):
+    """Model 3, bare: one thread sleeps in select() for every socket at once, then reads the ones it names."""
+    for sock in socks:
+        sock.setblocking(False)  # readiness is a hint: should a recv() block after all, it returns EAGAIN instead
+    received, pending = {}, list(socks)
+    while pending:
+        readable, _, _ = select.select(pending, [], [])  # the thread sleeps here until at least one has data
+        for sock in readable:
+            try:
+                received[sock] = sock.recv(RECV_BYTES)
+            except BlockingIOError:
+                continue  # a false alarm: wait again
+            pending.remove(sock)
+    return [received[sock] for sock in socks]
+
+
 class SelectWaiter:
     """select(): every call hands the kernel the whole list, and the kernel scans all of it."""
 
@@ -63,7 +79,7 @@ WAITERS = {"select": SelectWaiter, "poll": PollWaiter, "epoll": EpollWaiter}
 
 
 def run(delay_ms=200, payload_bytes=4096, peers=4, mechanism="epoll"):
-    """Serve `peers` connections from one thread; the last peer sends after delay_ms, the others earlier."""
+    """read_all() traced, with a choice of waiter: serve `peers` connections from one thread; the last peer sends after delay_ms."""
     if mechanism == "epoll" and not hasattr(select, "epoll"):
         mechanism = "poll"  # epoll is Linux-only (BSD and macOS have kqueue instead)
     delays = [delay_ms * (index + 1) / peers for index in range(peers)]
@@ -84,7 +100,11 @@ def run(delay_ms=200, payload_bytes=4096, peers=4, mechanism="epoll"):
             trace.span("app", "blocked", asked, woke, f"asleep in {mechanism}()")
             for sock in ready:
                 start = trace.mark("app", "call", "recv()")
-                data = sock.recv(RECV_BYTES)
+                try:
+                    data = sock.recv(RECV_BYTES)
+                except BlockingIOError:  # readiness was a false alarm: wait again
+                    trace.mark("app", "eagain")
+                    continue
                 copied = trace.mark("app", "return", f"#{peer.sockets.index(sock)}: {len(data)} bytes")
                 copies.append((start, copied))
                 trace.span("app", "blocked", start, copied, "in recv()")

@@ -5,8 +5,18 @@ from .trace import RECV_BYTES, Meter, Peer, Trace
 WHO_BLOCKS = {"wait": "nobody: the application spins, asking again", "copy": "application (in recv)"}
 
 
+def read_nonblocking(sock):
+    """Model 2, bare: recv() never sleeps, so ask again and again until the data is there."""
+    sock.setblocking(False)  # O_NONBLOCK: recv() now returns at once, with data or with EAGAIN
+    while True:
+        try:
+            return sock.recv(RECV_BYTES)
+        except BlockingIOError:  # EAGAIN: "nothing yet, try again later" ... so we do, at once
+            pass
+
+
 def run(delay_ms=200, payload_bytes=4096):
-    """Poll a non-blocking socket in a tight loop; count the calls that came back empty."""
+    """read_nonblocking() with a timestamp on every call: poll in a tight loop and count the calls that came back empty."""
     with Peer([delay_ms], payload_bytes) as peer:
         sock = peer.sockets[0]
         sock.setblocking(False)  # O_NONBLOCK: recv() now returns at once, with data or with EAGAIN

@@ -63,10 +63,12 @@ class ModelRun:
     events: list
     spans: list
     notes: dict
+    # When the last peer called send(), after "go": its delay, or later if the machine kept the peer off a CPU.
+    last_sent_ms: float = 0.0
 
     def figures(self):
         """The headline numbers, rounded, for a results file."""
-        named = ("wait_ms", "asked_ms", "ready_ms", "copy_ms", "cpu_ms", "work_ms")
+        named = ("wait_ms", "asked_ms", "ready_ms", "last_sent_ms", "copy_ms", "cpu_ms", "work_ms")
         numbers = {name: round(getattr(self, name), 3) for name in named}
         queued = None if self.queued_ms is None else round(self.queued_ms, 3)
         return {**numbers, "queued_ms": queued, "calls": self.calls, "wakeups": self.wakeups, "delay_ms": self.delay_ms}
@@ -161,6 +163,7 @@ class Trace:
             events=sorted(self.events, key=lambda event: event.t_ms),
             spans=list(self.spans),
             notes=notes,
+            last_sent_ms=max(sent_ms) - go_ms,
         )
 
 
