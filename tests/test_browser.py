@@ -263,18 +263,20 @@ class LessonInBrowser:
             self.fail(f"Run panel {number} shows no new figure after its run")
             return
         png = base64.b64decode(image.evaluate(IMAGE_BYTES_JS))
-        self.check_title(number, png, mode, modes)
-        self.timings[f"run panel {number} ({mode}, {log['frames']} frames)"] = took
+        score = self.check_title(number, png, mode, modes)
+        self.timings[f"run panel {number}"] = f"{mode}: {took:.1f} s, {log['frames']} frames, title match {score:.2f}"
 
     def check_title(self, number, png, mode, modes):
+        """The title names the mode that ran, and reads as no other mode; returns how well it matched."""
         if not mode:
-            return
+            return float("nan")
         score = title_score(png, mode)
         if score < MATCH:
             self.fail(f"Run panel {number}: the figure's title does not read {mode!r} (match {score:.2f} < {MATCH})")
         for other in modes:
             if other not in mode and (other_score := title_score(png, other)) >= score:
                 self.fail(f"Run panel {number}: the title reads {other!r} ({other_score:.2f}) as well as {mode!r} ({score:.2f})")
+        return score
 
     def screenshot(self):
         """The whole notebook in one picture: the viewport made as tall as the notebook (at most 20000 px)."""
