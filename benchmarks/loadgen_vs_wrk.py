@@ -1,52 +1,138 @@
-"""How close the lab's own client comes to wrk against the same server, connections and duration."""
+"""How close the lab's fastest client comes to wrk against every hello-world server in the registry, in one run.
+
+For each server the registry has (servers that cannot start here are skipped,
+with the reason), with its default options: alternating rounds of wrk and of the
+lab's raw closed-loop client (uvloop, record="aggregate") with 1 and with 2
+client processes, same connections and duration. A run's throughput is the
+answers that came within the duration, divided by it, as wrk counts. Each
+figure is the median of its rounds; the lab's is its better process count. CPU
+seconds per second of the server's processes and of the client show which side
+was the bottleneck. The last line printed is JSON with a ratio per server.
+
+    .venv/bin/python benchmarks/loadgen_vs_wrk.py [--connections 50] [--duration 5] [--rounds 3] [--server NAME ...]
+"""
 
 import argparse
 import json
+import resource
 import statistics
+import sys
 
-from iolab import benchtools, load, servers
+import psutil
+
+from iolab import benchtools, load, registry, servers
+
+TIMEOUT_S = 10  # per request, the same for wrk and the lab
 
 
-def lab_rps(url, connections, duration_s, client):
-    result = load.run_load(url, requests=1_000_000, concurrency=connections, client=client,
-                           max_duration_s=duration_s, timeout_s=10)
-    assert result.errors == 0, f"{result.errors} errors from the {client} client"
-    return len(result.samples) / result.duration_s
+def children_cpu_s():
+    """CPU seconds of this process's finished children: wrk, or the lab's client processes, once reaped."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def tree_cpu_s(pid):
+    """CPU seconds of a server and its children so far (nginx and gunicorn have workers)."""
+    total = 0.0
+    root = psutil.Process(pid)
+    for process in [root, *root.children(recursive=True)]:
+        try:
+            times = process.cpu_times()
+            total += times.user + times.system + times.children_user + times.children_system
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+def measured(server, run):
+    """(rps, errors, server CPU per second, client CPU per second) of run(), which returns (answers, errors, seconds)."""
+    server_before, client_before = tree_cpu_s(server.pid), children_cpu_s()
+    answered, errors, seconds = run()
+    return answered / seconds, errors, (tree_cpu_s(server.pid) - server_before) / seconds, (children_cpu_s() - client_before) / seconds
+
+
+def wrk_run(url, connections, duration_s, threads):
+    report = benchtools.run_wrk(url, connections, duration_s, threads=threads, timeout_s=TIMEOUT_S)
+    return report["requests"], report["socket_errors"] + report["non_2xx"], duration_s
+
+
+def lab_run(url, connections, duration_s, processes):
+    result = load.run_load(url, requests=100_000_000, concurrency=connections, client="raw", processes=processes,
+                           max_duration_s=duration_s, timeout_s=TIMEOUT_S, record="aggregate")
+    answered_in_time = float(result.samples.completions_per_bin(duration_s, duration_s)[0])
+    return answered_in_time, sum(result.samples.error_kinds.values()), duration_s
+
+
+def compare(name, args):
+    figures = {"wrk": [], **{f"lab_p{p}": [] for p in args.processes}}
+    details = {key: [] for key in figures}
+    with servers.serve(name) as server:
+        url = server.url + "/"
+        for round_number in range(args.rounds):
+            runs = [("wrk", lambda: wrk_run(url, args.connections, args.duration, args.wrk_threads))]
+            runs += [(f"lab_p{p}", lambda p=p: lab_run(url, args.connections, args.duration, p)) for p in args.processes]
+            if round_number % 2:  # alternate who goes first: drift on a shared machine hits both alike
+                runs.reverse()
+            for key, run in runs:
+                rps, errors, server_cpu, client_cpu = measured(server, run)
+                figures[key].append(rps)
+                details[key].append((errors, server_cpu, client_cpu))
+            print(f"  {name} round {round_number + 1}: "
+                  + ", ".join(f"{key} {values[-1]:,.0f}" for key, values in figures.items()), file=sys.stderr, flush=True)
+        server.check()
+    medians = {key: statistics.median(values) for key, values in figures.items()}
+    best = max((key for key in medians if key != "wrk"), key=medians.get)
+    row = {"wrk_rps": round(medians["wrk"], 1), "lab_rps": round(medians[best], 1),
+           "ratio": round(medians[best] / medians["wrk"], 3) if medians["wrk"] else None,
+           "lab_processes": int(best.removeprefix("lab_p"))}
+    for key in figures:
+        errors, server_cpu, client_cpu = (statistics.median(column) for column in zip(*details[key]))
+        row[key] = {"rps": round(medians[key], 1), "errors": errors, "server_cpu": round(server_cpu, 2),
+                    "client_cpu": round(client_cpu, 2)}
+    return row
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--server", default="tornado_app")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--connections", type=int, default=50)
-    parser.add_argument("--duration", type=float, default=5.0, help="seconds per run")
-    parser.add_argument("--rounds", type=int, default=3, help="alternating wrk / lab runs; medians are reported")
-    parser.add_argument("--client", default="raw", choices=load.CLIENTS, help="the lab client compared with wrk")
-    parser.add_argument("--also", default="async", help="another lab client to report beside it ('' for none)")
+    parser.add_argument("--duration", type=int, default=5, help="seconds per run (wrk takes whole seconds)")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per server; medians are reported")
+    parser.add_argument("--processes", type=int, nargs="+", default=[1, 2], help="lab client processes to try")
+    parser.add_argument("--wrk-threads", type=int, default=1)
+    parser.add_argument("--server", nargs="*", help="only these servers (default: every one in the registry)")
     args = parser.parse_args()
+    if not 1 <= args.rounds <= 20:
+        parser.error(f"--rounds must be between 1 and 20, got {args.rounds}")
+    missing_wrk = benchtools.missing_reason("wrk")
+    if missing_wrk:
+        print(missing_wrk)
+        print(json.dumps({"skipped": missing_wrk}))
+        return
 
-    missing = benchtools.missing_reason("wrk")
-    figures = {"wrk": [], args.client: []} | ({args.also: []} if args.also else {})
-    with servers.serve(args.server) as server:
-        url = server.url + "/"
-        for round_number in range(args.rounds):
-            if not missing:
-                report = benchtools.run_wrk(url, args.connections, round(args.duration), threads=1)
-                figures["wrk"].append(report["rps"])
-            for client in [args.client] + ([args.also] if args.also else []):
-                figures[client].append(lab_rps(url, args.connections, args.duration, client))
-            print(f"round {round_number + 1}: " + ", ".join(f"{k} {v[-1]:.0f} req/s" for k, v in figures.items() if v))
-            server.check()
-    medians = {name: statistics.median(values) for name, values in figures.items() if values}
-    if missing:
-        print(missing)
-    lab, wrk = medians[args.client], medians.get("wrk")
-    summary = {"server": args.server, "client": args.client, "connections": args.connections,
-               "duration_s": args.duration, "lab_rps": round(lab, 1), "wrk_rps": wrk and round(wrk, 1),
-               "ratio": wrk and round(lab / wrk, 3)}
-    if args.also:
-        summary[f"{args.also}_rps"] = round(medians[args.also], 1)
-        summary[f"{args.also}_ratio"] = wrk and round(medians[args.also] / wrk, 3)
-    print(json.dumps(summary))
+    names = args.server or registry.names()
+    skipped = {name: registry.get(name).missing() for name in names if registry.get(name).missing()}
+    results = {}
+    for name in names:
+        if name in skipped:
+            print(f"{name:18} skipped: {skipped[name]}")
+            continue
+        try:
+            results[name] = compare(name, args)
+        except (servers.ServerError, RuntimeError, AssertionError) as error:
+            skipped[name] = f"failed: {error}"
+            print(f"{name:18} failed: {error}")
+            continue
+        row = results[name]
+        lab = row[f"lab_p{row['lab_processes']}"]
+        print(f"{name:18} wrk {row['wrk_rps']:9,.0f}  lab {row['lab_rps']:9,.0f} (p={row['lab_processes']})"
+              f"  ratio {row['ratio']}  server CPU {row['wrk']['server_cpu']:.2f} / {lab['server_cpu']:.2f}"
+              f"  client CPU {row['wrk']['client_cpu']:.2f} / {lab['client_cpu']:.2f}  errors {row['wrk']['errors']} / {lab['errors']}",
+              flush=True)
+    ratios = [row["ratio"] for row in results.values() if row["ratio"] is not None]
+    print(json.dumps({"connections": args.connections, "duration_s": args.duration, "rounds": args.rounds,
+                      "wrk_threads": args.wrk_threads, "lowest_ratio": min(ratios, default=None),
+                      "ratios": {name: row["ratio"] for name, row in results.items()},
+                      "servers": results, "skipped": skipped}))
 
 
 if __name__ == "__main__":

@@ -157,3 +157,56 @@ def test_the_file_limit_counts_every_connection_whatever_the_processes(monkeypat
         load.start_load("http://127.0.0.1:9/", requests=500, concurrency=250, processes=5, client="raw")
     assert "each of 5 client processes" in str(raised.value)
     load.LoadSpec("http://127.0.0.1:9/", requests=500, concurrency=200, processes=5, client="raw").validate()
+
+
+class Answers:
+    """An owner for http1.AnswerReader that keeps what it is handed."""
+
+    def __init__(self):
+        self.answers, self.errors = [], []
+
+    def answered(self, status, length, closes, body):
+        self.answers.append((status, length, closes, body))
+
+    def broken(self, error):
+        self.errors.append(str(error))
+
+
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", (200, 5, False)),
+        (b"HTTP/1.1 404 Not Found\r\ncontent-length: 3\r\nconnection: close\r\n\r\nno\n", (404, 3, True)),
+        (b"HTTP/1.1 200 OK\r\nConnection: Close\r\nContent-Length: 0\r\n\r\n", (200, 0, True)),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Note: not closed\r\n\r\nok", (200, 2, False)),
+        (b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok", (200, 2, True)),
+        (b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok", (200, 2, False)),
+    ],
+)
+def test_answers_are_cut_by_content_length_however_they_are_spelled(raw, expected):
+    from iolab.clients import http1
+
+    owner = Answers()
+    reader = http1.BodyKeepingReader(owner)
+    # Byte by byte, then two at once: an answer split anywhere, or sharing a read with the next, reads the same.
+    for i in range(len(raw)):
+        reader.data_received(raw[i : i + 1])
+    reader.data_received(raw + raw)
+    assert not owner.errors
+    assert [answer[:3] for answer in owner.answers] == [expected] * 3
+    assert owner.answers[0][3] == raw[len(raw) - expected[1]:]
+
+
+@pytest.mark.parametrize(
+    "raw, words",
+    [
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", "without Content-Length"),
+        (b"SSH-2.0-OpenSSH\r\nContent-Length: 0\r\n\r\n", "does not start with HTTP/1.x"),
+    ],
+)
+def test_what_is_not_an_answer_is_reported(raw, words):
+    from iolab.clients import http1
+
+    owner = Answers()
+    http1.AnswerReader(owner).data_received(raw)
+    assert owner.answers == [] and words in owner.errors[0]

@@ -20,21 +20,23 @@ CONTENT_LENGTH = (b"Content-Length:", b"content-length:")  # (the usual spelling
 CONNECTION = (b"Connection:", b"connection:")
 
 
-def _header(data, start, header_end, spellings):
-    """The value of a header between start and header_end, or None; `spellings` is (usual, lower case)."""
-    # The usual spelling first: lower-casing every head would cost more than the rest of the parse.
+def _slow_header(data, start, header_end, spellings, missing=None):
+    """The value of a header between start and header_end, however it is spelled; `missing` if there is none
+    (for Content-Length, an error)."""
     usual, name = spellings
-    at = data.find(usual, start, header_end)
+    head = data[start:header_end].lower()
+    at = head.find(b"\r\n" + name)
     if at < 0:
-        at = data.find(name, start, header_end)
-    if at < 0:
-        head = data[start:header_end].lower()
-        at = head.find(b"\r\n" + name)
-        if at < 0:
-            return None
-        data, start, header_end, at = head, 0, len(head), at + 2
-    line_end = data.find(b"\r\n", at, header_end)
-    return data[at + len(name) : line_end if line_end > 0 else header_end].strip()
+        if missing is None:
+            raise ProtocolError(f"an answer without {usual.decode().rstrip(':')}")
+        return missing
+    at += 2 + len(name)
+    line_end = head.find(b"\r\n", at)
+    return head[at : line_end if line_end > 0 else len(head)].strip()
+
+
+def _closes(data, start, header_end):
+    return _slow_header(data, start, header_end, CONNECTION, b"").lower() == b"close"
 
 
 class AnswerReader(asyncio.Protocol):
@@ -49,6 +51,7 @@ class AnswerReader(asyncio.Protocol):
 
     def __init__(self, owner):
         self.owner = owner
+        self.answered = owner.answered
         self.transport = None
         self.buffer = b""
 
@@ -56,29 +59,37 @@ class AnswerReader(asyncio.Protocol):
         self.transport = transport
 
     def data_received(self, data):
+        # The hot path of every raw client: a few searches per answer, every other case in _slow_header.
         if self.buffer:
             data = self.buffer + data
+        find = data.find
         start = 0
         size = len(data)
         try:
             while start < size:
-                header_end = data.find(HEADER_END, start)
+                header_end = find(b"\r\n\r\n", start)
                 if header_end < 0:
                     break
-                length = _header(data, start, header_end, CONTENT_LENGTH)
-                if length is None:
-                    raise ProtocolError("an answer without Content-Length")
+                at = find(b"\r\nContent-Length: ", start, header_end)
+                if at >= 0:
+                    length = int(data[at + 18 : find(b"\r", at + 18, header_end + 1)])
+                else:
+                    length = int(_slow_header(data, start, header_end, CONTENT_LENGTH))
                 body_start = header_end + 4
-                body_end = body_start + int(length)
+                body_end = body_start + length
                 if body_end > size:
                     break
-                if data[start : start + 5] != b"HTTP/":
-                    raise ProtocolError(f"an answer that does not start with HTTP/: {data[start:start + 20]!r}")
-                status = int(data[start + 9 : start + 12])
-                connection = _header(data, start, header_end, CONNECTION)
-                # Without a Connection header, HTTP/1.0 closes after the answer and HTTP/1.1 keeps the connection.
-                closes = data[start + 5 : start + 8] == b"1.0" if connection is None else connection.lower() == b"close"
-                self.owner.answered(status, body_end - body_start, closes, data[body_start:body_end] if self.keep_bodies else None)
+                if data.startswith(b"HTTP/1.1 ", start):
+                    # HTTP/1.1 keeps the connection unless the answer says close: rare, so looked for by one search.
+                    closes = find(b"lose", start, header_end) >= 0 and _closes(data, start, header_end)
+                elif data.startswith(b"HTTP/1.0 ", start):
+                    closes = _slow_header(data, start, header_end, CONNECTION, b"").lower() != b"keep-alive"
+                else:
+                    raise ProtocolError(f"an answer that does not start with HTTP/1.x: {data[start:start + 20]!r}")
+                self.answered(
+                    int(data[start + 9 : start + 12]), length, closes,
+                    data[body_start:body_end] if self.keep_bodies else None,
+                )
                 start = body_end
         except (ProtocolError, ValueError) as error:
             self.buffer = b""
