@@ -6,7 +6,6 @@ timeouts are found by one sweep over the users a few times per timeout.
 """
 
 import asyncio
-import time
 from urllib.parse import urlsplit
 
 from . import http1
@@ -112,11 +111,11 @@ class User:
     def answered(self, status, length, closes, body):
         run = self.run
         recorder = run.recorder
-        now = time.perf_counter() - recorder.time_zero
         start = self.start
-        if start is None:
+        if start is None or self.reader is None:
             self.broken(http1.ProtocolError("an answer to a request never sent"))
             return
+        now = self.reader.read_at - recorder.time_zero
         recorder.add(start, start, now, status, length, NO_ERROR, self.number, self.connection)
         recorder.in_flight -= 1
         self.start = None

@@ -1,6 +1,7 @@
 """HTTP/1.1 for the raw clients: the bytes of a GET, and a protocol that cuts what it receives into answers by Content-Length."""
 
 import asyncio
+import time
 from urllib.parse import urlsplit
 
 from .errors import ProtocolError
@@ -54,12 +55,14 @@ class AnswerReader(asyncio.Protocol):
         self.answered = owner.answered
         self.transport = None
         self.buffer = b""
+        self.read_at = 0.0  # time.perf_counter() when the bytes being parsed arrived: the answers' end time
 
     def connection_made(self, transport):
         self.transport = transport
 
     def data_received(self, data):
         # The hot path of every raw client: a few searches per answer, every other case in _slow_header.
+        self.read_at = time.perf_counter()
         if self.buffer:
             data = self.buffer + data
         find = data.find

@@ -67,6 +67,7 @@ class Pipeline:
         paths = spec.get("pipeline_paths") or [None]
         self.requests_by_path = [http1.get_request(spec["url"], True, path) for path in paths]
         self.depth = spec["pipeline_depth"]
+        self._batches = {}  # (position in the cycle of paths, count) -> the bytes of that batch
         self.requests = share["requests"]
         self.issued = 0
         self.max_duration_s = spec["max_duration_s"]
@@ -87,8 +88,12 @@ class Pipeline:
 
     def batch(self, first, count):
         """The bytes of `count` requests, the first of them number `first` in the cycle of paths."""
-        cycle = self.requests_by_path
-        return b"".join(cycle[(first + i) % len(cycle)] for i in range(count))
+        key = (first % len(self.requests_by_path), count)
+        payload = self._batches.get(key)
+        if payload is None:
+            cycle = self.requests_by_path
+            payload = self._batches[key] = b"".join(cycle[(first + i) % len(cycle)] for i in range(count))
+        return payload
 
     def stopped(self):
         self.active -= 1
@@ -172,10 +177,10 @@ class PipelinedConnection:
     def answered(self, status, length, closes, body):
         run = self.run
         recorder = run.recorder
-        now = recorder.now()
-        if not self.waiting:
+        if not self.waiting or self.reader is None:
             self.broken(http1.ProtocolError("an answer to a request never sent"))
             return
+        now = self.reader.read_at - recorder.time_zero
         position = self.waiting.popleft()
         error = NO_ERROR
         if run.expected is not None:
