@@ -59,7 +59,10 @@ class Recorder:
         """Tell the parent this process is set up, then sleep until the run's time zero (event loops)."""
         self._ready()
         self.time_zero = await asyncio.wrap_future(self.go)
-        await asyncio.sleep(max(0.0, self.time_zero - time.perf_counter()))
+        # An event loop's timer may fire up to a millisecond early (libuv counts whole milliseconds): sleep the last
+        # bit blocking, so that no request leaves before time zero.
+        await asyncio.sleep(max(0.0, self.time_zero - time.perf_counter() - 0.002))
+        time.sleep(max(0.0, self.time_zero - time.perf_counter()))
 
     def flush(self):
         with self._lock:
