@@ -79,8 +79,12 @@ def test_a_server_that_keeps_up_keeps_the_schedule(tornado):
     )
     assert result.errors == 0 and len(result.samples) == REQUESTS
     service_s = median([s.latency for s in result.samples])
-    # Waits overlap and 10 connections are more than the ~2 outstanding that Little's law predicts: nobody waits.
-    assert max(s.send_lag for s in result.samples) < service_s / 2
+    lags = sorted(s.send_lag for s in result.samples)
+    # Waits overlap, and 10 connections are more than the rate x service = 2 outstanding that Little's law predicts:
+    # no request waits for a connection, so none leaves a service time late (a loaded machine may delay a few
+    # sends, never most of them), and none leaves early, as a closed loop of 10 users would.
+    assert lags[0] >= 0, "a request left before its intended time"
+    assert median(lags) < service_s / 10 and lags[-1] < service_s, (median(lags), lags[-1], service_s)
     _, in_flight = metrics.in_flight_over_time(result.samples, step_s=0.005)
     assert max(in_flight) <= 10
 
