@@ -130,6 +130,7 @@ def test_a_client_that_cannot_start_ends_the_run_with_its_reason(monkeypatch, tm
         ({"loop": "open", "rate_rps": 10, "schedule": "weekly"}, ["schedule must be one of", "'weekly'"]),
         ({"loop": "open", "rate_rps": 10, "client": "async"}, ["client must be 'raw' for the open loop"]),
         ({"rate_rps": 10}, ["rate_rps is for the open loop only"]),
+        ({"loop": "open", "rate_rps": 10, "schedule": "poisson", "seed": "lucky"}, ["seed must be a whole number", "'lucky'"]),
         ({"loop": "pipelined"}, ["pipeline_depth is required"]),
         ({"loop": "pipelined", "pipeline_depth": 0}, ["pipeline_depth must be between 1 and", "got 0"]),
         ({"loop": "pipelined", "pipeline_depth": 4, "keep_alive": False}, ["keep_alive must be True for a pipelined run"]),

@@ -21,10 +21,10 @@ from urllib.parse import urlsplit
 
 import requests
 
+from . import usage
 from .clients import wire
 from .clients.aggregate import Aggregate
 from .clients.process import EVENT_LOOPS, split
-from . import usage
 from .contract import check_loopback
 
 LIMITS = {
@@ -201,6 +201,8 @@ class LoadSpec:
                 raise LoadParameterError("rate_rps is required for the open loop: how many requests per second to send")
             _check_range("rate_rps", self.rate_rps, *RATE_LIMITS)
             _check_choice("schedule", self.schedule, SCHEDULES)
+            if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int)):
+                raise LoadParameterError(f"seed must be a whole number (or None for fresh arrivals), got {self.seed!r}")
         elif self.rate_rps is not None:
             raise LoadParameterError(f"rate_rps is for the open loop only, got {self.rate_rps!r} with loop={self.loop!r}")
         if self.loop == "pipelined":
