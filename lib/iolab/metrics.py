@@ -5,6 +5,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from .clients.aggregate import Aggregate, SortedLatenciesMs
+from .usage import per_run_figures
 
 AB_PERCENTAGES = (50, 66, 75, 80, 90, 95, 98, 99, 100)
 
@@ -32,6 +33,18 @@ class Summary:
     ab_percentiles: dict = field(default_factory=dict)
     # Where latencies are measured from: "send" (when each request left) or "intended" (when its schedule meant it to).
     latency_from: str = "send"
+    # Mean requests in flight: the sum of latencies over the run's length, which is rps x mean latency. Little's law
+    # (L = X W) holds for it by construction, so comparing the two checks nothing; compare it with `concurrency`.
+    in_flight: float = math.nan
+    # Filled in when the server was measured (load.run_load(..., server=server)); see usage.per_run_figures.
+    server_cpu_s: float = math.nan  # CPU seconds of all the server's processes during the run
+    utilization: float = math.nan  # U: CPU seconds per second; over 1 when several cores work
+    demand_ms: float = math.nan  # D = U / X: CPU per request (the service demand law)
+    queued_ms: float = math.nan  # per request, how long the server's threads waited for a CPU (saturation)
+    client_demand_ms: float = math.nan  # the load client's CPU per request
+    client_queued_ms: float = math.nan  # and its wait for a CPU per request
+    lab_demand_ms: float = math.nan  # this notebook's CPU per request: reading the results, drawing
+    cores: int = 0  # CPUs the server may run on
 
     def as_dict(self, *keys):
         """The named figures (all of them by default), e.g. for a notebook's results JSON."""
@@ -83,11 +96,12 @@ def sorted_latencies_ms(samples, latency_from="send"):
     return sorted(sample.latency * 1000 for sample in samples)
 
 
-def summarize(result, latency_from="send"):
+def summarize(result, latency_from="send", usage=None):
     """Summarize a LoadResult (samples or aggregate alike). ab divides by every request it finished, failed or not; so do we.
 
     `latency_from="intended"` measures each latency from when the schedule meant
-    the request to leave, as an open loop's users would feel it.
+    the request to leave, as an open loop's users would feel it. `usage` (a
+    usage.RunUsage) defaults to the one the run measured, if it did.
     """
     samples = result.samples
     done = len(samples)
@@ -113,6 +127,8 @@ def summarize(result, latency_from="send"):
         ab_time_per_request_all_ms=per_request_ms,
         ab_percentiles=ab_percentile_table(latencies_ms),
         latency_from=latency_from,
+        in_flight=done * _mean(latencies_ms) / 1000 / total_s if done and total_s else math.nan,
+        **per_run_figures(usage if usage is not None else getattr(result, "usage", None), done, total_s),
     )
 
 

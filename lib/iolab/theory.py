@@ -1,0 +1,356 @@
+"""The operational laws of a closed system (Little, utilization, service demand, response time, asymptotic bounds) and mean-value analysis.
+
+A closed system here is the lab's load run: `users` clients, each sending its
+next request as soon as the last one is answered. Every request spends
+`delay_s` (Z) at a *delay centre*, where any number can wait at once without
+holding anything (a handler's timer), and `demand_s` (D) at a *queueing centre*
+with `servers` (k) servers: a CPU with that many cores, or a pool of that many
+threads that each hold a request until it is done. Throughput X is in requests
+per second, times in seconds. The vocabulary is that of Lazowska, Zahorjan,
+Graham and Sevcik, *Quantitative System Performance* (1984): chapter 3 for the
+laws, 5 for the bounds, 6 and 8 for mean-value analysis.
+"""
+
+import heapq
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+# asyncio rounds the timeout it gives epoll up to a whole millisecond, so a timer fires up to 1 ms late.
+TIMER_SLACK_S = 0.001
+
+
+def _positive(name, value):
+    if not value > 0:
+        raise ValueError(f"{name} must be positive, got {value!r}")
+
+
+def _at_least(name, value, low):
+    if not value >= low:
+        raise ValueError(f"{name} must be at least {low}, got {value!r}")
+
+
+def little(throughput, response_s):
+    """Little's law: L = X R, the mean number in a system is its throughput times the mean time spent in it.
+
+    It holds for any system over an interval that starts and ends empty. Computed
+    from one run's samples over that run's interval (L as the sum of latencies
+    divided by the run's length) it is an identity, not a check: both sides are
+    the same sum.
+    """
+    return throughput * response_s
+
+
+def utilization(throughput, demand_s, servers=1):
+    """The utilization law: U = X D, the busy fraction of a centre (divided by `servers`: per server).
+
+    With D in CPU seconds per request and X in requests per second, X D is CPU
+    seconds per second: on several cores it exceeds 1 unless divided by them.
+    """
+    return throughput * demand_s / servers
+
+
+def service_demand(utilization_, throughput):
+    """The service demand law: D = U / X, the time a centre spends on each request (CPU seconds per request)."""
+    _positive("throughput", throughput)
+    return utilization_ / throughput
+
+
+def response_time(users, throughput, delay_s=0.0):
+    """The interactive response-time law: R = N / X - Z, for N users who each spend Z at the delay centre.
+
+    ab's first "Time per request" line is this law with Z = 0: concurrency x
+    total time / requests = N / X. It is the mean latency only if all N users
+    were in the system the whole run; otherwise it overstates it.
+    """
+    _positive("throughput", throughput)
+    return users / throughput - delay_s
+
+
+def _bottleneck(demand_s, servers, bottleneck_s):
+    return demand_s / servers if bottleneck_s is None else bottleneck_s
+
+
+def optimistic_throughput(users, demand_s, delay_s=0.0, servers=1, bottleneck_s=None):
+    """Asymptotic bound, optimistic: X <= min(N / (Z + D), k / D).
+
+    N / (Z + D): nobody ever queues, so each cycle takes just its delay and its
+    demand. k / D: the k servers are busy all the time. With several centres
+    on the way (a server's CPU, then the client's), D is their sum and the
+    second term is 1 / D_max, `bottleneck_s` being the busiest centre's demand
+    per server.
+    """
+    _at_least("users", users, 1)
+    _positive("demand_s", demand_s)
+    return min(users / (delay_s + demand_s), 1 / _bottleneck(demand_s, servers, bottleneck_s))
+
+
+def pessimistic_throughput(users, demand_s, delay_s=0.0, servers=1):
+    """Asymptotic bound, pessimistic: X >= N / (Z + D + (N - 1) D / k); with one server, N / (Z + N D).
+
+    The worst a request can meet is all the other N - 1 at the centre ahead of
+    it. With one server it waits for all of their demand, (N - 1) D, then its
+    own. With k servers busy on them at once it waits at most (N - 1) D / k, the
+    k servers getting through the others' work at least k times as fast as one.
+    For equal demands served first come, first served that is a true bound (the
+    last of N arriving together leaves after ceil(N / k) D, at most
+    D + (N - 1) D / k); for very unequal demands it is the usual mean-value
+    approximation. With several centres in series, D is their sum.
+    """
+    _at_least("users", users, 1)
+    _positive("demand_s", demand_s)
+    return users / (delay_s + demand_s + (users - 1) * demand_s / servers)
+
+
+def in_step_throughput(users, path_s, turn_s, delay_s=0.0, servers=1):
+    """Users in step: X = N / (Z + D_path + (N - 1) D_turn / k).
+
+    What a closed loop does when all its users send together, round after
+    round: each request needs its own way through (D_path: the server's CPU,
+    the client's, the waits for a CPU) and then waits for one turn of the
+    bottleneck (D_turn, k of them at once) for each of the other N - 1 users
+    of its round. It is the pessimistic bound taken at the bottleneck alone, and
+    lies between the two asymptotic bounds. Users drift out of step over many
+    short rounds, and the throughput then climbs towards the optimistic bound.
+    """
+    _at_least("users", users, 1)
+    return users / (delay_s + path_s + (users - 1) * turn_s / servers)
+
+
+def knee(demand_s, delay_s=0.0, servers=1, bottleneck_s=None):
+    """The knee N* = (Z + D) / D x k: the population at which the two optimistic lines, N / (Z + D) and k / D, meet.
+
+    Below N* each added user adds throughput; past it the bottleneck is
+    saturated and each added user only makes everyone wait D / k longer. With
+    several centres it is (Z + D) / D_max.
+    """
+    _positive("demand_s", demand_s)
+    return (delay_s + demand_s) / _bottleneck(demand_s, servers, bottleneck_s)
+
+
+def optimistic_response(users, demand_s, delay_s=0.0, servers=1, bottleneck_s=None):
+    """The response-time bound that goes with the optimistic throughput: R >= max(D, N D_max - Z)."""
+    return max(demand_s, users * _bottleneck(demand_s, servers, bottleneck_s) - delay_s)
+
+
+def pessimistic_response(users, demand_s, servers=1):
+    """The response-time bound that goes with the pessimistic throughput: R <= D + (N - 1) D / k."""
+    return demand_s + (users - 1) * demand_s / servers
+
+
+@dataclass(frozen=True)
+class MvaPoint:
+    """Mean-value analysis at one population: throughput, response time at the centres (delay excluded), mean number there."""
+
+    users: int
+    throughput: float
+    response_s: float
+    queue: float
+
+
+def mva(users, demand_s, delay_s=0.0, servers=1):
+    """Exact mean-value analysis of the closed system for every population 1..users: a list of MvaPoint.
+
+    `demand_s` is one centre's demand, or a list of demands of single-server
+    centres that every request visits in turn (a server's CPU, then the
+    client's). With single servers it is Reiser and Lavenberg's recursion: an
+    arriving request finds the mean queue the system has with one user fewer
+    (the arrival theorem), so R_i(n) = D_i (1 + Q_i(n - 1)), X(n) = n / (Z + sum
+    R_i(n)), Q_i(n) = X(n) R_i(n). One centre with k servers is load-dependent
+    (it works at rate min(j, k) / D with j requests present), and the recursion
+    carries the probability of each j instead of the mean: exact load-dependent
+    MVA (Lazowska et al., section 8.2), no approximation.
+
+    MVA assumes requests arrive in random order, as if service times were
+    exponential. The lab's requests are far more regular, and a closed loop that
+    starts all its users together keeps them in step; so MVA is a prediction to
+    set beside the measurement, between the bounds, not a bound.
+    """
+    _at_least("users", users, 1)
+    _at_least("servers", servers, 1)
+    demands = list(demand_s) if isinstance(demand_s, (list, tuple)) else [demand_s]
+    for demand in demands:
+        _positive("demand_s", demand)
+    if servers == 1:
+        return _mva_single_servers(users, demands, delay_s)
+    if len(demands) != 1:
+        raise ValueError("servers > 1 is for one centre; give demand_s as one number")
+    return _mva_multi_server(users, demands[0], delay_s, servers)
+
+
+def _mva_single_servers(users, demands, delay_s):
+    points, queues = [], [0.0] * len(demands)
+    for n in range(1, users + 1):
+        responses = [demand * (1 + queue) for demand, queue in zip(demands, queues)]
+        throughput = n / (delay_s + sum(responses))
+        queues = [throughput * response for response in responses]
+        points.append(MvaPoint(n, throughput, sum(responses), sum(queues)))
+    return points
+
+
+def _mva_multi_server(users, demand_s, delay_s, servers):
+    # p[j] = P(j requests at the centre) with one user fewer; the j-th request present takes j / rate(j) on average.
+    present = np.arange(1, users + 1)
+    rate_per_demand = np.minimum(present, servers)
+    time_per = present * demand_s / rate_per_demand
+    p = np.zeros(users + 1)
+    p[0] = 1.0
+    points = []
+    for n in range(1, users + 1):
+        response = float(np.dot(time_per[:n], p[:n]))
+        # Rounding can carry X a hair past the k servers' capacity near saturation; it cannot truly pass it.
+        throughput = min(n / (delay_s + response), servers / demand_s)
+        response = n / throughput - delay_s
+        new = np.zeros(users + 1)
+        new[1 : n + 1] = throughput * demand_s / rate_per_demand[:n] * p[:n]
+        # The recursion loses precision near saturation: keep the probabilities within [0, 1], summing to 1.
+        new[0] = max(0.0, 1.0 - new[1 : n + 1].sum())
+        p = new / new.sum()
+        points.append(MvaPoint(n, throughput, response, throughput * response))
+    return points
+
+
+def mva_throughput(users, demand_s, delay_s=0.0, servers=1):
+    """MVA's throughput at exactly `users` users (see `mva`)."""
+    return mva(users, demand_s, delay_s, servers)[-1].throughput
+
+
+@dataclass(frozen=True)
+class Simulated:
+    """A simulated closed-loop run: every request's latency (in the order they reached the centre) and the run's length."""
+
+    latencies_s: list
+    duration_s: float
+
+    @property
+    def throughput(self):
+        return len(self.latencies_s) / self.duration_s
+
+    def percentile_s(self, fraction):
+        """Nearest-rank percentile, as metrics.percentile computes it for a measured run."""
+        ordered = sorted(self.latencies_s)
+        return ordered[min(len(ordered), max(1, math.ceil(fraction * len(ordered)))) - 1]
+
+
+def simulate(users, requests, demand_s, delay_s=0.0, servers=1):
+    """A closed loop of equal requests, simulated exactly: a Simulated with each request's latency and the run's length.
+
+    `users` start together; each request needs `demand_s` at a centre of
+    `servers` servers, first come first served, then `delay_s` at the delay
+    centre; each user sends its next request the moment it is answered, until
+    `requests` have been sent. With delay 0 and one server this is a blocking
+    server (demand = its wait plus its CPU): the first round's latencies climb
+    D, 2D, ... N D, and every later one is N D. It gives the percentiles the
+    asymptotic bounds cannot.
+    """
+    _at_least("users", users, 1)
+    _at_least("requests", requests, users)
+    _positive("demand_s", demand_s)
+    free = [0.0] * servers  # when each server is next free
+    ticket = itertools.count()
+    arrivals = [(0.0, next(ticket)) for _ in range(users)]  # (time the request reaches the centre, order)
+    heapq.heapify(arrivals)
+    sent, latencies, last = users, [], 0.0
+    sends = {}
+    while arrivals:
+        arrived, order = heapq.heappop(arrivals)
+        sends.setdefault(order, arrived)
+        server = min(range(servers), key=free.__getitem__)
+        finished = max(arrived, free[server]) + demand_s
+        free[server] = finished
+        done = finished + delay_s
+        latencies.append(done - sends.pop(order))
+        last = max(last, done)
+        if sent < requests:
+            sent += 1
+            heapq.heappush(arrivals, (done, next(ticket)))
+    return Simulated(latencies, last)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """What theory says about one closed-loop run, from the demands measured in it. Throughputs in req/s.
+
+    low_rps: the pessimistic bound over everything a request needs besides its
+    wait (the server's CPU and its waits for a CPU, the client's, a timer's
+    slack), as if every request waited for all the others at each step.
+    high_rps: the optimistic bound from the server alone (the client can only
+    slow things further): a request needs at least its wait and the server's
+    CPU, and the server's thread cannot be running, or ready and waiting for a
+    CPU, for more than the whole run. in_step_rps: what happens when the users
+    stay in step, arriving together each round and served one after another
+    (see in_step_throughput): the prediction the lessons set beside the
+    measurement. knee: where the server's thread saturates.
+    """
+
+    users: int
+    wait_s: float
+    demand_s: float
+    queued_s: float
+    path_s: float
+    blocking: bool
+    threads: int
+    low_rps: float
+    high_rps: float
+    in_step_rps: float
+    knee: float
+
+    def contains(self, rps, tolerance=0.02):
+        """True when `rps` lies in [low, high], widened by `tolerance` for the measuring's own error."""
+        return within(rps, self.low_rps, self.high_rps, tolerance)
+
+
+def predict(users, wait_s, demand_s, queued_s=0.0, path_s=None, blocking=False, threads=1, cores=None):
+    """The Prediction for `users` closed-loop users of handlers that wait `wait_s`; the server spends `demand_s` of CPU
+    on each request and waits `queued_s` for a CPU (its share of a busy machine).
+
+    blocking=False: the wait is a delay centre (an event loop's timer) and the
+    server's one thread is the queueing centre: Z = wait, D = demand, k = 1.
+    blocking=True: each of `threads` threads is held for the wait and the CPU:
+    Z = 0, D = wait + demand, k = threads; with `cores` the CPU's own bound,
+    cores / demand, applies too. `path_s` (default: demand + queued) is all a
+    request needs besides its wait, client included, for the pessimistic bound.
+    """
+    _at_least("users", users, 1)
+    _positive("demand_s", demand_s)
+    queued_s = 0.0 if queued_s is None or math.isnan(queued_s) else queued_s
+    busy_s = demand_s + queued_s  # the server's thread per request: running, or ready and waiting for a CPU
+    path_s = busy_s if path_s is None or math.isnan(path_s) else max(path_s, busy_s)
+    if blocking:
+        high = min(users / (wait_s + demand_s), threads / (wait_s + busy_s))
+        if cores:
+            high = min(high, cores / demand_s)
+        low = pessimistic_throughput(users, wait_s + path_s, servers=threads)
+        in_step = in_step_throughput(users, wait_s + path_s, wait_s + busy_s, servers=threads)
+        bend = knee(wait_s + busy_s, servers=threads)
+    else:
+        high = min(users / (wait_s + demand_s), 1 / busy_s)
+        low = pessimistic_throughput(users, path_s, wait_s + TIMER_SLACK_S)
+        in_step = in_step_throughput(users, path_s, busy_s, wait_s)
+        bend = knee(path_s, wait_s, bottleneck_s=busy_s)
+    return Prediction(users, wait_s, demand_s, queued_s, path_s, blocking, threads, low, high, in_step, bend)
+
+
+def predict_run(summary, wait_ms, blocking=False, threads=1):
+    """The Prediction for a measured run, from its Summary's demands (see usage.per_run_figures); NaN if unmeasured."""
+    demand_s = summary.demand_ms / 1000
+    if not demand_s > 0:
+        nan = math.nan
+        return Prediction(summary.concurrency, wait_ms / 1000, nan, nan, nan, blocking, threads, nan, nan, nan, nan)
+    path_ms = sum(
+        value for value in (summary.demand_ms, summary.queued_ms, summary.client_demand_ms, summary.client_queued_ms)
+        if not math.isnan(value)
+    )
+    return predict(
+        summary.concurrency, wait_ms / 1000, demand_s, summary.queued_ms / 1000, path_ms / 1000, blocking, threads,
+        summary.cores or None,
+    )
+
+
+def within(value, low, high, tolerance=0.0):
+    """True when `value` lies in [low (1 - tolerance), high (1 + tolerance)]; NaN is never within anything."""
+    if any(isinstance(x, float) and math.isnan(x) for x in (value, low, high)):
+        return False
+    return low * (1 - tolerance) <= value <= high * (1 + tolerance)

@@ -1,0 +1,311 @@
+"""The CPU a server's processes spent during a run, and the time they queued for one; measures, never draws."""
+
+import math
+import os
+import time
+from dataclasses import dataclass
+
+import psutil
+
+SNAPSHOT_ATTEMPTS = 5  # a process that exits mid-snapshot moves its CPU to its parent's counters: read again
+
+
+@dataclass(frozen=True)
+class TreeSnapshot:
+    """One reading of a process tree: cumulative CPU and CPU-queueing seconds, at `taken` (time.monotonic)."""
+
+    taken: float
+    cpu_s: float
+    queued_s: float
+    processes: int
+    threads: int
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What a server's processes used between two snapshots.
+
+    cpu_s: user + system CPU seconds of every process in the tree, including
+    children that exited and were reaped during the window.
+    queued_s: seconds its threads spent ready to run but waiting for a CPU
+    (the scheduler's run-queue delay): the CPU's saturation. Threads that
+    ended inside the window take their share with them, so it can undercount.
+    cores: the CPUs the server may run on (its affinity: 1 under `taskset -c 0`).
+    """
+
+    cpu_s: float
+    queued_s: float
+    wall_s: float
+    processes: int
+    threads: int
+    cores: int
+
+    @property
+    def cpu_share(self):
+        """Of the time the server wanted a CPU, the fraction it got one: 1.0 on an idle machine."""
+        wanted = self.cpu_s + self.queued_s
+        return self.cpu_s / wanted if wanted > 0 else 1.0
+
+
+def process_cpu_s(process):
+    """CPU seconds of one process, all its threads, dead ones included, to the nanosecond where Linux allows."""
+    try:
+        # Linux's per-process CPU clock: clockid = (~pid << 3) | CPUCLOCK_SCHED. /proc's ticks are 10 ms
+        # coarse, as large as a whole short run's CPU; this clock is exact.
+        return time.clock_gettime(((~process.pid) << 3) | 2)
+    except (OSError, OverflowError, AttributeError):
+        times = process.cpu_times()  # a zombie, or not Linux: clock ticks
+        return times.user + times.system
+
+
+def reaped_children_cpu_s(process):
+    """CPU seconds of the children this process has waited for (their time moves here when they are reaped)."""
+    times = process.cpu_times()
+    return getattr(times, "children_user", 0.0) + getattr(times, "children_system", 0.0)
+
+
+def queued_s(process):
+    """Seconds the process's live threads have waited on a run queue (Linux schedstat); 0 where unknown."""
+    total_ns = 0
+    try:
+        tids = os.listdir(f"/proc/{process.pid}/task")
+    except OSError:
+        return 0.0
+    for tid in tids:
+        try:
+            with open(f"/proc/{process.pid}/task/{tid}/schedstat") as schedstat:
+                total_ns += int(schedstat.read().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue  # the thread ended while we looked
+    return total_ns / 1e9
+
+
+def process_tree(root):
+    """The root, its descendants, and any process still in its process group (a child that was reparented)."""
+    tree = {root.pid: root}
+    tree.update({child.pid: child for child in root.children(recursive=True)})
+    try:
+        group = os.getpgid(root.pid)
+    except OSError:
+        return list(tree.values())
+    if group == root.pid:  # the launcher gives every server a group of its own; never scan a shared one
+        for process in psutil.process_iter():
+            try:
+                if process.pid not in tree and os.getpgid(process.pid) == group:
+                    tree[process.pid] = process
+            except (OSError, psutil.Error):
+                continue
+    return list(tree.values())
+
+
+def snapshot(pid):
+    """A TreeSnapshot of process `pid` and everything it started; psutil.NoSuchProcess if `pid` is gone."""
+    root = psutil.Process(pid)
+    for _ in range(SNAPSHOT_ATTEMPTS):
+        try:
+            processes = process_tree(root)
+            cpu = queued = 0.0
+            threads = 0
+            for process in processes:
+                cpu += process_cpu_s(process) + reaped_children_cpu_s(process)
+                queued += queued_s(process)
+                threads += process.num_threads()
+            return TreeSnapshot(time.monotonic(), cpu, queued, len(processes), threads)
+        except psutil.NoSuchProcess:
+            if not root.is_running():
+                raise
+            # A child exited while we read the tree: its CPU is now on its way to its parent. Read it all again.
+    raise RuntimeError(f"the processes under pid {pid} kept changing; could not read their CPU")
+
+
+def cores_of(pid):
+    """The CPUs process `pid` may run on (its affinity), or this machine's count where affinity is unknown."""
+    try:
+        return len(psutil.Process(pid).cpu_affinity())
+    except (AttributeError, psutil.Error):
+        return os.cpu_count() or 1
+
+
+class CpuMeter:
+    """Measures a server's process tree between start() and stop(): `with CpuMeter(server.pid) as meter: ...`."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.before = None
+        self.usage = None
+
+    def start(self):
+        self.before = snapshot(self.pid)
+        self.cores = cores_of(self.pid)
+        return self
+
+    def stop(self):
+        """Read the tree again and return the Usage since start(); NaN figures if the server died in between."""
+        if self.before is None:
+            raise RuntimeError("CpuMeter.stop() before start()")
+        if self.usage is not None:
+            return self.usage
+        try:
+            after = snapshot(self.pid)
+        except psutil.NoSuchProcess:
+            after = TreeSnapshot(time.monotonic(), math.nan, math.nan, 0, 0)
+        self.usage = Usage(
+            cpu_s=after.cpu_s - self.before.cpu_s,
+            queued_s=after.queued_s - self.before.queued_s,
+            wall_s=after.taken - self.before.taken,
+            processes=max(self.before.processes, after.processes),
+            threads=max(self.before.threads, after.threads),
+            cores=self.cores,
+        )
+        return self.usage
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def measure(server_or_pid):
+    """A started CpuMeter for a Server (or a pid): call .stop() for its Usage."""
+    return CpuMeter(getattr(server_or_pid, "pid", server_or_pid)).start()
+
+
+def _process_reading(pid):
+    """(CPU seconds, seconds queued for a CPU) of one live process, or None once it has exited."""
+    try:
+        process = psutil.Process(pid)
+        return process_cpu_s(process), queued_s(process)
+    except (psutil.Error, OSError):
+        return None
+
+
+@dataclass(frozen=True)
+class RunUsage:
+    """Where a load run's CPU went: the server's processes (None if not measured), the client processes, this process.
+
+    The clients are read when each says it is ready (imported, about to start)
+    and when it says it is done, so their start-up is left out. `lab_cpu_s` is
+    this notebook's own process over the run: reading the clients' reports,
+    and drawing a live dashboard if one was drawn.
+    """
+
+    server: Usage | None
+    client_cpu_s: float
+    client_queued_s: float
+    lab_cpu_s: float
+    wall_s: float
+    cores: int
+
+
+class RunMeter:
+    """Measures one load run; iolab.load drives it: start() at the run's go, client_frame() per frame, stop() at the end."""
+
+    def __init__(self, server_pid=None):
+        self.server = CpuMeter(server_pid) if server_pid is not None else None
+        self._clients = {}  # pid -> [reading at ready, latest reading]
+        self._lab_before = None
+        self._began = None
+        self.usage = None
+
+    def start(self):
+        if self.server is not None and self.server.before is None:
+            try:
+                self.server.start()
+            except (psutil.Error, OSError, RuntimeError):
+                self.server = None  # it died before the run (the run will say so): measuring must never stop a run
+        self._lab_before = time.process_time()
+        self._began = time.monotonic()
+        return self
+
+    def client_frame(self, pid, ready):
+        """A client process sent a frame: the first reading (ready) is its baseline, the last one counts."""
+        reading = _process_reading(pid)
+        if reading is None:
+            return
+        readings = self._clients.setdefault(pid, [None, None])
+        if ready or readings[0] is None:
+            readings[0] = reading
+        readings[1] = reading
+
+    def stop(self):
+        """The RunUsage of the run (once; later calls return the same)."""
+        if self.usage is not None:
+            return self.usage
+        if self._began is None:
+            self.start()
+        clients = [(last[0] - first[0], last[1] - first[1]) for first, last in self._clients.values() if first]
+        try:
+            server = self.server.stop() if self.server is not None else None
+        except (psutil.Error, OSError, RuntimeError):
+            server = None
+        self.usage = RunUsage(
+            server=server,
+            client_cpu_s=sum(cpu for cpu, _ in clients) if clients else math.nan,
+            client_queued_s=sum(queued for _, queued in clients) if clients else math.nan,
+            lab_cpu_s=time.process_time() - self._lab_before,
+            wall_s=time.monotonic() - self._began,
+            cores=self.server.cores if self.server is not None else cores_of(os.getpid()),
+        )
+        return self.usage
+
+
+def per_run_figures(run_usage, completed, duration_s):
+    """The figures metrics.Summary carries for a measured run: U, D and the rest, per the operational laws.
+
+    utilization: U = server CPU seconds / the run's seconds (the utilization law's U;
+    over 1 when several cores work). demand_ms: D = U / X = CPU seconds / requests
+    (the service demand law). queued_ms: the server's wait for a CPU per request.
+    client_demand_ms, client_queued_ms, lab_demand_ms: the same for the load
+    client and for this notebook.
+    """
+    nan = math.nan
+    figures = dict.fromkeys(
+        ("server_cpu_s", "utilization", "demand_ms", "queued_ms", "client_demand_ms", "client_queued_ms", "lab_demand_ms"),
+        nan,
+    )
+    if run_usage is None or not completed:
+        return figures | {"cores": 0}
+    server = run_usage.server
+    if server is not None:
+        figures.update(
+            server_cpu_s=server.cpu_s,
+            utilization=server.cpu_s / duration_s if duration_s else nan,
+            demand_ms=server.cpu_s / completed * 1000,
+            queued_ms=server.queued_s / completed * 1000,
+        )
+    figures.update(
+        client_demand_ms=run_usage.client_cpu_s / completed * 1000,
+        client_queued_ms=run_usage.client_queued_s / completed * 1000,
+        lab_demand_ms=run_usage.lab_cpu_s / completed * 1000,
+        cores=run_usage.cores,
+    )
+    return figures
+
+
+USE_HEADERS = (
+    "run",
+    "utilization: server CPU-s per s",
+    "per core",
+    "saturation: server's wait for a CPU, ms per request",
+    "in flight, mean (of users)",
+    "errors",
+    "D: server CPU per request, ms",
+    "client CPU per request, ms",
+    "this notebook's CPU per request, ms",
+)
+
+
+def use_table(summaries):
+    """(headers, rows) of a USE-method table (utilization, saturation, errors) for {name: metrics.Summary}.
+
+    One call away in a lesson: `display(tables.markdown(*usage.use_table({"async": summary})))`.
+    """
+    rows = []
+    for name, s in summaries.items():
+        per_core = s.utilization / s.cores if s.cores else math.nan
+        rows.append([
+            name, s.utilization, per_core, s.queued_ms, f"{s.in_flight:.3g} ({s.concurrency})", s.errors,
+            s.demand_ms, s.client_demand_ms, s.lab_demand_ms,
+        ])
+    return list(USE_HEADERS), rows

@@ -1,0 +1,103 @@
+"""The operational laws, bounds, knee, mean-value analysis and simulation, on cases whose answers are known by hand."""
+
+import math
+
+import pytest
+
+from iolab import theory
+
+
+def test_the_laws_are_the_textbook_formulas():
+    assert theory.little(40.0, 1.0) == 40.0
+    assert theory.utilization(1000, 0.0004) == pytest.approx(0.4)
+    assert theory.utilization(1000, 0.0004, servers=2) == pytest.approx(0.2)
+    assert theory.service_demand(0.4, 1000) == pytest.approx(0.0004)
+    # The article's sync run: ab's 40149 ms is the response-time law with Z = 0 (40 users / 0.9963 req/s).
+    assert theory.response_time(40, 200 / 200.7) == pytest.approx(40.14, rel=1e-3)
+    assert theory.response_time(40, 39.35, delay_s=1.0) == pytest.approx(40 / 39.35 - 1)
+    with pytest.raises(ValueError, match="throughput"):
+        theory.service_demand(0.5, 0)
+
+
+def test_bounds_for_one_server_match_the_article_and_the_knee():
+    # 40 users, 1 s waits, 0.4 ms of CPU each: the article's async run.
+    assert theory.optimistic_throughput(40, 0.0004, 1.0) == pytest.approx(40 / 1.0004)
+    assert theory.pessimistic_throughput(40, 0.0004, 1.0) == pytest.approx(40 / 1.016)
+    assert theory.knee(0.0004, 1.0) == pytest.approx(2501)
+    # Past the knee the optimistic bound is the CPU's, 1 / D.
+    assert theory.optimistic_throughput(5000, 0.0004, 1.0) == pytest.approx(2500)
+
+
+def test_k_servers_bounds_reduce_to_one_server_and_contain_the_exact_batch():
+    for users in (1, 2, 7, 40):
+        assert theory.pessimistic_throughput(users, 0.01, 0.1, servers=1) == pytest.approx(users / (0.1 + users * 0.01))
+    # N users arriving together at k servers of equal demand: the last leaves after ceil(N / k) D.
+    for users, servers in ((3, 2), (4, 2), (10, 3), (40, 4)):
+        worst = math.ceil(users / servers) * 0.01
+        assert theory.pessimistic_response(users, 0.01, servers) >= worst - 1e-12
+    assert theory.knee(0.01, 0.1, servers=4) == pytest.approx(44)
+    assert theory.optimistic_throughput(1000, 0.01, 0.1, servers=4) == pytest.approx(400)
+
+
+def test_bottleneck_form_for_several_centres():
+    # Server 0.4 ms then client 0.2 ms: the sum for one request's path, the server's alone for saturation.
+    assert theory.optimistic_throughput(1, 0.0006, 0.02, bottleneck_s=0.0004) == pytest.approx(1 / 0.0206)
+    assert theory.optimistic_throughput(10_000, 0.0006, 0.02, bottleneck_s=0.0004) == pytest.approx(2500)
+    assert theory.knee(0.0006, 0.02, bottleneck_s=0.0004) == pytest.approx(0.0206 / 0.0004)
+
+
+@pytest.mark.parametrize("servers", [1, 2, 4])
+def test_mva_lies_between_the_bounds_and_meets_them_at_the_ends(servers):
+    demand, delay = 0.01, 0.1
+    points = theory.mva(120, demand, delay, servers=servers)
+    for point in points:
+        low = theory.pessimistic_throughput(point.users, demand, delay, servers)
+        high = theory.optimistic_throughput(point.users, demand, delay, servers)
+        assert low * (1 - 1e-9) <= point.throughput <= high * (1 + 1e-9), point
+        # Little's law on the centre, inside the model: Q = X R.
+        assert point.queue == pytest.approx(point.throughput * point.response_s)
+    assert points[0].throughput == pytest.approx(1 / (delay + demand))
+    assert points[-1].throughput == pytest.approx(servers / demand, rel=0.01)
+
+
+def test_mva_with_one_server_equals_the_load_dependent_recursion_and_series_centres_add_up():
+    single = theory.mva(60, 0.01, 0.2)
+    multi = theory._mva_multi_server(60, 0.01, 0.2, 1)
+    assert [p.throughput for p in single] == pytest.approx([p.throughput for p in multi])
+    # One user through two centres in series takes the sum of their demands.
+    assert theory.mva(1, [0.004, 0.002], 0.02)[0].throughput == pytest.approx(1 / 0.026)
+    with pytest.raises(ValueError, match="one centre"):
+        theory.mva(5, [0.01, 0.01], servers=2)
+
+
+def test_simulated_blocking_server_gives_the_articles_mean_and_median():
+    run = theory.simulate(40, 200, 1.0)  # a blocking server: demand = the 1 s wait
+    assert run.duration_s == pytest.approx(200)
+    assert run.throughput == pytest.approx(1.0)
+    assert sum(run.latencies_s) / 200 == pytest.approx(36.1)  # the first round climbs 1..40 s, then 40 s each
+    assert run.percentile_s(0.5) == pytest.approx(40)
+    assert min(run.latencies_s) == pytest.approx(1)
+
+
+def test_simulated_event_loop_reaches_the_cpu_bound_past_the_knee():
+    run = theory.simulate(400, 4000, 0.0005, 0.02)
+    assert run.throughput == pytest.approx(2000, rel=0.02)
+    assert theory.simulate(1, 5, 0.0005, 0.02).throughput == pytest.approx(1 / 0.0205)
+
+
+def test_prediction_orders_its_bounds_and_the_in_step_estimate():
+    for users in (1, 5, 40, 200):
+        for blocking in (False, True):
+            p = theory.predict(users, 0.1, 0.0004, queued_s=0.0001, path_s=0.0012, blocking=blocking)
+            assert p.low_rps <= p.in_step_rps <= p.high_rps, p
+            assert p.contains(p.in_step_rps) and not p.contains(p.high_rps * 1.05)
+    blocking = theory.predict(40, 1.0, 0.0004, blocking=True)
+    assert blocking.high_rps == pytest.approx(1 / 1.0004) and blocking.knee == pytest.approx(1)
+    assert theory.predict(40, 1.0, 0.0004).in_step_rps == pytest.approx(40 / (1 + 40 * 0.0004))
+
+
+def test_within_treats_nan_as_outside():
+    assert theory.within(1.0, 0.9, 1.1)
+    assert theory.within(1.12, 0.9, 1.1, tolerance=0.02)
+    assert not theory.within(math.nan, 0.9, 1.1)
+    assert not theory.within(1.0, math.nan, 1.1)
