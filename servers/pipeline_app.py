@@ -126,6 +126,7 @@ class Wait:
 
 
 def answer(request, connection):
+    """The answer to one request: a route's, a 404, or the 400 of a request that broke the protocol."""
     if type(request) is BadRequest:
         return respond(request, request.status, f"{request.status} {request}\n")
     route = ROUTES.get(request.path)
@@ -203,7 +204,8 @@ async def serve(args, settings):
     server = await loop.create_server(lambda: PipelinedHTTP(settings), sock=listener)
     clock.keep_current(loop)
     stopping = asyncio.Event()
-    loop.add_signal_handler(signal.SIGTERM, stopping.set)
+    for signum in (signal.SIGTERM, signal.SIGINT):  # Ctrl-C in a terminal stops it as quietly as the launcher does
+        loop.add_signal_handler(signum, stopping.set)
     announce(*listener.getsockname()[:2])
     await stopping.wait()
     server.close()

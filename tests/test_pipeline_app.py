@@ -11,7 +11,7 @@ import psutil
 import pytest
 from test_servers import follows_contract
 
-from iolab import servers, syscalls, wrk_lua
+from iolab import load, metrics, servers, syscalls, wrk_lua
 from iolab.rawhttp import ResponseReader, get_request
 
 TIMEOUT_S = 10
@@ -101,6 +101,19 @@ def test_wrk_pipelining_16_deep_gets_every_answer_in_order(variant, tmp_path):
     assert report["socket_errors"] == 0, report["output"]
     assert report["checked"] == report["requests"] >= 10 * len(paths), report["output"]
     assert report["order_errors"] == 0, report["output"]
+
+
+@pytest.mark.parametrize("variant", VARIANTS[:2], ids=IDS[:2])
+def test_the_labs_pipelined_client_finds_every_answer_in_order(variant):
+    paths, _ = mixed_batch(16)
+    with start(variant) as server:
+        result = load.run_load(
+            server.url + "/", loop="pipelined", pipeline_depth=16, pipeline_paths=paths, requests=16 * 40,
+            concurrency=4, timeout_s=TIMEOUT_S,
+        )
+        server.check()
+    assert result.stop_reason == "completed" and len(result.samples) == 16 * 40
+    assert result.errors == 0, metrics.summarize(result).error_kinds  # "out of order" would be one of them
 
 
 def test_a_broken_request_is_answered_in_its_place_then_the_connection_closes():

@@ -27,6 +27,7 @@ class Hardening:
         transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)
 
     def after_writing(self):
+        """Close once every answer owed has gone; otherwise read only while this connection's bounds allow."""
         if self.closing and not self.blocked:
             self.transport.close()  # sends what is buffered first; requests after the close are dropped
             return
@@ -48,8 +49,8 @@ class Hardening:
             self.reading = True
 
     def pause_writing(self):
+        # Called from inside transport.write, in write_ready, whose after_writing then stops reading.
         self.client_not_reading = True
-        self.after_writing()
 
     def resume_writing(self):
         self.client_not_reading = False
