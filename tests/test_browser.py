@@ -281,13 +281,24 @@ class LessonInBrowser:
     def screenshot(self):
         """The whole notebook in one picture: the viewport made as tall as the notebook (at most 20000 px)."""
         self.screenshots.mkdir(parents=True, exist_ok=True)
-        # The notebook scrolls inside the page: grow the page by what its scroller hides.
-        hidden = self.page.evaluate("""() => {
-          const scroller = window.jupyterapp.shell.currentWidget.content.node.querySelector('.jp-WindowedPanel-outer');
-          return scroller.scrollHeight - scroller.clientHeight;
-        }""")
-        self.page.set_viewport_size({"width": 1280, "height": min(900 + int(hidden), 20000)})
-        self.page.wait_for_timeout(500)
+        # The notebook scrolls inside the page: grow the page by the part of its cells that does not fit (not by
+        # the scroller's scroll height, whose scroll-past-end space grows with the page), and show it from the top.
+        # Cells never shown have estimated heights until drawn, so grow again while something stays hidden.
+        height = 900
+        for _ in range(4):
+            hidden = self.page.evaluate("""() => {
+              const notebook = window.jupyterapp?.shell.currentWidget?.content?.node;
+              const scroller = notebook?.querySelector('.jp-WindowedPanel-outer');
+              const cells = scroller?.querySelector('.jp-WindowedPanel-viewport');
+              if (!cells) return 0;  // no notebook on the page (yet): the page as it is
+              scroller.scrollTop = 0;
+              return cells.offsetHeight - scroller.clientHeight;
+            }""")
+            if hidden <= 0 or height >= 20000:
+                break
+            height = min(height + int(hidden) + 40, 20000)
+            self.page.set_viewport_size({"width": 1280, "height": height})
+            self.page.wait_for_timeout(500)
         path = self.screenshots / f"{self.path.stem}.png"
         self.page.screenshot(path=str(path))
         self.page.set_viewport_size({"width": 1280, "height": 900})
@@ -326,20 +337,22 @@ def run_in_browser(lab, path, screenshots=SCREENSHOTS):
     with sync_playwright() as playwright:
         browser = launch_chromium(playwright)
         launched = time.monotonic() - started
+        lesson = LessonInBrowser(browser.new_page(viewport={"width": 1280, "height": 900}), lab, path, screenshots)
         try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            lesson = LessonInBrowser(page, lab, path, screenshots)
-            lesson.open()
-            lesson.run_all()
-            lesson.check_cells()
-            lesson.check_no_news_prompt()
-            lesson.check_play_animations()
-            lesson.check_run_panels()
+            try:
+                lesson.open()
+                lesson.run_all()
+                lesson.check_cells()
+                lesson.check_no_news_prompt()
+                lesson.check_play_animations()
+                lesson.check_run_panels()
+            finally:  # what the page shows, also when a step above gave up
+                began = time.monotonic()
+                lesson.screenshot()
+                lesson.timings["screenshot"] = time.monotonic() - began
             began = time.monotonic()
-            lesson.screenshot()
-            lesson.timings["screenshot"] = time.monotonic() - began
             kernels_left = [describe(kernel) for kernel in lesson.shut_down_kernel()]
-            lesson.timings["shutdown"] = time.monotonic() - began - lesson.timings["screenshot"]
+            lesson.timings["shutdown"] = time.monotonic() - began
         finally:
             browser.close()
             watch.stop()
