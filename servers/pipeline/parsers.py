@@ -79,7 +79,7 @@ def parse_head(head):
         raise BadRequest(400, f"target must start with '/', got {target[:80]!r}")
     if version != b"HTTP/1.1" and version != b"HTTP/1.0":
         raise BadRequest(400, f"version must be HTTP/1.1 or HTTP/1.0, got {version[:20]!r}")
-    connection, body_length = b"", 0
+    connection, body_length = b"", None
     for line in header_lines:
         name, colon, value = line.partition(b":")
         # No colon, an empty name, or space before the colon (a request-smuggling trick) are all refused.
@@ -94,13 +94,13 @@ def parse_head(head):
             raise BadRequest(501, "Transfer-Encoding is not supported; send the body with Content-Length")
     http10 = version == b"HTTP/1.0"
     # HTTP/1.1 keeps the connection unless told to close; HTTP/1.0 closes unless asked to keep it.
-    keep_alive = connection == b"keep-alive" if http10 else connection != b"close"
+    keep_alive = b"keep-alive" in connection if http10 else b"close" not in connection
     path, _, query = target.partition(b"?")
-    return Request(method, path, query, keep_alive), body_length
+    return Request(method, path, query, keep_alive), body_length or 0
 
 
 def parse_content_length(raw, earlier):
-    if not raw.isdigit() or earlier:
+    if not raw.isdigit() or earlier is not None:
         raise BadRequest(400, f"Content-Length must be one whole number of bytes, given once, got {raw[:40]!r}")
     length = int(raw)
     if length > MAX_BODY_BYTES:
