@@ -30,6 +30,7 @@ PLAY_FRAMES = 3  # frames the Play animation must draw to count as playing
 SHUTDOWN_TIMEOUT_S = 20
 SETTLE_S = 5  # how long a lesson's servers may take to notice their kernel has gone
 LESSON_TIMEOUT_S = 240
+SCREENSHOT_MAX_PX = 32000  # the longest lesson's height with its outputs, with room to grow
 TRACEBACK = re.compile(r"Traceback \(most recent call last\)|^\w+(Error|Exception): ", re.MULTILINE)
 
 # Each code cell as the page shows it: the model's execution count and outputs, and what the DOM rendered.
@@ -279,7 +280,7 @@ class LessonInBrowser:
         return score
 
     def screenshot(self):
-        """The whole notebook in one picture: the viewport made as tall as the notebook (at most 20000 px)."""
+        """The whole notebook in one picture: the viewport made as tall as the notebook (at most SCREENSHOT_MAX_PX)."""
         self.screenshots.mkdir(parents=True, exist_ok=True)
         # The notebook scrolls inside the page: grow the page by the part of its cells that does not fit (not by
         # the scroller's scroll height, whose scroll-past-end space grows with the page), and show it from the top.
@@ -294,9 +295,9 @@ class LessonInBrowser:
               scroller.scrollTop = 0;
               return cells.offsetHeight - scroller.clientHeight;
             }""")
-            if hidden <= 0 or height >= 20000:
+            if hidden <= 0 or height >= SCREENSHOT_MAX_PX:
                 break
-            height = min(height + int(hidden) + 40, 20000)
+            height = min(height + int(hidden) + 40, SCREENSHOT_MAX_PX)
             self.page.set_viewport_size({"width": 1280, "height": height})
             self.page.wait_for_timeout(500)
         path = self.screenshots / f"{self.path.stem}.png"
