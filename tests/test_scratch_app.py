@@ -33,6 +33,7 @@ IDLE_TIMEOUT_AT_LEAST_S, IDLE_TIMEOUT_AT_MOST_S = 0.4, 2.5
 # The slow-callback warning reports the 300 ms sleep: its own clock rounds down a little, a
 # loaded machine stretches it.
 WARNED_AT_LEAST_MS, WARNED_AT_MOST_MS = 290, 1000
+TRACE_FLUSHED_WITHIN_S = 5.0  # the loop flushes whenever it may sleep; a loaded machine may delay that
 TIMER_SLEPT_AT_LEAST_MS = 80  # the loop slept in select() until its 100 ms timer was due, less earlier work
 
 
@@ -394,6 +395,15 @@ def test_trace_records_every_iteration(tmp_path):
             for _ in range(20):
                 session.get(traced.url + "/", timeout=TIMEOUT_S)
             session.get(traced.url + "/async-sleep?ms=100", timeout=TIMEOUT_S)
+
+        # The answer leaves in the timer's iteration, before that iteration is recorded; the loop
+        # writes the record out when it next goes to sleep. Stopping the server before then would
+        # lose the record, so wait for it (a loaded machine may take a while to run the loop again).
+        def timer_recorded():
+            lines = trace_path.read_text().splitlines()
+            return any(json.loads(line)["ready"] >= 1 for line in lines if line.endswith("}"))
+
+        wait_until(timer_recorded, within_s=TRACE_FLUSHED_WITHIN_S)
         assert traced.stderr_tail() == ""
     iterations = [json.loads(line) for line in trace_path.read_text().splitlines()]
     assert len(iterations) >= 22  # the accept, 20 requests, the request and its timer
