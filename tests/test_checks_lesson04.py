@@ -4,6 +4,7 @@ import pytest
 
 from iolab import checks as core
 from iolab.lessons.io_models import exercises as ex
+from iolab.lessons.io_models import nonblocking
 
 # With a 100 ms delay: the multiplexed wait is about one delay (a peer and a woken thread are
 # never early, 5 ms of timing aside, and may be late on a loaded machine); the busy loop wants
@@ -11,6 +12,9 @@ from iolab.lessons.io_models import exercises as ex
 MULTIPLEXED_WAIT_AT_LEAST_MS = 95
 BUSY_LOOP_CPU_AT_LEAST_MS = 80
 LOADED_MACHINE_AT_MOST_MS = 160
+# A loaded machine may also keep the peer from sending on time, and the busy loop spins until it
+# does: so its demand (CPU used plus CPU queued for) is judged against its own wait, not the delay.
+BUSY_LOOP_DEMAND_OF_ITS_WAIT = (0.8, 1.15)
 
 pytestmark = pytest.mark.usefixtures("fresh_exercises")  # from conftest.py
 
@@ -24,9 +28,15 @@ def test_predictions_against_a_stand_in_measurement(exercise, measured, monkeypa
     assert exercise.check(...) == core.NOT_ATTEMPTED
 
 
-def test_predictions_measure_the_real_programs():
+def test_predictions_measure_the_real_programs(monkeypatch):
     assert MULTIPLEXED_WAIT_AT_LEAST_MS <= ex.q2.measure(delay_ms=100) <= LOADED_MACHINE_AT_MOST_MS
-    assert BUSY_LOOP_CPU_AT_LEAST_MS <= ex.q1.measure(delay_ms=100) <= LOADED_MACHINE_AT_MOST_MS
+    runs = []
+    real_run = nonblocking.run
+    monkeypatch.setattr(nonblocking, "run", lambda *args, **kwargs: runs.append(real_run(*args, **kwargs)) or runs[-1])
+    demand = ex.q1.measure(delay_ms=100)
+    low, high = BUSY_LOOP_DEMAND_OF_ITS_WAIT
+    assert demand >= BUSY_LOOP_CPU_AT_LEAST_MS
+    assert low * runs[0].wait_ms <= demand <= high * runs[0].wait_ms, runs[0].figures()
 
 
 def test_statuses_for_the_results_file():
