@@ -4,10 +4,12 @@ For each server the registry has (servers that cannot start here are skipped,
 with the reason), with its default options: alternating rounds of wrk and of the
 lab's raw closed-loop client (uvloop, record="aggregate") with 1 and with 2
 client processes, same connections and duration. A run's throughput is the
-answers that came within the duration, divided by it, as wrk counts. Each
-figure is the median of its rounds; the lab's is its better process count. CPU
-seconds per second of the server's processes and of the client show which side
-was the bottleneck. The last line printed is JSON with a ratio per server.
+answers that came within the duration, divided by it, as wrk counts. A server's
+ratio is the median over rounds of lab / wrk in the same round (pairs, so that
+other load on a shared machine, which drifts, hits both alike), for the better
+process count. CPU seconds per second of the server's processes and of the
+client (its start-up included) show which side was the bottleneck. The last
+line printed is JSON with a ratio per server.
 
     .venv/bin/python benchmarks/loadgen_vs_wrk.py [--connections 50] [--duration 5] [--rounds 3] [--server NAME ...]
 """
@@ -81,10 +83,12 @@ def compare(name, args):
                   + ", ".join(f"{key} {values[-1]:,.0f}" for key, values in figures.items()), file=sys.stderr, flush=True)
         server.check()
     medians = {key: statistics.median(values) for key, values in figures.items()}
-    best = max((key for key in medians if key != "wrk"), key=medians.get)
-    row = {"wrk_rps": round(medians["wrk"], 1), "lab_rps": round(medians[best], 1),
-           "ratio": round(medians[best] / medians["wrk"], 3) if medians["wrk"] else None,
-           "lab_processes": int(best.removeprefix("lab_p"))}
+    paired = {key: statistics.median(lab / wrk for lab, wrk in zip(values, figures["wrk"]) if wrk)
+              for key, values in figures.items() if key != "wrk"}
+    best = max(paired, key=paired.get)
+    row = {"wrk_rps": round(medians["wrk"], 1), "lab_rps": round(medians[best], 1), "ratio": round(paired[best], 3),
+           "lab_processes": int(best.removeprefix("lab_p")),
+           "round_ratios": [round(lab / wrk, 3) for lab, wrk in zip(figures[best], figures["wrk"]) if wrk]}
     for key in figures:
         errors, server_cpu, client_cpu = (statistics.median(column) for column in zip(*details[key]))
         row[key] = {"rps": round(medians[key], 1), "errors": errors, "server_cpu": round(server_cpu, 2),
@@ -95,8 +99,8 @@ def compare(name, args):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--connections", type=int, default=50)
-    parser.add_argument("--duration", type=int, default=5, help="seconds per run (wrk takes whole seconds)")
-    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per server; medians are reported")
+    parser.add_argument("--duration", type=int, default=3, help="seconds per run (wrk takes whole seconds)")
+    parser.add_argument("--rounds", type=int, default=5, help="alternating rounds per server; medians are reported")
     parser.add_argument("--processes", type=int, nargs="+", default=[1, 2], help="lab client processes to try")
     parser.add_argument("--wrk-threads", type=int, default=1)
     parser.add_argument("--server", nargs="*", help="only these servers (default: every one in the registry)")
