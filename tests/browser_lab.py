@@ -132,9 +132,9 @@ class Lab:
         except OSError:
             return "(no log)"
 
-    def page_url(self, workspace, path):
-        """A notebook in a workspace of its own, so nothing carries over from the previous lesson."""
-        return f"{self.url}/lab/workspaces/{workspace}/tree/{path}?token={self.token}"
+    def lab_url(self, workspace):
+        """JupyterLab in a workspace of its own (a fresh one: the workspaces folder starts empty)."""
+        return f"{self.url}/lab/workspaces/{workspace}?token={self.token}"
 
     def started_processes(self):
         """Every live process the lab started (kernels, servers, their children), found by the marker, but the lab itself."""
