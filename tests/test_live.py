@@ -40,7 +40,8 @@ def test_run_panel_button_runs_a_bounded_experiment():
     image = next(w for w in _walk(panel) if isinstance(w, ipywidgets.Image))
     buttons[0].click()
     assert status.value.startswith("done: "), status.value
-    assert "req/s against a bound of 30.00" in status.value
+    # The bounds come from the server's CPU, measured on this very run.
+    assert "ms of server CPU per request" in status.value and "with users in step" in status.value
     assert bytes(image.value).startswith(b"\x89PNG")
     assert not servers.running()
 

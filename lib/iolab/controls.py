@@ -3,7 +3,7 @@
 import ipywidgets as widgets
 from IPython.display import display
 
-from . import live, load, metrics, registry, servers
+from . import live, load, metrics, registry, servers, theory
 
 LIMITS = {"concurrency": (1, 200), "requests": (1, 2000), "delay_ms": (0, 3000)}
 
@@ -58,28 +58,43 @@ def load_experiment(server_name="tornado_app", workers_by_mode=None, max_duratio
     """An `experiment` for run_panel: a fresh server per press, a bounded load run, the dashboard in the panel.
 
     `workers_by_mode` maps each route to how many requests the server can wait on
-    at once (None for an unblocked wait); it sets the bound drawn. By default the
-    registry says: a blocking handler is served as many at a time as the server
-    serves at once, a wait without blocking has no such limit.
+    at once (None for a wait that holds no thread). By default the registry says:
+    a blocking handler is served as many at a time as the server serves at once,
+    a wait without blocking has no such limit. While the run goes the dashboard
+    draws the ceiling that ignores the CPU (users / wait); once it ends, the
+    bounds and the in-step prediction from the CPU the server was measured to
+    spend on each request.
     """
     workers_by_mode = workers_by_mode or {"async-sleep": None, "sync-sleep": registry.get(server_name).at_once()}
 
     def experiment(concurrency, requests, delay_ms, mode, image):
         service_s = max(delay_ms, 1) / 1000
-        bound = metrics.little_bound(concurrency, service_s, workers=workers_by_mode.get(mode))
+        workers = workers_by_mode.get(mode)
+        blocking = workers is not None
+        ceiling = metrics.little_bound(concurrency, service_s, workers=workers)
+
+        def measured_bounds(result):
+            return theory.predict_run(metrics.summarize(result), delay_ms, blocking, threads=workers or 1).lines()
+
         with servers.serve(server_name) as server:
             run = load.start_load(
                 f"{server.url}/{mode}?ms={delay_ms}",
+                server=server,
                 requests=requests,
                 concurrency=concurrency,
                 timeout_s=min(requests * service_s + 30, 600),
                 max_duration_s=max_duration_s,
             )
-            result = live.Dashboard(f"{server_name} /{mode}", bound, image=image).follow(run)
+            dashboard = live.Dashboard(
+                f"{server_name} /{mode}", {"ceiling (no CPU)": ceiling}, image=image, final_bounds=measured_bounds
+            )
+            result = dashboard.follow(run)
         summary = metrics.summarize(result)
+        prediction = theory.predict_run(summary, delay_ms, blocking, threads=workers or 1)
         return (
-            f"{summary.rps:.2f} req/s against a bound of {bound:.2f}; mean latency {summary.mean_ms:.0f} ms;"
-            f" {summary.errors} errors ({result.stop_reason})"
+            f"{summary.rps:.2f} req/s; theory from the measured {summary.demand_ms:.2f} ms of server CPU per request:"
+            f" {prediction.low_rps:.2f} to {prediction.high_rps:.2f}, {prediction.in_step_rps:.2f} with users in step;"
+            f" mean latency {summary.mean_ms:.0f} ms; {summary.errors} errors ({result.stop_reason})"
         )
 
     return experiment

@@ -51,6 +51,26 @@ def _horizon(samples):
     return max([0.5] + [sample.end for sample in samples])
 
 
+def bound_lines(bound_rps):
+    """[(label, req/s), ...] from a single bound (a number) or several ({label: req/s}); NaN and None are left out."""
+    if not bound_rps:
+        return []
+    items = bound_rps.items() if isinstance(bound_rps, dict) else [("bound", bound_rps)]
+    return [(label, value) for label, value in items if value is not None and value == value]
+
+
+def draw_bounds(axes, bound_rps):
+    """Dashed lines for the bounds on the throughput axes; between the lowest and highest, a shaded band."""
+    lines = bound_lines(bound_rps)
+    for index, (label, value) in enumerate(sorted(lines, key=lambda line: -line[1])):
+        axes.axhline(value, color=COLORS["bound"], linestyle=("--", ":", "-.")[index % 3], label=f"{label} {value:.3g} req/s")
+    if len(lines) > 1:
+        values = [value for _, value in lines]
+        axes.axhspan(min(values), max(values), color=COLORS["bound"], alpha=0.12, linewidth=0)
+    if lines:
+        axes.legend(loc="lower right", fontsize=8)
+
+
 def dashboard_figure(samples, title, bound_rps=None):
     """The finished run as a static figure: one dot per request (per time bin when aggregated), throughput per bin,
     exact requests in flight."""
@@ -66,9 +86,7 @@ def dashboard_figure(samples, title, bound_rps=None):
         latency_axes.legend(loc="upper left", fontsize=8)
     starts, rates = metrics.throughput_over_time(samples, width, until_s=horizon)
     throughput_axes.bar(starts, rates, width=width, align="edge", color=COLORS["ok"], alpha=0.8)
-    if bound_rps:
-        throughput_axes.axhline(bound_rps, color=COLORS["bound"], linestyle="--", label=f"bound {bound_rps:.3g} req/s")
-        throughput_axes.legend(loc="lower right", fontsize=8)
+    draw_bounds(throughput_axes, bound_rps)
     times, counts = metrics.in_flight_over_time(samples, until_s=horizon)
     flight_axes.step(times, counts, where="post", color=COLORS["flight"])
     for axes, (name, xlabel, ylabel) in zip((latency_axes, throughput_axes, flight_axes), PANELS):
@@ -106,13 +124,11 @@ class LiveFigure:
         self.bars = throughput_axes.stairs([0], [0, 1], fill=True, color=COLORS["ok"], alpha=0.8, animated=True)
         (self.flight,) = flight_axes.step([], [], where="post", color=COLORS["flight"], animated=True)
         self.heading = self.figure.suptitle(title, fontsize=11, animated=True)
-        if bound_rps:
-            throughput_axes.axhline(bound_rps, color=COLORS["bound"], linestyle="--", label=f"bound {bound_rps:.3g} req/s")
-            throughput_axes.legend(loc="lower right", fontsize=8)
+        draw_bounds(throughput_axes, bound_rps)
         self.limits = {
             "time": horizon_s,
             "latency": 100.0,
-            "rate": (bound_rps or 10) * 1.25,
+            "rate": max([10] + [value for _, value in bound_lines(bound_rps)]) * 1.25,
             "flight": max(concurrency * 1.15, 2),
         }
         self._background = None
@@ -176,9 +192,11 @@ class Dashboard:
     from inside a widget's Output area, an Image widget's value can.
     """
 
-    def __init__(self, title, bound_rps=None, image=None):
+    def __init__(self, title, bound_rps=None, image=None, final_bounds=None):
         self.title = title
         self.bound_rps = bound_rps
+        # final_bounds(result) -> bounds for the last frame, once the run has measured what they need (its CPU).
+        self.final_bounds = final_bounds
         self.image = image
         self.frames = 0
         self.frame_times = []  # when each live frame was shown, for checking the refresh rate
@@ -214,9 +232,10 @@ class Dashboard:
         """The finished run, with exact in-flight counts and its headline figures in the title."""
         summary = metrics.summarize(result)
         note = f" — {summary.rps:.2f} req/s, mean {summary.mean_ms:.0f} ms, {summary.errors} errors"
-        self._show(render(dashboard_figure(result.samples, self.title + note, self.bound_rps)).data)
+        bounds = self.final_bounds(result) if self.final_bounds else self.bound_rps
+        self._show(render(dashboard_figure(result.samples, self.title + note, bounds)).data)
 
 
-def follow(run, title, bound_rps=None):
-    """Shorthand: a new Dashboard following `run`; returns the LoadResult."""
-    return Dashboard(title, bound_rps).follow(run)
+def follow(run, title, bound_rps=None, final_bounds=None):
+    """Shorthand: a new Dashboard following `run`; returns the LoadResult. Bounds are a number or {label: req/s}."""
+    return Dashboard(title, bound_rps, final_bounds=final_bounds).follow(run)

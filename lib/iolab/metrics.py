@@ -40,7 +40,8 @@ class Summary:
     server_cpu_s: float = math.nan  # CPU seconds of all the server's processes during the run
     utilization: float = math.nan  # U: CPU seconds per second; over 1 when several cores work
     demand_ms: float = math.nan  # D = U / X: CPU per request (the service demand law)
-    queued_ms: float = math.nan  # per request, how long the server's threads waited for a CPU (saturation)
+    queued_ms: float = math.nan  # per request, how long the server's busiest thread waited for a CPU
+    saturation_ms: float = math.nan  # per request, how long all the server's threads waited for a CPU
     client_demand_ms: float = math.nan  # the load client's CPU per request
     client_queued_ms: float = math.nan  # and its wait for a CPU per request
     lab_demand_ms: float = math.nan  # this notebook's CPU per request: reading the results, drawing
@@ -176,6 +177,8 @@ def little_bound(concurrency, service_s, workers=None):
     `workers` is how many requests the server can serve at once while they wait:
     1 for a blocking single-threaded server, k for k threads, None when waiting
     costs nothing (an event loop on timers), so only the clients' concurrency limits it.
+    It leaves the server's CPU out: it is the ceiling the lessons start from, and
+    theory.predict_run gives the bounds with the CPU a run measured.
     """
     if service_s <= 0:
         raise ValueError(f"service_s must be positive, got {service_s}")

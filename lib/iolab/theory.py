@@ -301,6 +301,10 @@ class Prediction:
         """True when `rps` lies in [low, high], widened by `tolerance` for the measuring's own error."""
         return within(rps, self.low_rps, self.high_rps, tolerance)
 
+    def lines(self):
+        """{label: req/s} of the bounds and the in-step prediction, as a dashboard draws them."""
+        return {"optimistic": self.high_rps, "in step": self.in_step_rps, "pessimistic": self.low_rps}
+
 
 def predict(users, wait_s, demand_s, queued_s=0.0, path_s=None, blocking=False, threads=1, cores=None):
     """The Prediction for `users` closed-loop users of handlers that wait `wait_s`; the server spends `demand_s` of CPU

@@ -1,0 +1,98 @@
+"""Lesson 02's concurrency sweep: throughput and latency against the number of users, for both handlers, with theory's curves."""
+
+from dataclasses import dataclass
+
+from iolab import theory
+
+from . import experiment
+
+
+def users_to_try(knee, most=200, points=9):
+    """Populations from 1 to well past `knee` (up to `most`), spaced about evenly on a log scale, whole and distinct."""
+    top = int(min(most, max(4 * knee, 8)))
+    values = {1, top}
+    for i in range(1, points - 1):
+        values.add(max(1, round(top ** (i / (points - 1)))))
+    return sorted(values)
+
+
+@dataclass
+class Sweep:
+    """One handler measured at several populations, and the demands its curves are drawn with."""
+
+    mode: str
+    delay_ms: int
+    points: list  # experiment.Measured, one per population, fewest users first
+
+    @property
+    def users(self):
+        return [point.summary.concurrency for point in self.points]
+
+    @property
+    def busiest(self):
+        """The run with the most users: where the server's CPU is busiest, so its D is the one the knee depends on."""
+        return self.points[-1]
+
+    def demand_s(self):
+        """The server's CPU per request when it is busiest (an idle server spends more per request, waking for each)."""
+        return self.busiest.summary.demand_ms / 1000
+
+    def queued_s(self):
+        """The server's wait for a CPU per request when it is busiest: its share of a CPU it shares."""
+        return self.busiest.prediction.queued_s
+
+    def path_s(self):
+        """Everything one request needed besides its wait, from the lone user's run (users = 1)."""
+        return self.points[0].prediction.path_s
+
+    def curves(self, users):
+        """Theory's throughput and mean latency at each population: {name: [value per population]}."""
+        wait_s, demand_s, queued_s, path_s = self.delay_ms / 1000, self.demand_s(), self.queued_s(), self.path_s()
+        blocking = self.mode == "sync"
+        predictions = [theory.predict(n, wait_s, demand_s, queued_s, path_s, blocking=blocking) for n in users]
+        busy_s = demand_s + queued_s
+        if blocking:
+            mva = [point.throughput for point in theory.mva(max(users), wait_s + busy_s)]
+        else:
+            mva = [point.throughput for point in theory.mva(max(users), busy_s, wait_s)]
+        curves = {
+            "optimistic": [p.high_rps for p in predictions],
+            "pessimistic": [p.low_rps for p in predictions],
+            "in step": [p.in_step_rps for p in predictions],
+            "MVA": [mva[n - 1] for n in users],
+        }
+        # The interactive response-time law turns each throughput into the mean latency a closed loop sees:
+        # a user's cycle is N / X, and it spends all of it waiting for its answer.
+        curves.update({f"{name} latency": [n / x * 1000 for n, x in zip(users, values)] for name, values in list(curves.items())})
+        return curves
+
+    def knee_predicted(self):
+        """N* = (Z + D) / D_max from the measured demands: D the lone user's whole path, D_max the server's thread per
+        request when busiest (its CPU and its wait for one). 1 for the blocking server, whatever the demands."""
+        wait_s = self.delay_ms / 1000
+        if self.mode == "sync":
+            return theory.knee(wait_s + self.demand_s())
+        return theory.knee(self.path_s(), wait_s, bottleneck_s=self.demand_s() + self.queued_s())
+
+    def knee_measured(self):
+        """Where the measured curve bends: the line through the origin and the lone user's throughput, times N, meets
+        the highest throughput measured."""
+        lone = self.points[0].summary.rps / self.points[0].summary.concurrency
+        return max(point.summary.rps for point in self.points) / lone
+
+
+def measure(server, mode, users, delay_ms, rounds=10, client="async", blocking_rounds=2, on_point=None):
+    """Run `mode` ("sync" or "async") at each population in `users` against one server; a Sweep.
+
+    Each run sends `rounds` requests per user (`blocking_rounds` for the blocking
+    handler, whose runs take users x rounds x wait however many users there are).
+    `on_point(measured)` is called after each run, for a progress line.
+    """
+    per_user = blocking_rounds if mode == "sync" else rounds
+    points = []
+    for n in users:
+        measured = experiment.run(server, mode, requests=n * per_user, concurrency=n, delay_ms=delay_ms, client=client)
+        points.append(measured)
+        if on_point:
+            on_point(measured)
+    return Sweep(mode, delay_ms, points)

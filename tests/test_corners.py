@@ -1,0 +1,39 @@
+"""Lesson 02's experiment at the corners of its parameters: every measured throughput inside the bounds its own CPU gives."""
+
+import pytest
+
+from iolab import servers
+from iolab.lessons.sync_async import experiment
+
+
+@pytest.fixture(scope="module")
+def corners():
+    # One server for every corner, as the lesson uses one; about half a minute in all.
+    with servers.serve("tornado_app") as server:
+        yield {(m.mode, m.delay_ms, m.summary.concurrency): m for m in experiment.run_corners(server)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode, delay_ms, users, requests", experiment.CORNERS, ids=lambda value: str(value))
+def test_throughput_lies_within_the_bounds_from_the_measured_cpu(corners, mode, delay_ms, users, requests):
+    measured = corners[mode, delay_ms, users]
+    s, p = measured.summary, measured.prediction
+    assert s.errors == 0 and s.completed == requests, s.error_kinds
+    assert s.demand_ms > 0 and s.cores >= 1, "the server's CPU was not measured"
+    assert p.low_rps <= p.in_step_rps <= p.high_rps
+    assert measured.in_band, (
+        f"{s.rps:.3f} req/s outside {p.low_rps:.3f} .. {p.high_rps:.3f} (D {s.demand_ms:.3f} ms,"
+        f" queued {s.queued_ms:.3f} ms, client {s.client_demand_ms:.3f} ms)"
+    )
+    # The median request waits at least its wait and its CPU, at most for all the others. (Not the slowest one: an event
+    # loop does not take ready requests strictly in order, so one unlucky request can be passed more than once.)
+    fastest_ms, slowest_ms = experiment.percentile_band_ms(measured)
+    assert 0.99 * fastest_ms <= s.p50_ms <= 1.02 * slowest_ms + 5, (s.p50_ms, fastest_ms, slowest_ms)
+
+
+@pytest.mark.slow
+def test_the_bound_is_tight_where_theory_says_it_is(corners):
+    # A lone user, and the article's 40 users waiting a second: nothing queues, so the optimistic bound is nearly met.
+    for key in (("async", 1000, 1), ("async", 1000, 40), ("sync", 1000, 1)):
+        measured = corners[key]
+        assert measured.summary.rps >= 0.95 * measured.prediction.high_rps, measured.row()
