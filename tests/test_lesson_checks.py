@@ -4,13 +4,15 @@ import pytest
 
 from iolab import checks as core
 from iolab.lessons.bank import exercises as lesson01
+from iolab.lessons.c10k import exercises as lesson07
+from iolab.lessons.c10k import limits as c10k_limits
 from iolab.lessons.event_loop import exercises as lesson05
 from iolab.lessons.io_models import exercises as lesson04
 from iolab.lessons.ordering import exercises as lesson03
 from iolab.lessons.start import exercises as lesson00
 from iolab.lessons.sync_async import exercises as lesson02
 
-LESSONS = (lesson00, lesson01, lesson02, lesson03, lesson04, lesson05)
+LESSONS = (lesson00, lesson01, lesson02, lesson03, lesson04, lesson05, lesson07)
 # statuses() names every exercise a lesson binds to q1, q2, ...
 EVERY_EXERCISE = [getattr(lesson, name) for lesson in LESSONS for name in lesson.statuses()]
 
@@ -40,6 +42,10 @@ OFFLINE = [
     (lesson05.q3, "select", "callbacks", "tens of microseconds"),
     (lesson05.q5, 300, 0, "in the order the requests were sent"),
     (lesson05.q5, 310, 600, "adds the waits"),
+    (lesson07.q1, 20_000, 10_000, "counts one end"),
+    (lesson07.q3, "vsz", "rss", "RSS counts only pages written to"),
+    (lesson07.q4, c10k_limits.ports_per_source(), c10k_limits.ports_per_source() - 1, "the range is inclusive"),
+    (lesson07.q5, "1 s", "0.5 s", "its SYN was dropped"),
 ]
 
 
@@ -101,3 +107,14 @@ def test_statuses_list_every_exercise():
     assert set(lesson02.statuses()) == {"q1", "q2", "q3", "q4"}
     assert set(lesson03.statuses()) == {"q1", "q2", "q3", "q4", "q5", "q6"}
     assert set(lesson00.statuses()) == {"q1", "q2"}
+
+
+@pytest.mark.parametrize("exercise, measured, right, wrong, reason", [
+    (lesson07.q2, {"measured_mb": 49.4}, 47.9, 26.0, "base + N × slope"),
+    (lesson07.q6, {"measured_s": 1.31}, 1.33, 0.51, "Little's law"),
+], ids=["thread-server-rss", "wrk-hides-the-wait"])
+def test_predictions_checked_against_what_the_notebook_measured(exercise, measured, right, wrong, reason, capsys):
+    assert exercise.check(None, **measured) == "not attempted"
+    assert exercise.check(wrong, **measured) == "incorrect"
+    assert reason in capsys.readouterr().out
+    assert exercise.check(right, **measured) == "correct"

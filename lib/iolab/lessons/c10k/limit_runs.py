@@ -1,0 +1,207 @@
+"""Runs that each meet one limit on purpose, then the same run with the fix: the limit's name, the error it produced, the way past it."""
+
+import contextlib
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+
+from iolab import servers
+from iolab.rawhttp import ResponseReader, get_request
+
+from . import holding, limits
+
+# Source ports for the ephemeral-port run: above ip_local_port_range, so the kernel never hands them to anyone
+# else, and bound on 127.0.0.252-254, which nothing else on the machine uses.
+DEMO_PORT_LOW = 61000
+DEMO_SOURCES = ("127.0.0.254", "127.0.0.253", "127.0.0.252", "127.0.0.251")
+QUICK = {"fresh_requests": 0, "connect_timeout_s": 3.0, "answer_timeout_s": 2.0, "step_deadline_s": 30.0}
+
+
+@dataclass
+class Meeting:
+    """One limit met on purpose: the run that hit it, and the same run after the fix."""
+
+    limit: str  # the limit this run is about, one of limits' names
+    what: str  # the run, in words
+    met: holding.Step  # the run that hit it: its diagnosed limit, error and message
+    fix: str  # the fix, in words
+    fixed: holding.Step  # the run after the fix
+    details: dict = field(default_factory=dict)
+
+    @property
+    def named(self):
+        """True when the lab named the limit this run was built to hit."""
+        return self.met.limit == self.limit
+
+    @property
+    def error(self):
+        first = self.met.first_error or {}
+        return f"{first.get('kind')}: {first.get('message')}" if first else "no error: every connection came in late"
+
+    @property
+    def fix_held(self):
+        return self.fixed.held >= self.fixed.target and self.fixed.limit is None
+
+    @property
+    def held_when_met(self):
+        """Connections held when the limit struck (a server that dies closes them all in the same instant)."""
+        first = self.met.first_error
+        return limits.struck_at(first) if first else self.met.held
+
+    def row(self):
+        return [self.limit, self.what, f"{self.held_when_met:,} of {self.met.target:,}", self.error, self.fix,
+                f"{self.fixed.held:,} of {self.fixed.target:,}"]
+
+
+ROW_HEADERS = ["limit", "run", "held", "error", "fix", "held after the fix"]
+
+
+def _one_step(server, connections, **options):
+    return holding.hold(server, [connections], **{**QUICK, **options}).last
+
+
+def client_files(server, connections=400, soft_limit=256):
+    """The client's RLIMIT_NOFILE: a soft limit below the connections asked for, then raised to the hard limit."""
+    met = _one_step(server, connections, nofile=soft_limit, preflight=False)
+    fixed = _one_step(server, connections)  # the client raises its soft limit to the hard one by itself
+    return Meeting(limits.NOFILE_CLIENT, f"the client, soft limit {soft_limit}, opens {connections:,}", met,
+                   "resource.setrlimit(RLIMIT_NOFILE, (hard, hard)) in the client", fixed,
+                   {"soft_limit": soft_limit, "hard_limit": limits.file_limits()[1]})
+
+
+def server_files(name="tornado_app", connections=400, soft_limit=256, **options):
+    """The server's RLIMIT_NOFILE: inherited from whoever started it; lowered to `soft_limit`, then raised again."""
+    with servers.serve(name, **options) as server:
+        inherited = limits.file_limits(server.pid)
+        limits.set_file_limit(server.pid, soft_limit)
+        met = _one_step(server, connections, preflight=False)
+        limits.set_file_limit(server.pid, inherited[0])
+        time.sleep(0.2)  # let it accept and close what waited in its backlog
+        fixed = _one_step(server, connections)
+    return Meeting(limits.NOFILE_SERVER, f"{name}, soft limit {soft_limit}, asked to hold {connections:,}", met,
+                   f"raise its soft limit again, to the {inherited[0]:,} it inherited", fixed,
+                   {"inherited": inherited, "soft_limit": soft_limit})
+
+
+def _block_loop(server, block_ms):
+    """Ask for /sync-sleep on another thread, so the server's only thread is busy; returns the thread."""
+
+    def ask():
+        with socket.create_connection((server.host, server.port), timeout=block_ms / 1000 + 10) as sock:
+            sock.sendall(get_request(f"/sync-sleep?ms={block_ms}", close=True))
+            ResponseReader(sock).body()
+
+    blocker = threading.Thread(target=ask, name="block-the-loop", daemon=True)
+    blocker.start()
+    _wait_until_asleep(server.pid)
+    return blocker
+
+
+def _wait_until_asleep(pid, timeout_s=5.0):
+    """Wait until the server's main thread sleeps in the handler (nanosleep), not in its selector."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/wchan") as wchan:
+                where = wchan.read()
+        except OSError:
+            where = ""
+        if "nanosleep" in where:
+            return
+        if where in ("", "0"):  # the kernel will not say: give the request time to arrive instead
+            time.sleep(0.1)
+            return
+        time.sleep(0.002)
+    raise TimeoutError(f"server pid {pid} did not start its /sync-sleep within {timeout_s} s")
+
+
+def burst_while_blocked(server, burst, block_ms):
+    """Open `burst` connections at once while the server's loop sleeps `block_ms`: the Step, connect times included."""
+    with holding.Holding(server, [burst], window=burst, fresh_requests=0, connect_timeout_s=10.0,
+                         answer_timeout_s=10.0, step_deadline_s=30.0) as run:
+        run.next_step()  # the client is up and waiting: now block the loop and let it go
+        blocker = _block_loop(server, block_ms)
+        run.proceed()
+        step = run.next_step()
+        run.proceed(False)
+        blocker.join(timeout=block_ms / 1000 + 10)
+        run.result()
+    return step
+
+
+def listen_backlog(name="tornado_app", burst=600, block_ms=500, fixed_name="scratch_app"):
+    """A burst of connects while the loop is busy: beyond the backlog the SYNs are dropped and resent 1 s, 3 s later."""
+    with servers.serve(name) as server:
+        backlog = limits.listen_backlog(server.port)
+        met = burst_while_blocked(server, burst, block_ms)
+    with servers.serve(fixed_name, idle_timeout=600) as server:
+        fixed_backlog = limits.listen_backlog(server.port)
+        fixed = burst_while_blocked(server, burst, block_ms)
+    return Meeting(limits.BACKLOG, f"{name} (backlog {backlog}), {burst:,} connects while its loop sleeps {block_ms} ms",
+                   met, f"a backlog larger than the burst: {fixed_name} listens with {fixed_backlog}", fixed,
+                   {"backlog": backlog, "fixed_backlog": fixed_backlog, "somaxconn": limits.somaxconn(),
+                    "block_ms": block_ms, "burst": burst})
+
+
+def ephemeral_ports(server, ports=100, sources=3):
+    """Source ports: every port of a narrow range in use towards the server, then the same range on more addresses."""
+    if not 1 <= sources <= len(DEMO_SOURCES):
+        raise ValueError(f"sources must be from 1 to {len(DEMO_SOURCES)}, got {sources}")
+    port_range = [DEMO_PORT_LOW, DEMO_PORT_LOW + ports - 1]
+    connections = ports * sources
+    met = _one_step(server, connections, sources=list(DEMO_SOURCES[:1]), source_ports=port_range, preflight=False)
+    fixed = _one_step(server, connections, sources=list(DEMO_SOURCES[:sources]), source_ports=port_range)
+    return Meeting(limits.PORTS, f"{connections:,} connections from one address and {ports} source ports", met,
+                   f"the same {ports} ports on {sources} source addresses", fixed,
+                   {"ports": ports, "sources": sources, "ports_per_source": limits.ports_per_source()})
+
+
+@contextlib.contextmanager
+def _environment(**variables):
+    """Set environment variables for the servers started inside the block (a child copies its parent's)."""
+    saved = {name: os.environ.get(name) for name in variables}
+    os.environ.update({name: str(value) for name, value in variables.items()})
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _capped_hold(name, connections, extra_kb, **options):
+    # glibc gives threads malloc arenas of their own, each reserving 64 MiB of address space: one arena
+    # keeps the address space about stacks and connections, which is what these runs are about.
+    with _environment(MALLOC_ARENA_MAX=1), servers.serve(name, **options) as server:
+        limits.cap_address_space(server.pid, extra_kb)
+        return _one_step(server, connections, preflight=False)
+
+
+def thread_stacks(budget_mb=256, connections=300, small_stack_kb=256):
+    """A thread per connection, each reserving its stack, within `budget_mb` of address space; then smaller stacks."""
+    stack_kb = limits.stack_size_kb()
+    met = _capped_hold("threaded_app", connections, budget_mb * 1024, idle_timeout=600)
+    fixed = _capped_hold("threaded_app", connections, budget_mb * 1024, idle_timeout=600, stack_size=small_stack_kb)
+    return Meeting(limits.THREADS, f"threaded_app, {stack_kb:,} KiB stacks, {budget_mb} MiB of address space to grow,"
+                   f" asked to hold {connections:,}", met,
+                   f"threading.stack_size({small_stack_kb} KiB)", fixed,
+                   {"budget_mb": budget_mb, "stack_kb": stack_kb, "small_stack_kb": small_stack_kb,
+                    "predicted_threads": budget_mb * 1024 // stack_kb,
+                    "predicted_threads_small": budget_mb * 1024 // small_stack_kb})
+
+
+def memory(slope_kb, name="tornado_app", budget_mb=16, over=1.5, under=0.6, **options):
+    """Memory: a server allowed `budget_mb` more, asked for `over` times what fits at `slope_kb` a connection, then `under`."""
+    if slope_kb <= 0:
+        raise ValueError(f"slope_kb must be the memory one connection costs, more than 0, got {slope_kb}")
+    fits = budget_mb * 1024 / slope_kb
+    too_many, few_enough = round(fits * over), max(1, round(fits * under))
+    met = _capped_hold(name, too_many, budget_mb * 1024, **options)
+    fixed = _capped_hold(name, few_enough, budget_mb * 1024, **options)
+    return Meeting(limits.MEMORY, f"{name}, {budget_mb} MiB to grow, asked to hold {too_many:,}", met,
+                   f"N from the slope: {under:.0%} of the {fits:,.0f} that fit", fixed,
+                   {"budget_mb": budget_mb, "slope_kb": slope_kb, "fits": fits})

@@ -1,0 +1,49 @@
+"""The servers lesson 07 holds connections on, by registry name, with the options that let each keep idle connections open."""
+
+from iolab import registry
+
+IDLE_S = 3600  # far longer than any run: a server must not close what we are measuring
+RAW_ASYNCIO = ("protocol_app", "pipeline_app")  # a bare asyncio Protocol server, whichever the registry has
+
+
+def _raw_asyncio():
+    return next((name for name in RAW_ASYNCIO if name in registry.SERVERS), RAW_ASYNCIO[0])
+
+
+def _with_idle(name, options, option="idle_timeout"):
+    """Add a long idle timeout where the server has the option (gunicorn's is 2 s unless told)."""
+    if name in registry.SERVERS and option in registry.get(name).options:
+        return {**options, option: IDLE_S}
+    return options
+
+
+def servers():
+    """{label: (registry name, options)} in the order the lesson compares them: event loops first, then threads."""
+    raw = _raw_asyncio()
+    return {
+        "tornado_app": ("tornado_app", {}),
+        "scratch_app": ("scratch_app", _with_idle("scratch_app", {})),
+        f"{raw} (raw asyncio)": (raw, {}),
+        "threaded_app": ("threaded_app", _with_idle("threaded_app", {})),
+        "gunicorn gthread": ("gunicorn_app", _with_idle(
+            "gunicorn_app", {"workers": 1, "threads": 4, "worker_class": "gthread"}, option="keepalive")),
+    }
+
+
+EVENT_LOOPS = ("tornado_app", "scratch_app", "raw asyncio")
+
+
+def is_event_loop(label):
+    """One thread, one loop: the servers whose memory per connection the lesson holds to 16 KiB."""
+    return any(label.startswith(name) or name in label for name in EVENT_LOOPS)
+
+
+def thread_per_connection(label):
+    return label == "threaded_app"
+
+
+def missing(name):
+    """Why `name` cannot run here (not in the registry yet, or a package missing), or None."""
+    if name not in registry.SERVERS:
+        return f"server {name!r} is not in this lab's registry yet"
+    return registry.get(name).missing()

@@ -1,0 +1,220 @@
+"""Lesson 07's holding client and limits: a thousand connections on every server, each limit hit with a clear message, nothing left open."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import psutil
+import pytest
+
+from helpers import wait_until, wait_until_gone
+from iolab import servers
+from iolab.lessons.c10k import holder, holding, limit_runs, limits, lineup, sizing
+
+SERVERS = lineup.servers()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def raised_file_limit():
+    limits.raise_file_limit()
+
+
+def fds_of(pid):
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+@pytest.mark.parametrize("label", list(SERVERS))
+def test_every_server_type_holds_a_thousand_connections_and_lets_them_all_go(label):
+    name, options = SERVERS[label]
+    reason = lineup.missing(name)
+    if reason:
+        pytest.skip(reason)
+    with servers.serve(name, **options) as server:
+        idle_fds = fds_of(server.pid)
+        result = holding.hold(server, [100, 1000], fresh_requests=20, label=label)
+        step = result.last
+        if label == "gunicorn gthread" and step.limit:
+            # gthread keeps at most worker_connections - threads alive (996 by default) and says so.
+            assert step.limit == limits.SERVER_CAP and "Connection: close" in step.message, step.message
+            assert step.held >= 900
+        else:
+            assert result.held_all and step.held == 1000 and step.limit is None, (step.row(), step.message)
+            assert step.footprint.fds >= 1000  # the server really accepted them: one file each
+            assert step.fresh_ms and step.fresh_error is None
+        assert step.tcp_inuse >= 2 * step.held  # both ends of each connection are sockets of this kernel
+        assert result.rows()[-1]["server"] == label
+        # Every socket is closed at the end: the client's and, once it notices, the server's.
+        assert result.open_fds_after is not None and result.open_fds_after < 20
+        server.check()
+        assert wait_until(lambda: fds_of(server.pid) <= idle_fds + 2, 5.0), (fds_of(server.pid), idle_fds)
+
+
+def test_event_loop_memory_per_connection_and_threads():
+    with servers.serve("scratch_app", idle_timeout=600) as server:
+        step = holding.hold(server, [1000], fresh_requests=10).last
+    assert step.threads == step.baseline.threads  # one loop, whatever N
+    assert 0 < step.kb_per_connection <= 16
+
+
+def test_thread_server_grows_a_thread_and_a_stack_per_connection():
+    with servers.serve("threaded_app", idle_timeout=600) as server:
+        result = holding.hold(server, [200], fresh_requests=10)
+    step = result.last
+    assert step.threads - result.baseline.threads == 200
+    assert step.vsz_kb_per_connection >= 0.9 * limits.stack_size_kb()
+    assert step.kb_per_connection < step.vsz_kb_per_connection / 10  # RSS: a sliver of the reserved stack
+
+
+def test_the_client_refuses_what_its_file_limit_cannot_hold_before_starting():
+    _, hard = limits.file_limits()
+    with servers.serve("scratch_app") as server:
+        with pytest.raises(limits.LimitReached, match="RLIMIT_NOFILE") as refused:
+            holding.Holding(server, [hard])
+        assert refused.value.limit == limits.NOFILE_CLIENT
+        limits.set_file_limit(server.pid, 300)
+        with pytest.raises(limits.LimitReached, match="inherits") as refused:
+            holding.Holding(server, [500])
+        assert refused.value.limit == limits.NOFILE_SERVER
+    assert not [p for p in psutil.Process().children(recursive=True) if "holder" in " ".join(p.cmdline())]
+
+
+@pytest.mark.parametrize("steps, words", [([], "whole numbers"), ([0], "whole numbers"), ([100, 50], "grow"),
+                                          ([10, 10], "grow"), ([True], "whole numbers")])
+def test_bad_steps_are_refused_by_name(steps, words):
+    with pytest.raises(ValueError, match=words):
+        holding.check_size(steps)
+
+
+def test_bad_options_are_refused_by_name():
+    with servers.serve("scratch_app") as server:
+        with pytest.raises(ValueError, match="window"):
+            holding.Holding(server, [10], window=0)
+        with pytest.raises(ValueError, match="hold_s"):
+            holding.Holding(server, [10], hold_s=0)
+        with pytest.raises(ValueError, match="fresh_requests"):
+            holding.Holding(server, [10], fresh_requests=-1)
+
+
+def test_a_short_step_raises_the_limit_it_met():
+    with servers.serve("scratch_app") as server:
+        result = holding.hold(server, [300], nofile=128, preflight=False, fresh_requests=0)
+    with pytest.raises(limits.LimitReached, match="EMFILE") as raised:
+        result.raise_for_limit()
+    assert raised.value.limit == limits.NOFILE_CLIENT
+
+
+# --- each limit, hit on purpose, named, and fixed ----------------------------------------------------------
+
+def check_meeting(meeting, *words):
+    assert meeting.named, (meeting.limit, meeting.met.limit, meeting.met.message)
+    for word in words:
+        assert word in meeting.met.message, (word, meeting.met.message)
+    assert meeting.fix_held, (meeting.row(), meeting.fixed.message)
+
+
+def test_client_file_limit():
+    with servers.serve("scratch_app") as server:
+        meeting = limit_runs.client_files(server, connections=300, soft_limit=200)
+    check_meeting(meeting, "EMFILE", "RLIMIT_NOFILE", "setrlimit")
+    assert meeting.met.held < 200 and meeting.held_when_met < 200
+
+
+def test_server_file_limit_and_inheritance():
+    meeting = limit_runs.server_files("scratch_app", connections=300, soft_limit=200, idle_timeout=600)
+    check_meeting(meeting, "Too many open files", "RLIMIT_NOFILE", "inherits")
+    assert meeting.details["inherited"] == limits.file_limits()
+    assert meeting.met.errors.get("no answer")  # connected by the kernel, never accepted by the server
+
+
+def test_ephemeral_ports():
+    with servers.serve("scratch_app") as server:
+        meeting = limit_runs.ephemeral_ports(server, ports=50, sources=2)
+    check_meeting(meeting, "EADDRNOTAVAIL", "source address")
+    assert meeting.held_when_met == 50
+
+
+def test_listen_backlog():
+    meeting = limit_runs.listen_backlog("tornado_app", burst=400, block_ms=300)
+    check_meeting(meeting, "SYN", "backlog")
+    assert meeting.details["backlog"] == min(128, limits.somaxconn())
+    assert sum(1 for ms in meeting.met.connect_ms if ms < 300) <= meeting.details["backlog"] + 1
+    assert max(meeting.met.connect_ms) >= 900 and max(meeting.fixed.connect_ms) < 900
+
+
+def test_thread_stacks():
+    meeting = limit_runs.thread_stacks(budget_mb=128, connections=100, small_stack_kb=256)
+    check_meeting(meeting, "can't start new thread", "stack")
+    assert meeting.held_when_met <= meeting.details["predicted_threads"] + 2
+
+
+def test_memory():
+    meeting = limit_runs.memory(10.0, "tornado_app", budget_mb=12)
+    check_meeting(meeting, "MemoryError")
+
+
+# --- nothing outlives its parent ---------------------------------------------------------------------------
+
+PARENT = textwrap.dedent("""
+    import json, sys
+    from iolab import servers
+    from iolab.lessons.c10k import holding, limits
+    limits.raise_file_limit()
+    server = servers.start("scratch_app")
+    run = holding.Holding(server, [300], fresh_requests=0)
+    run.next_step()
+    run.proceed()
+    step = run.next_step()
+    print(json.dumps({"server": server.pid, "holder": run.process.pid, "held": step.held}), flush=True)
+    sys.stdin.read()
+""")
+
+
+def test_a_killed_notebook_takes_the_holder_and_the_server_with_it():
+    parent = subprocess.Popen([sys.executable, "-c", PARENT], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        line = parent.stdout.readline()
+        assert line, "the parent printed nothing"
+        pids = json.loads(line)
+        assert pids["held"] == 300
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        assert not wait_until_gone([pids["server"], pids["holder"]], within_s=3.0)
+    finally:
+        parent.kill()
+        parent.wait()
+        parent.stdin.close()
+        parent.stdout.close()
+
+
+def test_the_holder_alone_exits_when_its_stdin_closes():
+    with servers.serve("scratch_app") as server:
+        run = holding.Holding(server, [50], fresh_requests=0)
+        run.next_step()
+        run.close()  # end of file on its stdin: it closes every socket and goes
+        assert run.process.returncode == 0
+        assert run.closed is not None and run.closed["kind"] == holder.CLOSED
+
+
+# --- choosing N ---------------------------------------------------------------------------------------------
+
+def test_plan_takes_the_smallest_bound_and_says_which():
+    roomy = sizing.plan(10_000, 40.0, memory_share=0.5, available_bytes=64 * 2**30)
+    assert roomy.bounds["50% of the free memory"] == 64 * 2**20 // 2 // 40
+    assert roomy.connections == sizing.nice(min(roomy.bounds.values())) <= 10_000
+    tight = sizing.plan(10_000, 40.0, memory_share=0.5, available_bytes=100 * 2**20)
+    assert tight.decided_by == "50% of the free memory"
+    assert tight.connections == sizing.nice(100 * 1024 * 0.5 / 40)
+    assert "set by 50% of the free memory" in tight.explain()
+    with pytest.raises(ValueError, match="memory_share"):
+        sizing.plan(10, 1.0, memory_share=1.5)
+
+
+def test_sources_spread_past_the_ports_of_one_address():
+    per_source = limits.ports_per_source()
+    assert limits.sources_for(10) == ["127.0.0.2"]
+    assert len(limits.sources_for(per_source)) == 2  # half of each address's ports at most
+    with pytest.raises(ValueError, match="source addresses"):
+        limits.sources_for(per_source * 200)
