@@ -1,6 +1,7 @@
 """CPU measured on real processes: a server's known CPU per request, children that come and go, a server that dies."""
 
 import math
+import socket
 import subprocess
 import sys
 import textwrap
@@ -97,3 +98,22 @@ def test_use_table_has_a_row_per_run():
     headers, rows = usage.use_table({"hello": summary})
     assert len(rows) == 1 and len(rows[0]) == len(headers)
     assert rows[0][0] == "hello" and rows[0][1] == summary.utilization and rows[0][5] == 0
+
+
+def test_listen_drops_counts_connects_a_full_accept_queue_turned_away():
+    before = usage.listen_drops()
+    if before is None:
+        pytest.skip("this system has no /proc/net/netstat to count dropped connection attempts")
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)  # nobody accepts: the queue holds one, the others' SYNs are dropped
+        clients = [socket.socket() for _ in range(4)]
+        try:
+            for client in clients:
+                client.setblocking(False)
+                client.connect_ex(listener.getsockname())
+            time.sleep(0.2)
+        finally:
+            for client in clients:
+                client.close()
+    assert usage.listen_drops() > before

@@ -46,6 +46,7 @@ class Summary:
     client_queued_ms: float = math.nan  # and its wait for a CPU per request
     lab_demand_ms: float = math.nan  # this notebook's CPU per request: reading the results, drawing
     cores: int = 0  # CPUs the server may run on
+    listen_drops: int = 0  # connection attempts dropped by a full accept queue during the run (the whole machine's)
 
     def as_dict(self, *keys):
         """The named figures (all of them by default), e.g. for a notebook's results JSON."""

@@ -20,6 +20,9 @@ import numpy as np
 
 # asyncio rounds the timeout it gives epoll up to a whole millisecond, so a timer fires up to 1 ms late.
 TIMER_SLACK_S = 0.001
+# A connection attempt dropped by a full accept queue is retried by TCP after 1 s, then 2 s more (Linux's initial
+# retransmission timeout, doubling): a run in which any were dropped may lose that long, which no CPU model covers.
+SYN_RETRIES_S = 1.0 + 2.0
 
 
 def _positive(name, value):
@@ -275,7 +278,8 @@ class Prediction:
 
     low_rps: the pessimistic bound over everything a request needs besides its
     wait (the server's CPU and its waits for a CPU, the client's, a timer's
-    slack), as if every request waited for all the others at each step.
+    slack), as if every request waited for all the others at each step; and,
+    if connection attempts were dropped, TCP's retries (see SYN_RETRIES_S).
     high_rps: the optimistic bound from the server alone (the client can only
     slow things further): a request needs at least its wait and the server's
     CPU, and the server's thread cannot be running, or ready and waiting for a
@@ -306,7 +310,8 @@ class Prediction:
         return {"optimistic": self.high_rps, "in step": self.in_step_rps, "pessimistic": self.low_rps}
 
 
-def predict(users, wait_s, demand_s, queued_s=0.0, path_s=None, blocking=False, threads=1, cores=None):
+def predict(users, wait_s, demand_s, queued_s=0.0, path_s=None, blocking=False, threads=1, cores=None, requests=None,
+            lost_s=0.0):
     """The Prediction for `users` closed-loop users of handlers that wait `wait_s`; the server spends `demand_s` of CPU
     on each request and waits `queued_s` for a CPU (its share of a busy machine).
 
@@ -316,6 +321,9 @@ def predict(users, wait_s, demand_s, queued_s=0.0, path_s=None, blocking=False, 
     Z = 0, D = wait + demand, k = threads; with `cores` the CPU's own bound,
     cores / demand, applies too. `path_s` (default: demand + queued) is all a
     request needs besides its wait, client included, for the pessimistic bound.
+    `lost_s`: time a run of `requests` requests may lose outside the model
+    (SYN_RETRIES_S when connection attempts were dropped); it lowers the
+    pessimistic bound to requests / (requests / low + lost_s).
     """
     _at_least("users", users, 1)
     _positive("demand_s", demand_s)
@@ -334,6 +342,8 @@ def predict(users, wait_s, demand_s, queued_s=0.0, path_s=None, blocking=False, 
         low = pessimistic_throughput(users, path_s, wait_s + TIMER_SLACK_S)
         in_step = in_step_throughput(users, path_s, busy_s, wait_s)
         bend = knee(path_s, wait_s, bottleneck_s=busy_s)
+    if lost_s and requests:
+        low = requests / (requests / low + lost_s)
     return Prediction(users, wait_s, demand_s, queued_s, path_s, blocking, threads, low, high, in_step, bend)
 
 
@@ -349,7 +359,7 @@ def predict_run(summary, wait_ms, blocking=False, threads=1):
     )
     return predict(
         summary.concurrency, wait_ms / 1000, demand_s, summary.queued_ms / 1000, path_ms / 1000, blocking, threads,
-        summary.cores or None,
+        summary.cores or None, requests=summary.completed, lost_s=SYN_RETRIES_S if summary.listen_drops else 0.0,
     )
 
 

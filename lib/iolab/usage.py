@@ -192,6 +192,18 @@ def measure(server_or_pid):
     return CpuMeter(getattr(server_or_pid, "pid", server_or_pid)).start()
 
 
+def listen_drops():
+    """Connection attempts this machine's TCP dropped because a listening socket's accept queue was full (Linux's
+    TcpExt ListenDrops, for every socket), or None where unknown. Each one waits for TCP to retry: 1 s, then 2 s."""
+    try:
+        with open("/proc/net/netstat") as netstat:
+            lines = [line.split() for line in netstat if line.startswith("TcpExt:")]
+        names, values = lines[0], lines[1]
+        return int(values[names.index("ListenDrops")])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def _process_reading(pid):
     """(CPU seconds, seconds queued for a CPU) of one live process, or None once it has exited."""
     try:
@@ -208,7 +220,9 @@ class RunUsage:
     The clients are read when each says it is ready (imported, about to start)
     and when it says it is done, so their start-up is left out. `lab_cpu_s` is
     this notebook's own process over the run: reading the clients' reports,
-    and drawing a live dashboard if one was drawn.
+    and drawing a live dashboard if one was drawn. `listen_drops`: connection
+    attempts dropped because an accept queue was full (counted for the whole
+    machine, so another program's can show up here too).
     """
 
     server: Usage | None
@@ -217,6 +231,7 @@ class RunUsage:
     lab_cpu_s: float
     wall_s: float
     cores: int
+    listen_drops: int = 0
 
 
 class RunMeter:
@@ -236,6 +251,7 @@ class RunMeter:
             except (psutil.Error, OSError, RuntimeError):
                 self.server = None  # it died before the run (the run will say so): measuring must never stop a run
         self._lab_before = time.process_time()
+        self._drops_before = listen_drops()
         self._began = time.monotonic()
         return self
 
@@ -260,6 +276,8 @@ class RunMeter:
             server = self.server.stop() if self.server is not None else None
         except (psutil.Error, OSError, RuntimeError):
             server = None
+        drops_after = listen_drops()
+        drops = drops_after - self._drops_before if None not in (drops_after, self._drops_before) else 0
         self.usage = RunUsage(
             server=server,
             client_cpu_s=sum(cpu for cpu, _ in clients) if clients else math.nan,
@@ -267,6 +285,7 @@ class RunMeter:
             lab_cpu_s=time.process_time() - self._lab_before,
             wall_s=time.monotonic() - self._began,
             cores=self.server.cores if self.server is not None else cores_of(os.getpid()),
+            listen_drops=drops,
         )
         return self.usage
 
@@ -290,7 +309,7 @@ def per_run_figures(run_usage, completed, duration_s):
         nan,
     )
     if run_usage is None or not completed:
-        return figures | {"cores": 0}
+        return figures | {"cores": 0, "listen_drops": 0}
     server = run_usage.server
     if server is not None:
         figures.update(
@@ -305,6 +324,7 @@ def per_run_figures(run_usage, completed, duration_s):
         client_queued_ms=run_usage.client_queued_s / completed * 1000,
         lab_demand_ms=run_usage.lab_cpu_s / completed * 1000,
         cores=run_usage.cores,
+        listen_drops=run_usage.listen_drops,
     )
     return figures
 
@@ -315,6 +335,7 @@ USE_HEADERS = (
     "per core",
     "saturation: server threads' wait for a CPU, ms per request",
     "in flight, mean (of users)",
+    "connects dropped, accept queue full",
     "errors",
     "D: server CPU per request, ms",
     "client CPU per request, ms",
@@ -331,7 +352,8 @@ def use_table(summaries):
     for name, s in summaries.items():
         per_core = s.utilization / s.cores if s.cores else math.nan
         rows.append([
-            name, s.utilization, per_core, s.saturation_ms, f"{s.in_flight:.3g} ({s.concurrency})", s.errors,
+            name, s.utilization, per_core, s.saturation_ms, f"{s.in_flight:.3g} ({s.concurrency})", s.listen_drops,
+            s.errors,
             s.demand_ms, s.client_demand_ms, s.lab_demand_ms,
         ])
     return list(USE_HEADERS), rows

@@ -38,6 +38,7 @@ class Measured:
             "off_in_step": self.off_in_step, "in_band": self.in_band, "demand_ms": s.demand_ms,
             "queued_ms": s.queued_ms, "client_demand_ms": s.client_demand_ms, "utilization": s.utilization,
             "mean_ms": s.mean_ms, "p50_ms": s.p50_ms, "p99_ms": s.p99_ms, "errors": s.errors, "cores": s.cores,
+            "listen_drops": s.listen_drops,
         }
 
 

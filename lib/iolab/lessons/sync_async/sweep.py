@@ -23,6 +23,7 @@ class Sweep:
     mode: str
     delay_ms: int
     points: list  # experiment.Measured, one per population, fewest users first
+    per_user: int = 1  # requests each user sent in every run
 
     @property
     def users(self):
@@ -46,7 +47,7 @@ class Sweep:
         return self.points[0].prediction.path_s
 
     def curves(self, users):
-        """Theory's throughput and mean latency at each population: {name: [value per population]}."""
+        """Theory's throughput (the bounds, users in step, MVA) and mean latency (users in step) at each population."""
         wait_s, demand_s, queued_s, path_s = self.delay_ms / 1000, self.demand_s(), self.queued_s(), self.path_s()
         blocking = self.mode == "sync"
         predictions = [theory.predict(n, wait_s, demand_s, queued_s, path_s, blocking=blocking) for n in users]
@@ -61,9 +62,14 @@ class Sweep:
             "in step": [p.in_step_rps for p in predictions],
             "MVA": [mva[n - 1] for n in users],
         }
-        # The interactive response-time law turns each throughput into the mean latency a closed loop sees:
-        # a user's cycle is N / X, and it spends all of it waiting for its answer.
-        curves.update({f"{name} latency": [n / x * 1000 for n, x in zip(users, values)] for name, values in list(curves.items())})
+        # Mean latency of runs like the measured ones, users in step: simulated, because a run this short is mostly
+        # its first round (everyone arriving together) and its last (users finishing one by one), which the
+        # response-time law, R = N / X - Z, leaves out.
+        if blocking:
+            simulated = [theory.simulate(n, n * self.per_user, wait_s + busy_s) for n in users]
+        else:
+            simulated = [theory.simulate(n, n * self.per_user, busy_s, wait_s) for n in users]
+        curves["in step latency"] = [1000 * sum(run.latencies_s) / len(run.latencies_s) for run in simulated]
         return curves
 
     def knee_predicted(self):
@@ -95,4 +101,4 @@ def measure(server, mode, users, delay_ms, rounds=10, client="async", blocking_r
         points.append(measured)
         if on_point:
             on_point(measured)
-    return Sweep(mode, delay_ms, points)
+    return Sweep(mode, delay_ms, points, per_user)

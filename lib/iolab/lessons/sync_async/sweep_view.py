@@ -15,21 +15,25 @@ THEORY_STYLES = {
 def sweep_figure(sweeps, title=""):
     """Two panels, throughput and mean latency against users (log-log), for each Sweep in `sweeps`.
 
-    Dots are measurements. Lines are theory from the measured demands: the
-    optimistic and pessimistic bounds, the users-in-step prediction and MVA. A
-    vertical line marks each handler's knee, (Z + D) / D_max.
+    Dots are measurements. Lines are theory from the measured demands: for
+    throughput the optimistic and pessimistic bounds, the users-in-step
+    prediction and MVA; for latency, runs of the same size simulated with users
+    in step. A vertical line marks each handler's knee, (Z + D) / D_max.
     """
-    figure, (rate_axes, latency_axes) = figures.subplots(1, 2, figsize=(11, 4.2), layout="constrained")
+    figure, (rate_axes, latency_axes) = figures.subplots(1, 2, figsize=(11, 4.4), layout="constrained")
     for sweep in sweeps:
         color, label = COLORS.get(sweep.mode, "grey"), LABELS.get(sweep.mode, sweep.mode)
         users = sweep.users
         dense = sorted(set(users) | {round(users[-1] * i / 60) or 1 for i in range(1, 61)})
         curves = sweep.curves(dense)
         rate_axes.plot(users, [p.summary.rps for p in sweep.points], "o", color=color, label=f"{label}, measured")
-        latency_axes.plot(users, [p.summary.mean_ms for p in sweep.points], "o", color=color, label=f"{label}, measured")
+        # Each run's own bounds, from the D it measured (the lines use one D, the busiest run's, for every population).
+        rate_axes.vlines(users, [p.prediction.low_rps for p in sweep.points], [p.prediction.high_rps for p in sweep.points],
+                         color=color, alpha=0.25, linewidth=5)
+        latency_axes.plot(users, [p.summary.mean_ms for p in sweep.points], "o", color=color)
+        latency_axes.plot(dense, curves["in step latency"], color=color, **THEORY_STYLES["in step"])
         for name, style in THEORY_STYLES.items():
-            rate_axes.plot(dense, curves[name], color=color, **style, label=f"{label}, {name}")
-            latency_axes.plot(dense, curves[f"{name} latency"], color=color, **style)
+            rate_axes.plot(dense, curves[name], color=color, **style)
         knee = sweep.knee_predicted()
         if users[0] <= knee <= users[-1]:
             for axes in (rate_axes, latency_axes):
@@ -40,8 +44,12 @@ def sweep_figure(sweeps, title=""):
         axes.set(xscale="log", yscale="log", xlabel="users (concurrency)", ylabel=ylabel)
         axes.grid(True, which="both", alpha=0.2)
     rate_axes.set_title("throughput: the bottleneck sets the ceiling")
-    latency_axes.set_title("latency: flat until the knee, then each user adds D")
-    rate_axes.legend(fontsize=7, loc="upper left", ncol=1)
+    latency_axes.set_title("mean latency, and as users in step would see it")
+    # One legend entry per line style (theory) besides the measured dots, in grey: the colours say which handler.
+    rate_axes.vlines([], [], [], color="grey", alpha=0.25, linewidth=5, label="each run's bounds, from its own D")
+    for name, style in THEORY_STYLES.items():
+        rate_axes.plot([], [], color="grey", **style, label=f"{name}, from the busiest run's D")
+    rate_axes.legend(fontsize=7, loc="upper left")
     if title:
         figure.suptitle(title, fontsize=11)
     return figure
