@@ -128,7 +128,7 @@ class ServerWatch(threading.Thread):
 
 
 class LessonInBrowser:
-    """One lesson open in the lab's tab; each step records what went wrong instead of stopping at the first."""
+    """One lesson open in a JupyterLab tab; each step records what went wrong instead of stopping at the first."""
 
     def __init__(self, page, lab, path, screenshots=SCREENSHOTS):
         self.page = page
@@ -317,7 +317,7 @@ class LessonInBrowser:
                 break
             height = min(height + int(hidden) + 40, SCREENSHOT_MAX_PX)
             self.page.set_viewport_size({"width": 1280, "height": height})
-            self.page.wait_for_timeout(500)
+            self.page.wait_for_timeout(250)
         path = self.screenshots / f"{self.path.stem}.png"
         self.page.screenshot(path=str(path))
         self.page.set_viewport_size({"width": 1280, "height": 900})
@@ -345,9 +345,14 @@ def lab(tmp_path_factory):
     server.stop()
 
 
-@pytest.fixture(scope="module")
-def page(lab):
-    """One Chromium tab on JupyterLab, in a fresh workspace, where a student opens one lesson after another."""
+@pytest.fixture
+def page(lab, request):
+    """A Chromium tab on JupyterLab in a fresh workspace, for one lesson.
+
+    A browser per lesson, not one for all: Chromium starts helper processes of
+    its own minutes after launch (an on-device model service at about 3 min),
+    and a process born during a test counts as that test's leak.
+    """
     from playwright.sync_api import sync_playwright
 
     playwright = sync_playwright().start()
@@ -355,7 +360,7 @@ def page(lab):
         browser = launch_chromium(playwright)
         try:
             tab = browser.new_page(viewport={"width": 1280, "height": 900})
-            tab.goto(lab.lab_url("iolab-browser-test"))
+            tab.goto(lab.lab_url(re.sub(r"\W+", "-", request.node.name)))
             tab.wait_for_function("() => window.jupyterapp?.shell?.widgets", timeout=OPEN_TIMEOUT_S * 1000)
             tab.locator("#jp-MainMenu").wait_for(timeout=OPEN_TIMEOUT_S * 1000)
             yield tab
