@@ -36,6 +36,8 @@ def main():
         server.check()
     lags_ms = sorted(sample.send_lag * 1000 for sample in result.samples)
     summary = metrics.summarize(result)
+    # If the server ever held every connection (a stall), requests then waited for one: that lag is the server's.
+    _, in_flight = metrics.in_flight_over_time(result.samples, step_s=0.0005)
     figures = {
         "server": args.server, "rate_rps": args.rate, "schedule": args.schedule, "event_loop": args.event_loop,
         "requests": len(result.samples), "errors": summary.errors,
@@ -46,11 +48,14 @@ def main():
         "lag_max_ms": round(lags_ms[-1], 3),
         "latency_p99_ms": round(summary.p99_ms, 3),
         "latency_from_intended_p99_ms": round(metrics.summarize(result, latency_from="intended").p99_ms, 3),
+        "most_in_flight": max(in_flight), "connections": args.connections,
     }
     figures["within_1_ms_at_p99"] = figures["lag_p99_ms"] <= TARGET_MS
     print(f"{figures['requests']} requests at {args.rate:g}/s ({args.schedule}) on {args.server}: sent late by"
           f" p50 {figures['lag_p50_ms']} ms, p99 {figures['lag_p99_ms']} ms, p99.9 {figures['lag_p999_ms']} ms,"
-          f" max {figures['lag_max_ms']} ms; {summary.errors} errors")
+          f" max {figures['lag_max_ms']} ms; {summary.errors} errors; at most {max(in_flight)} of"
+          f" {args.connections} connections busy" + (" (all: the server stalled, and sends waited)"
+                                                     if max(in_flight) >= args.connections else ""))
     print(json.dumps(figures))
 
 
