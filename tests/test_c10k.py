@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 
 import psutil
 import pytest
@@ -218,3 +219,16 @@ def test_sources_spread_past_the_ports_of_one_address():
     assert len(limits.sources_for(per_source)) == 2  # half of each address's ports at most
     with pytest.raises(ValueError, match="source addresses"):
         limits.sources_for(per_source * 200)
+
+
+def test_a_holder_started_from_a_short_lived_thread_outlives_the_thread():
+    # A notebook's widget callback is such a thread: the client must live as long as the notebook, not the thread.
+    with servers.serve("scratch_app") as server:
+        made = []
+        starter = threading.Thread(target=lambda: made.append(holding.Holding(server, [50], fresh_requests=0)))
+        starter.start()
+        starter.join()
+        run = made[0]
+        assert wait_until(lambda: run.process.poll() is not None, 0.6) is False  # still alive after the thread ended
+        result = run.run()
+    assert result.held_all and result.last.held == 50

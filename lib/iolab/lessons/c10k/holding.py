@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 import psutil
 
 from iolab import metrics
-from iolab.contract import check_loopback
+from iolab.contract import PARENT_ENV, check_loopback
 
 from . import holder, limits
 
@@ -262,7 +262,7 @@ class Holding:
         self.process = subprocess.Popen(
             [sys.executable, "-m", holder.__name__, json.dumps(self.spec)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-            env={**os.environ, "IOLAB_PARENT_PID": str(os.getpid())},
+            env={**os.environ, PARENT_ENV: str(os.getpid())},  # whom the client must not outlive
         )
         self._killer = threading.Timer(self.deadline_s, self.process.kill)
         self._killer.daemon = True
