@@ -167,8 +167,12 @@ class Holder:
                 return
             connection.connected_at = now
             self.connect_ms.append((now - connection.began) * 1000)
+            try:
+                sock.send(self.request)  # a few dozen bytes into an empty buffer: always taken whole
+            except OSError as error:  # reset the moment it was accepted
+                self.fail(connection, error.errno, str(error))
+                return
             connection.state = "sent"
-            sock.send(self.request)  # a few dozen bytes into an empty buffer: always taken whole
             self.selector.modify(sock, selectors.EVENT_READ, connection)
             return
         try:

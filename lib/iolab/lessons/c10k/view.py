@@ -84,7 +84,6 @@ def connect_times(meeting):
         if retry_s <= top + 0.1:
             axes.axvline(retry_s, color="grey", linestyle=":", linewidth=1)
     axes.axvline(details["block_ms"] / 1000, color="C0", linestyle="--", linewidth=1, label="the loop frees up")
-    axes.set_yscale("log")
     axes.set_xlabel("connect time (s); dotted: TCP's SYN retries at 1 s, 3 s, 7 s")
     axes.set_ylabel("connections")
     axes.set_title(f"{details['burst']:,} connects at once while the loop sleeps {details['block_ms']} ms")
