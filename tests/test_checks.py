@@ -187,3 +187,20 @@ def test_status_is_a_plain_string_for_json():
 
     status = Throughput().check(50)
     assert json.loads(json.dumps({"q1": status})) == {"q1": "correct"}
+
+
+def test_an_allowance_measured_on_the_run_widens_the_tolerance_by_that_much_only():
+    def late_by(late):
+        def measure():
+            exercise.allowance, exercise.allowance_text = late, "(the peer was late)"
+            return 100.0 + late
+        return measure
+
+    exercise = core.PredictThenMeasure()
+    exercise.rel_tol = 0.1
+    exercise.measure = late_by(40.0)
+    status = exercise.check(100.0)
+    assert status == "correct" and "plus 40" in exercise.message
+    assert exercise.check(140.0 + 14.0 + 40.0 + 1.0) == "incorrect"  # beyond 10% of 140 plus the 40 allowed
+    exercise.measure = lambda: 140.0  # no allowance this time: the last run's is not carried over
+    assert exercise.check(100.0) == "incorrect" and exercise.allowance == 0.0

@@ -74,10 +74,13 @@ def no_leaked_fds_or_threads():
     assert open_fds() <= fds, f"a teaching program left descriptors open: {sorted(open_fds() - fds)}"
 
 
-def assert_waited_for_the_peer(run, delay_ms=DELAY_MS):
+def assert_waited_for_the_peer(run, delay_ms=DELAY_MS, learns_soon=True):
     # Times are from "go": the data cannot be ready before the delay, and we learn of it soon after the
-    # peer sent it (which a loaded machine may make later than the delay).
-    assert delay_ms * NEVER_EARLY <= run.ready_ms <= run.last_sent_ms + LATE_MS, run.figures()
+    # peer sent it (which a loaded machine may make later than the delay), later still by the time our
+    # thread sat queued for a CPU.
+    assert delay_ms * NEVER_EARLY <= run.ready_ms, run.figures()
+    if learns_soon:
+        assert run.ready_ms <= run.last_sent_ms + LATE_MS + (run.queued_ms or 0.0), run.figures()
     assert run.last_sent_ms >= delay_ms * PEER_NEVER_EARLY, run.figures()
     # The wait runs from our first ask (a moment after "go", later if the thread queued
     # for a CPU) to then; multiplexing's is several sleeps with reads between them.
@@ -101,7 +104,12 @@ def test_blocking_sleeps_through_both_phases():
 
 def test_nonblocking_spins_on_eagain_and_burns_the_wait():
     run = nonblocking.run(DELAY_MS)
-    assert_waited_for_the_peer(run)
+    # A spinning thread that loses its CPU (to another program, or to the host under a virtual
+    # machine, which no counter of ours sees) learns late; what it never does is hear "nothing yet"
+    # once the data is there: its last EAGAIN comes before the send ended.
+    assert_waited_for_the_peer(run, learns_soon=False)
+    last_eagain_ms = max(event.t_ms for event in run.events if event.kind == "eagain")
+    assert last_eagain_ms <= max(run.sent_ms) + LATE_MS, (last_eagain_ms, run.figures())  # both on the trace's clock
     wasted = run.notes["wasted_calls"]
     assert wasted > SPINNING_EAGAINS_AT_LEAST, f"only {wasted} EAGAINs in {run.wait_ms:.0f} ms"
     assert kinds(run).count("eagain") == wasted and run.calls == wasted + 1
