@@ -101,3 +101,14 @@ def test_within_treats_nan_as_outside():
     assert theory.within(1.12, 0.9, 1.1, tolerance=0.02)
     assert not theory.within(math.nan, 0.9, 1.1)
     assert not theory.within(1.0, math.nan, 1.1)
+
+
+def test_cpu_measured_past_the_last_answer_widens_only_the_capacity_terms():
+    # Past the knee the capacity term binds: a window 10% longer than the run lets the thread do 10% more.
+    busy = theory.predict(200, 0.02, 0.001)
+    wider = theory.predict(200, 0.02, 0.001, window=1.1)
+    assert wider.high_rps == pytest.approx(1.1 * busy.high_rps) and wider.low_rps == busy.low_rps
+    # Below the knee the users' own cycle binds, and the window changes nothing; a window under 1 is taken as 1.
+    assert theory.predict(4, 1.0, 0.001, window=1.5).high_rps == pytest.approx(4 / 1.001)
+    assert theory.predict(200, 0.02, 0.001, window=0.9).high_rps == busy.high_rps
+    assert theory.predict(5, 0.1, 0.001, blocking=True, window=1.2).high_rps == pytest.approx(1.2 / 0.101)

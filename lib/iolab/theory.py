@@ -311,7 +311,7 @@ class Prediction:
 
 
 def predict(users, wait_s, demand_s, queued_s=0.0, path_s=None, blocking=False, threads=1, cores=None, requests=None,
-            lost_s=0.0):
+            lost_s=0.0, window=1.0):
     """The Prediction for `users` closed-loop users of handlers that wait `wait_s`; the server spends `demand_s` of CPU
     on each request and waits `queued_s` for a CPU (its share of a busy machine).
 
@@ -324,21 +324,27 @@ def predict(users, wait_s, demand_s, queued_s=0.0, path_s=None, blocking=False, 
     `lost_s`: time a run of `requests` requests may lose outside the model
     (SYN_RETRIES_S when connection attempts were dropped); it lowers the
     pessimistic bound to requests / (requests / low + lost_s).
+    `window`: how much longer than the run the CPU was measured over, as a
+    ratio (at least 1). The counters open at the go and close once the clients
+    have exited, so some of the demand (closing the connections) falls after the
+    last answer; the server's thread can be busy for the whole window, and the
+    capacity terms of the optimistic bound grow by that ratio.
     """
     _at_least("users", users, 1)
     _positive("demand_s", demand_s)
     queued_s = 0.0 if queued_s is None or math.isnan(queued_s) else queued_s
     busy_s = demand_s + queued_s  # the server's thread per request: running, or ready and waiting for a CPU
     path_s = busy_s if path_s is None or math.isnan(path_s) else max(path_s, busy_s)
+    window = max(1.0, window) if window and not math.isnan(window) else 1.0
     if blocking:
-        high = min(users / (wait_s + demand_s), threads / (wait_s + busy_s))
+        high = min(users / (wait_s + demand_s), window * threads / (wait_s + busy_s))
         if cores:
-            high = min(high, cores / demand_s)
+            high = min(high, window * cores / demand_s)
         low = pessimistic_throughput(users, wait_s + path_s, servers=threads)
         in_step = in_step_throughput(users, wait_s + path_s, wait_s + busy_s, servers=threads)
         bend = knee(wait_s + busy_s, servers=threads)
     else:
-        high = min(users / (wait_s + demand_s), 1 / busy_s)
+        high = min(users / (wait_s + demand_s), window / busy_s)
         low = pessimistic_throughput(users, path_s, wait_s + TIMER_SLACK_S)
         in_step = in_step_throughput(users, path_s, busy_s, wait_s)
         bend = knee(path_s, wait_s, bottleneck_s=busy_s)
@@ -347,8 +353,11 @@ def predict(users, wait_s, demand_s, queued_s=0.0, path_s=None, blocking=False, 
     return Prediction(users, wait_s, demand_s, queued_s, path_s, blocking, threads, low, high, in_step, bend)
 
 
-def predict_run(summary, wait_ms, blocking=False, threads=1):
-    """The Prediction for a measured run, from its Summary's demands (see usage.per_run_figures); NaN if unmeasured."""
+def predict_run(summary, wait_ms, blocking=False, threads=1, window_s=None):
+    """The Prediction for a measured run, from its Summary's demands (see usage.per_run_figures); NaN if unmeasured.
+
+    `window_s`: the seconds the CPU was measured over (the LoadResult's usage.wall_s), when known; see `predict`.
+    """
     demand_s = summary.demand_ms / 1000
     if not demand_s > 0:
         nan = math.nan
@@ -360,6 +369,7 @@ def predict_run(summary, wait_ms, blocking=False, threads=1):
     return predict(
         summary.concurrency, wait_ms / 1000, demand_s, summary.queued_ms / 1000, path_ms / 1000, blocking, threads,
         summary.cores or None, requests=summary.completed, lost_s=SYN_RETRIES_S if summary.listen_drops else 0.0,
+        window=window_s / summary.duration_s if window_s and summary.duration_s else 1.0,
     )
 
 

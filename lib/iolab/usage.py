@@ -1,4 +1,4 @@
-"""The CPU a server's processes spent during a run, and the time they queued for one; measures, never draws."""
+"""The CPU a load run took (the server's processes, the client processes, this notebook) and the time spent queued for one; measures, never draws."""
 
 import math
 import os

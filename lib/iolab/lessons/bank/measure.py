@@ -86,6 +86,9 @@ def empty_visit_ms(server, visits=EMPTY_VISITS):
 def start_bank_load(server, bank, requests, concurrency, delay_ms):
     """Start the bank's customers as a closed-loop load: a new connection per request, as ab does without -k.
 
+    The run also measures the CPU the server's processes spend (the summary's
+    demand_ms, D), from which theory's bounds for the bank follow.
+
     New connections matter for the threaded bank: with keep-alive, each of the k
     pool threads would stay with its first connection, and the other customers
     would wait for a connection to close instead of for a free teller.
@@ -93,6 +96,7 @@ def start_bank_load(server, bank, requests, concurrency, delay_ms):
     worst_s = requests * delay_ms / 1000  # the synchronous bank serves everyone in turn
     return load.start_load(
         bank_url(server, bank, delay_ms),
+        server=server,
         requests=requests,
         concurrency=concurrency,
         client="async",

@@ -57,7 +57,13 @@ def finish(server, mode, delay_ms, result):
     """The Measured for a finished run: its summary, and the prediction from the CPU it measured."""
     server.check()
     summary = metrics.summarize(result)
-    return Measured(mode, delay_ms, result, summary, theory.predict_run(summary, delay_ms, blocking=mode == "sync"))
+    prediction = theory.predict_run(summary, delay_ms, blocking=mode == "sync", window_s=measured_window_s(result))
+    return Measured(mode, delay_ms, result, summary, prediction)
+
+
+def measured_window_s(result):
+    """The seconds a run's CPU counters were open (from the go until the clients exited), or None if unmeasured."""
+    return getattr(result.usage, "wall_s", None)
 
 
 def run(server, mode, requests, concurrency, delay_ms, client="async", follow=None):

@@ -1,5 +1,6 @@
 """Lesson 02's concurrency sweep: throughput and latency against the number of users, for both handlers, with theory's curves."""
 
+import math
 from dataclasses import dataclass
 
 from iolab import theory
@@ -46,39 +47,56 @@ class Sweep:
         """Everything one request needed besides its wait, from the lone user's run (users = 1)."""
         return self.points[0].prediction.path_s
 
+    def bottleneck_s(self):
+        """D_max: what saturates first, per request, in the busiest run. Either the server's one thread (its CPU and
+        its wait for a CPU), or all the CPU the run took (server, client, this notebook) shared by the cores it had:
+        on one CPU the client's work takes the same processor as the server's."""
+        s = self.busiest.summary
+        thread_s = self.demand_s() + self.queued_s()
+        if not s.cores:
+            return thread_s
+        everything_ms = sum(v for v in (s.demand_ms, s.client_demand_ms, s.lab_demand_ms) if not math.isnan(v))
+        return max(thread_s, everything_ms / 1000 / s.cores)
+
     def curves(self, users):
         """Theory's throughput (the bounds, users in step, MVA) and mean latency (users in step) at each population."""
         wait_s, demand_s, queued_s, path_s = self.delay_ms / 1000, self.demand_s(), self.queued_s(), self.path_s()
-        blocking = self.mode == "sync"
-        predictions = [theory.predict(n, wait_s, demand_s, queued_s, path_s, blocking=blocking) for n in users]
-        busy_s = demand_s + queued_s
-        if blocking:
-            mva = [point.throughput for point in theory.mva(max(users), wait_s + busy_s)]
+        if self.mode == "sync":
+            predictions = [theory.predict(n, wait_s, demand_s, queued_s, path_s, blocking=True) for n in users]
+            curves = {
+                "optimistic": [p.high_rps for p in predictions],
+                "pessimistic": [p.low_rps for p in predictions],
+                "in step": [p.in_step_rps for p in predictions],
+            }
+            mva = theory.mva(max(users), wait_s + demand_s + queued_s)
+            turn_s, delay_s, first_s = wait_s + demand_s + queued_s, 0.0, wait_s + demand_s + queued_s
         else:
-            mva = [point.throughput for point in theory.mva(max(users), busy_s, wait_s)]
-        curves = {
-            "optimistic": [p.high_rps for p in predictions],
-            "pessimistic": [p.low_rps for p in predictions],
-            "in step": [p.in_step_rps for p in predictions],
-            "MVA": [mva[n - 1] for n in users],
-        }
+            turn_s = self.bottleneck_s()
+            path_s = max(path_s, turn_s)
+            curves = {
+                "optimistic": [theory.optimistic_throughput(n, path_s, wait_s, bottleneck_s=turn_s) for n in users],
+                "pessimistic": [theory.pessimistic_throughput(n, path_s, wait_s + theory.TIMER_SLACK_S) for n in users],
+                "in step": [theory.in_step_throughput(n, path_s, turn_s, wait_s) for n in users],
+            }
+            # MVA with the bottleneck as its one queueing centre and the rest of the path as delay.
+            mva = theory.mva(max(users), turn_s, wait_s + path_s - turn_s)
+            delay_s, first_s = wait_s, turn_s
+        curves["MVA"] = [mva[n - 1].throughput for n in users]
         # Mean latency of runs like the measured ones, users in step: simulated, because a run this short is mostly
         # its first round (everyone arriving together) and its last (users finishing one by one), which the
         # response-time law, R = N / X - Z, leaves out.
-        if blocking:
-            simulated = [theory.simulate(n, n * self.per_user, wait_s + busy_s) for n in users]
-        else:
-            simulated = [theory.simulate(n, n * self.per_user, busy_s, wait_s) for n in users]
+        simulated = [theory.simulate(n, n * self.per_user, first_s, delay_s) for n in users]
         curves["in step latency"] = [1000 * sum(run.latencies_s) / len(run.latencies_s) for run in simulated]
         return curves
 
     def knee_predicted(self):
-        """N* = (Z + D) / D_max from the measured demands: D the lone user's whole path, D_max the server's thread per
-        request when busiest (its CPU and its wait for one). 1 for the blocking server, whatever the demands."""
+        """N* = (Z + D) / D_max from the measured demands: D the lone user's whole path, D_max the bottleneck's per
+        request in the busiest run (see bottleneck_s). 1 for the blocking server, whatever the demands."""
         wait_s = self.delay_ms / 1000
         if self.mode == "sync":
             return theory.knee(wait_s + self.demand_s())
-        return theory.knee(self.path_s(), wait_s, bottleneck_s=self.demand_s() + self.queued_s())
+        turn_s = self.bottleneck_s()
+        return theory.knee(max(self.path_s(), turn_s), wait_s, bottleneck_s=turn_s)
 
     def knee_measured(self):
         """Where the measured curve bends: the line through the origin and the lone user's throughput, times N, meets
