@@ -13,13 +13,23 @@ TICKET_RPS_AT_MOST = 20.5
 pytestmark = pytest.mark.usefixtures("fresh_exercises")  # from conftest.py
 
 
+def test_counter_work_inferred_from_the_article(capsys):
+    assert ex.q5.check(None) == core.NOT_ATTEMPTED
+    assert ex.q5.check(0.41) == core.CORRECT
+    assert ex.q5.check(16.5) == core.INCORRECT
+    assert "whole round" in capsys.readouterr().out
+    assert ex.q5.check(25.4) == core.INCORRECT
+    assert "time per request across all" in capsys.readouterr().out
+    assert ex.q5.check(4) == core.INCORRECT and "too little" not in capsys.readouterr().out
+
+
 def test_predict_then_measure_runs_the_ticket_bank(capsys):
     sizes = dict(requests=12, concurrency=4, delay_ms=200)
-    assert ex.q5.check(4 / 0.2, **sizes) == core.CORRECT
+    assert ex.q6.check(4 / 0.2, **sizes) == core.CORRECT
     out = capsys.readouterr().out
     assert "you predicted 20 req/s, Tornado's /async-sleep measured" in out
-    assert TICKET_RPS_AT_LEAST < ex.q5.measured <= TICKET_RPS_AT_MOST
-    assert ex.q5.check(1 / 0.2, **sizes) == core.INCORRECT  # what one teller gives, the synchronous bank
+    assert TICKET_RPS_AT_LEAST < ex.q6.measured <= TICKET_RPS_AT_MOST
+    assert ex.q6.check(1 / 0.2, **sizes) == core.INCORRECT  # what one teller gives, the synchronous bank
     assert "too low" in capsys.readouterr().out
 
 
@@ -32,5 +42,6 @@ def test_statuses_lists_every_exercise_in_order():
         "q3": "not attempted",
         "q4": "not attempted",
         "q5": "not attempted",
+        "q6": "not attempted",
     }
 

@@ -1,9 +1,12 @@
-"""Lesson 02's experiment at the corners of its parameters: every measured throughput inside the bounds its own CPU gives."""
+"""Lesson 02's experiment at the corners of its parameters: every measured throughput inside the bounds its own CPU gives;
+and the listen backlog that holds new connections while the blocking handler sleeps."""
+
+import socket
 
 import pytest
 
 from iolab import servers
-from iolab.lessons.sync_async import experiment
+from iolab.lessons.sync_async import backlog, experiment
 
 
 @pytest.fixture(scope="module")
@@ -37,3 +40,27 @@ def test_the_bound_is_tight_where_theory_says_it_is(corners):
     for key in (("async", 1000, 1), ("async", 1000, 40), ("sync", 1000, 1)):
         measured = corners[key]
         assert measured.summary.rps >= 0.95 * measured.prediction.high_rps, measured.row()
+
+
+@pytest.mark.parametrize("with_ss", [True, False], ids=["ss", "proc"])
+def test_the_listen_queue_counts_connections_not_yet_accepted(with_ss, monkeypatch):
+    if not with_ss:
+        monkeypatch.setattr(backlog.shutil, "which", lambda name: None)
+    elif backlog.shutil.which("ss") is None:
+        pytest.skip("ss (iproute2) is not installed")
+    with socket.create_server(("127.0.0.1", 0), backlog=7) as listener:
+        port = listener.getsockname()[1]
+        assert backlog.listen_queue(port).waiting == 0
+        with socket.create_connection(("127.0.0.1", port)), socket.create_connection(("127.0.0.1", port)):
+            reading = backlog.listen_queue(port)
+            assert reading.waiting == 2
+            assert reading.limit == (7 if with_ss else None)
+
+
+def test_new_connections_wait_in_the_backlog_while_the_blocking_handler_sleeps():
+    with servers.serve("tornado_app") as server:
+        knocked = backlog.knock_while_asleep(server.host, server.port, sleep_ms=500, knocks=3)
+    # The kernel completed every handshake while the thread slept; they waited until it woke, then all were accepted.
+    assert knocked.connected_ms[-1] < knocked.answered_ms, knocked
+    assert knocked.most_waiting == 3 and knocked.waiting_after == 0, knocked.readings
+    assert knocked.answered_ms >= 500

@@ -73,6 +73,29 @@ class TellersToMatch(checks.NumberExercise):
     solution_text = "40: one waiting teller (thread) per customer in the hall. Threads buy concurrency by the dozen; an event loop waits on all of them with one."
 
 
+class CounterWorkFromArticle(checks.NumberExercise):
+    prompt = ("The article's ticket bank (Tornado awaiting a timer) served 39.35 customers per second with 40 in the hall "
+              "and 1 s of errands. Take the shortfall from 40 per second to be the teller's counter work, done for the "
+              "customers one after another as all 40 come back from the lounge together each round. How many ms of "
+              "counter work per customer?")
+    expected = 1000 * (1 / 39.35 - 1 / 40)
+    rel_tol = 0.10
+    unit = "ms"
+    mistakes = {
+        1000 * (40 / 39.35 - 1): "is how much longer than 1 s a whole round took; the teller spent it on the round's 40 customers.",
+        1000 / 39.35: "is ab's 'time per request across all concurrent requests', total time / requests: the errands are in it.",
+        40 - 39.35: "is the shortfall in customers per second, not a time.",
+    }
+    too_high_text = "more counter work than the round has room for: 40 counters of that would make a round far longer."
+    too_low_text = "too little: 40 counters of that would hardly slow a round down."
+    hint_text = [
+        "At 39.35 customers per second, how long does a round of 40 customers take?",
+        "A round is 1 s of errands plus 40 counters, one after another.",
+    ]
+    solution_text = ("A round of 40 takes 40 / 39.35 = 1.0165 s: 1 s of errands plus 40 counters, so one counter is "
+                     "16.5 ms / 40 = 0.41 ms. Lesson 02 measures this, the server's CPU per request, on your machine.")
+
+
 class PredictTicketThroughput(checks.PredictThenMeasure):
     prompt = "Predict the ticket bank's measured throughput (req/s) for this notebook's requests, concurrency and delay_ms."
     rel_tol = 0.10

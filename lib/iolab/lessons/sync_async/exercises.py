@@ -48,7 +48,7 @@ class AsyncLimit(checks.ChoiceExercise):
     correct = "users"
     correct_text = "The closed loop is the limit: 40 users x 1 request per second each. Add users and it rises."
     hint_text = "Where is the time going: in the server's CPU, or in each user's one-second wait?"
-    solution_text = "'users': Little's bound is concurrency / service time = 40 / 1 s; the server is mostly idle."
+    solution_text = "'users': Little's law bounds it by concurrency / wait = 40 / 1 s; the server's CPU is mostly idle."
 
 
 class SyncTotalTime(checks.PredictThenMeasure):
@@ -57,7 +57,7 @@ class SyncTotalTime(checks.PredictThenMeasure):
     unit = "s"
     quantity = "the run's total time"
     off_text = "The blocking server does one request at a time, however many users queue."
-    correct_text = "Users do not help a server that blocks: n x service time, whatever the concurrency."
+    correct_text = "Users do not help a server that blocks: n x the wait, whatever the concurrency."
     hint_text = ["How many requests can the blocking server work on at once?", "6 requests, one at a time, 0.2 s each."]
     solution_text = "6 x 0.2 s = 1.2 s: concurrency only lengthens the queue."
 

@@ -3,7 +3,7 @@
 from iolab import figures
 
 COLORS = {"async": "#1f77b4", "sync": "#d62728"}
-LABELS = {"async": "waiting (await)", "sync": "blocking (time.sleep)"}
+LABELS = {"async": "non-blocking (await)", "sync": "blocking (time.sleep)"}
 THEORY_STYLES = {
     "optimistic": dict(linestyle="--", linewidth=1.2),
     "pessimistic": dict(linestyle=":", linewidth=1.2),
