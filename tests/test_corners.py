@@ -1,5 +1,4 @@
-"""Lesson 02's experiment at the corners of its parameters: every measured throughput inside the bounds its own CPU gives;
-and the listen backlog that holds new connections while the blocking handler sleeps."""
+"""Lesson 02's experiment: every corner's throughput inside the bounds its own CPU gives; the listen backlog while A sleeps."""
 
 import socket
 
