@@ -112,3 +112,13 @@ def test_cpu_measured_past_the_last_answer_widens_only_the_capacity_terms():
     assert theory.predict(4, 1.0, 0.001, window=1.5).high_rps == pytest.approx(4 / 1.001)
     assert theory.predict(200, 0.02, 0.001, window=0.9).high_rps == busy.high_rps
     assert theory.predict(5, 0.1, 0.001, blocking=True, window=1.2).high_rps == pytest.approx(1.2 / 0.101)
+
+
+def test_a_thread_pools_pessimistic_bound_takes_its_cpu_work_as_serial():
+    # 40 users, 64 threads, 20 ms waits, 1.5 ms of CPU each: the waits overlap, the CPU work (one GIL) does not.
+    p = theory.predict(40, 0.02, 0.0005, path_s=0.0015, blocking=True, threads=64)
+    assert p.low_rps == pytest.approx(40 / (0.0215 + 39 * (0.0015 + 0.02 / 64)))
+    assert p.low_rps <= p.in_step_rps <= p.high_rps
+    # One thread: the same as the single server's pessimistic bound.
+    one = theory.predict(40, 0.02, 0.0005, path_s=0.0015, blocking=True)
+    assert one.low_rps == pytest.approx(theory.pessimistic_throughput(40, 0.0215))

@@ -319,7 +319,9 @@ def predict(users, wait_s, demand_s, queued_s=0.0, path_s=None, blocking=False, 
     server's one thread is the queueing centre: Z = wait, D = demand, k = 1.
     blocking=True: each of `threads` threads is held for the wait and the CPU:
     Z = 0, D = wait + demand, k = threads; with `cores` the CPU's own bound,
-    cores / demand, applies too. `path_s` (default: demand + queued) is all a
+    cores / demand, applies too. Their waits overlap but their CPU work is
+    taken as serial (Python's threads share one interpreter lock), so the
+    pessimistic bound and users in step divide only the waits by k. `path_s` (default: demand + queued) is all a
     request needs besides its wait, client included, for the pessimistic bound.
     `lost_s`: time a run of `requests` requests may lose outside the model
     (SYN_RETRIES_S when connection attempts were dropped); it lowers the
@@ -340,8 +342,10 @@ def predict(users, wait_s, demand_s, queued_s=0.0, path_s=None, blocking=False, 
         high = min(users / (wait_s + demand_s), window * threads / (wait_s + busy_s))
         if cores:
             high = min(high, window * cores / demand_s)
-        low = pessimistic_throughput(users, wait_s + path_s, servers=threads)
-        in_step = in_step_throughput(users, wait_s + path_s, wait_s + busy_s, servers=threads)
+        # k threads wait side by side, but their CPU work takes turns (one interpreter lock, maybe one core): at
+        # worst a request waits for every other's CPU, and for its share of the others' waits.
+        low = users / (wait_s + path_s + (users - 1) * (path_s + wait_s / threads))
+        in_step = users / (wait_s + path_s + (users - 1) * (busy_s + wait_s / threads))
         bend = knee(wait_s + busy_s, servers=threads)
     else:
         high = min(users / (wait_s + demand_s), window / busy_s)
