@@ -6,7 +6,7 @@ from iolab import checks as core
 from iolab import servers
 from iolab.lessons.event_loop import exercises as ex
 
-EXERCISES = (ex.q1, ex.q2, ex.q3, ex.q4, ex.q5)
+EXERCISES = (ex.q1, ex.q2, ex.q3, ex.q4, ex.q5, ex.q6)
 
 # Step 1 holds / behind a request finished 500 ms later; scratch_app holds / behind a 300 ms
 # sync sleep begun 50 ms earlier (250 ms). Timer jitter below, a loaded machine above.
@@ -17,7 +17,7 @@ HELD_BY_SYNC_SLEEP_AT_LEAST_MS, HELD_BY_SYNC_SLEEP_AT_MOST_MS = 200, 500
 pytestmark = pytest.mark.usefixtures("fresh_exercises")  # from conftest.py
 
 
-@pytest.mark.parametrize("exercise, measured, right, wrong", [(ex.q1, 503.0, 500, 0), (ex.q4, 251.0, 250, 300 + 50)])
+@pytest.mark.parametrize("exercise, measured, right, wrong", [(ex.q1, 503.0, 500, 0), (ex.q5, 251.0, 250, 300 + 50)])
 def test_predictions_against_a_stand_in_measurement(exercise, measured, right, wrong, monkeypatch, capsys):
     monkeypatch.setattr(exercise, "measure", lambda **context: measured)
     assert exercise.check(right, url="http://127.0.0.1:1") == core.CORRECT
@@ -30,12 +30,27 @@ def test_predictions_measure_the_real_servers():
     with servers.serve("step1_blocking") as step1:
         assert HELD_BY_HALF_SENT_AT_LEAST_MS <= ex.q1.measure(url=step1.url) < HELD_BY_HALF_SENT_AT_MOST_MS
     with servers.serve("scratch_app") as scratch:
-        assert HELD_BY_SYNC_SLEEP_AT_LEAST_MS <= ex.q4.measure(url=scratch.url) < HELD_BY_SYNC_SLEEP_AT_MOST_MS
+        assert HELD_BY_SYNC_SLEEP_AT_LEAST_MS <= ex.q5.measure(url=scratch.url) < HELD_BY_SYNC_SLEEP_AT_MOST_MS
+
+
+@pytest.mark.parametrize("wrong, reason", [(300, "side by side"), (5000, "one after another"), (2500, "at the same time")])
+def test_two_sleeps_in_one_coroutine_follow_each_other_and_ten_coroutines_overlap(wrong, reason, capsys):
+    assert ex.q3.check(wrong) == core.INCORRECT
+    assert reason in capsys.readouterr().out
+    assert ex.q3.check(200 + 300) == core.CORRECT
+
+
+def test_the_exercises_come_in_the_notebooks_order():
+    # Numbered as the notebook asks them: step 1, step 2, step 5's coroutines, then the traced loop.
+    kinds = [type(exercise).__name__ for exercise in EXERCISES]
+    assert kinds == ["HalfSentOnBlockingServer", "WhichStepSpins", "TwoSleepsInOneCoroutine",
+                     "WhereTheLoopSpendsItsTime", "BlockedBySyncSleep", "PipelinedBehindAWait"]
 
 
 def test_statuses_for_the_results_file():
     ex.q2.check("step2")
-    ex.q3.check("timers")
+    ex.q4.check("timers")
     assert ex.statuses() == {
-        "q1": "not attempted", "q2": "correct", "q3": "incorrect", "q4": "not attempted", "q5": "not attempted",
+        "q1": "not attempted", "q2": "correct", "q3": "not attempted", "q4": "incorrect", "q5": "not attempted",
+        "q6": "not attempted",
     }

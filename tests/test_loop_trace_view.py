@@ -8,6 +8,7 @@ import matplotlib.pyplot as plt
 import pytest
 
 from helpers import trace_iteration
+from iolab import figures
 from iolab.lessons.event_loop import trace_view as loop_trace_view
 
 TRACE = [trace_iteration(100.0, 120.0, 5.0), trace_iteration(100.125, 0.0, 30.0, events=3, ready=2), trace_iteration(100.155, 45.0, 0.0)]
@@ -23,13 +24,18 @@ def test_binned_shares_split_a_long_wait_across_its_bins():
 
 def test_trace_figure_draws_two_panels_cut_to_the_phases():
     figure = loop_trace_view.trace_figure(TRACE, phases=[(100.12, 100.16, "busy")], margin_s=0.01)
-    try:
-        events_axes, time_axes = figure.axes[:2]
-        assert "3 iterations" in events_axes.get_title()
-        assert time_axes.get_xlim() == pytest.approx((0.0, 0.06))
-        assert any(text.get_text() == "busy" for text in events_axes.texts)
-    finally:
-        plt.close(figure)
+    events_axes, time_axes = figure.axes[:2]
+    assert "3 iterations" in events_axes.get_title()
+    assert time_axes.get_xlim() == pytest.approx((0.0, 0.06))
+    assert any(text.get_text() == "busy" for text in events_axes.texts)
+
+
+def test_the_figure_is_shown_by_figures_show_not_by_pyplot():
+    # Lesson 05 calls figures.show(trace_figure(...)): pyplot never sees the figure, so plt.show() would show nothing.
+    before = plt.get_fignums()
+    figure = loop_trace_view.trace_figure(TRACE)
+    assert plt.get_fignums() == before
+    assert figures.render(figure).data.startswith(b"\x89PNG")
 
 
 def test_an_empty_trace_is_refused_with_a_reason():

@@ -132,6 +132,48 @@ def test_an_if_solutions_with_more_in_it_is_refused(source):
         make_student.strip_solutions(source)
 
 
+@pytest.mark.parametrize(
+    "source, opener",
+    [
+        ("if solutions and quick:\n    ### BEGIN SOLUTION\n    x = 2\n    ### END SOLUTION\n", "if solutions and quick:"),
+        ("if quick and solutions:  # both\n    ### BEGIN SOLUTION\n    x = 2\n    ### END SOLUTION\n",
+         "if quick and solutions:"),
+        ("if quick:\n    pass\nelif solutions:\n    ### BEGIN SOLUTION\n    x = 2\n    ### END SOLUTION\n", "elif solutions:"),
+        ("if solutions:\n    for run in runs:\n        ### BEGIN SOLUTION\n        x = run\n        ### END SOLUTION\n",
+         "if solutions:"),
+    ],
+    ids=["and-after", "and-before", "elif", "outer-if"],
+)
+def test_a_solution_under_a_condition_the_copy_cannot_blank_is_refused(source, opener):
+    # A copy would keep the condition and put the student's line under it, where it never runs.
+    with pytest.raises(make_student.MarkerError, match="never run") as refused:
+        make_student.strip_solutions(source, "05-event-loop-from-scratch.ipynb cell 43")
+    assert str(refused.value).startswith("05-event-loop-from-scratch.ipynb cell 43, line ")
+    assert f"`{opener}`" in str(refused.value)
+
+
+def test_the_tool_names_the_notebook_and_cell_it_refuses(tmp_path):
+    lessons, out = tmp_path / "lessons", tmp_path / "out"
+    lessons.mkdir()
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("import iolab"),
+        nbformat.v4.new_markdown_cell("**q1.**"),
+        nbformat.v4.new_code_cell("answer_q1 = None\nif solutions and quick:\n    ### BEGIN SOLUTION\n"
+                                  "    answer_q1 = 1\n    ### END SOLUTION\nex.q1.check(answer_q1)"),
+    ])
+    nbformat.write(notebook, lessons / "99-example.ipynb")
+    result = subprocess.run([sys.executable, str(TOOL), str(lessons), str(out)], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode != 0
+    assert "99-example.ipynb cell 2, line 5" in result.stderr and "`if solutions and quick:`" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_name_that_only_contains_solutions_is_no_guard():
+    source = "for answer in my_solutions:\n    ### BEGIN SOLUTION\n    x = answer\n    ### END SOLUTION\n"
+    assert make_student.strip_solutions(source) == "for answer in my_solutions:\n    x = None  # your answer here"
+
+
 def test_other_blocks_become_pass():
     source = "for x in range(3):\n    ### BEGIN SOLUTION\n    print(x)\n    ### END SOLUTION\n"
     stripped = make_student.strip_solutions(source)

@@ -15,6 +15,8 @@ END = "### END SOLUTION"
 DISABLE_LINE = "import iolab.checks; iolab.checks.disable_solutions()  # student copy: no solutions"
 _ASSIGNMENT = re.compile(r"^\s*([A-Za-z_][A-Za-z_0-9]*)\s*=(?!=)")
 _IF_SOLUTIONS = re.compile(r"^(\s*)if solutions\s*:\s*(#.*)?$")
+# `solutions` as a name (not as part of another), in a line that opens a block around a solution.
+_MENTIONS_SOLUTIONS = re.compile(r"\bsolutions\b")
 _NONE_DEFAULT = re.compile(r"^(\s*)([A-Za-z_][A-Za-z_0-9]*)\s*=\s*None\s*(?:#\s*(.*?))?\s*$")
 # Ends every line a student fills in, so a student (and tests/test_make_student.py) can find them.
 MARK = "# your answer here"
@@ -33,6 +35,9 @@ def strip_solutions(source, where="cell"):
     placeholder takes its place: in a student copy `solutions` is False, so a
     line left under it would never run. A `name = None` line right above that
     `if` is the same placeholder said twice; it is dropped, its comment kept.
+    A block under any other line that tests `solutions` (`if solutions and
+    quick:`, `elif solutions:`, an outer `if solutions:`) is refused: the copy
+    could not take that line out, and the student's answer would never run.
     """
     lines = source.splitlines()
     out, block, indent = [], None, ""
@@ -89,8 +94,17 @@ def _placeholder(out, block, indent, rest, where):
     """The placeholder lines for one block; may take an `if solutions:` and a `name = None` line off `out`."""
     names = _assigned_names(block)
     comments = {}
-    opener = next((line for line in reversed(out) if line.strip() and len(_indent(line)) < len(indent)), None)
+    openers = _openers(out, indent)
+    opener = openers[0] if openers else None
     guard = _IF_SOLUTIONS.match(opener) if opener is not None else None
+    for line in openers[1:] if guard else openers:
+        code = line.split("#", 1)[0].strip()
+        if _MENTIONS_SOLUTIONS.search(code):
+            raise MarkerError(
+                f"{where}: the solution block sits under `{code}`, which a student copy cannot take out, "
+                "so the student's answer would never run (solutions is False there). Put the block alone under "
+                "a plain `if solutions:` and move any other condition into the block, e.g. "
+                "`answer = x if quick else y`")
     if guard:
         if opener is not out[-1] or _more_under(rest, guard.group(1)):
             raise MarkerError(f"{where}: the solution block must be all its `if solutions:` holds; "
@@ -103,6 +117,18 @@ def _placeholder(out, block, indent, rest, where):
     if not names:
         return [f"{indent}pass  {MARK}"]
     return [f"{indent}{name} = None  {MARK}" + (f": {comments[name]}" if comments.get(name) else "") for name in names]
+
+
+def _openers(out, indent):
+    """The lines that open the blocks around a line indented by `indent`, innermost first."""
+    found, width = [], len(indent)
+    for line in reversed(out):
+        if line.strip() and len(_indent(line)) < width:
+            found.append(line)
+            width = len(_indent(line))
+            if not width:
+                break
+    return found
 
 
 def _more_under(rest, guard_indent):
@@ -143,7 +169,10 @@ def main(argv):
         sys.exit(f"no notebooks in {source_dir}")
     out_dir.mkdir(parents=True, exist_ok=True)
     for path in notebooks:
-        notebook = student_notebook(nbformat.read(path, as_version=4), path.name)
+        try:
+            notebook = student_notebook(nbformat.read(path, as_version=4), path.name)
+        except MarkerError as error:
+            sys.exit(f"make_student: {error}")
         nbformat.write(notebook, out_dir / path.name)
         print(f"{path} -> {out_dir / path.name}")
 

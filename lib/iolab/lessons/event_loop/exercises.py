@@ -39,6 +39,36 @@ class WhichStepSpins(checks.ChoiceExercise):
     solution_text = "'step2': its loop calls accept() and recv() non-stop and they all come back with EAGAIN."
 
 
+class TwoSleepsInOneCoroutine(checks.NumberExercise):
+    prompt = (
+        "A coroutine on step 5's loop yields sleep(loop, 0.2), then sleep(loop, 0.3), then returns its answer. "
+        "Ten clients ask at the same moment, each getting its own Task. How many ms after they asked does the last "
+        "answer arrive?"
+    )
+    expected = 500
+    rel_tol = 0.0
+    abs_tol = 30.0
+    unit = "ms"
+    mistakes = {
+        300: "is the longer sleep alone, as if one coroutine's two sleeps ran side by side. The Task sends the "
+             "coroutine on to its second yield only when the first future is done.",
+        200: "is the first sleep alone. The coroutine goes on to its second yield only once the first is done.",
+        5000: "is ten clients one after another. Each has its own Task; while one coroutine waits, the loop runs the others.",
+        3000: "is ten clients one after another. Each has its own Task; while one coroutine waits, the loop runs the others.",
+    }
+    too_high_text = "the ten coroutines wait at the same time: each yield hands the loop back."
+    too_low_text = "within one coroutine, the second sleep starts only when the first is over."
+    hint_text = [
+        "Within one coroutine, when does the second sleep start?",
+        "And across the ten: while one coroutine is paused at a yield, what does the loop do?",
+    ]
+    solution_text = (
+        "About 500 ms: within one coroutine the sleeps follow one another (200 + 300), because the Task resumes it "
+        "only when the future it yielded is done; across coroutines they overlap, because every yield hands the "
+        "loop back to the others."
+    )
+
+
 class WhereTheLoopSpendsItsTime(checks.ChoiceExercise):
     prompt = (
         "In the trace of 40 users on /async-sleep, where does the loop spend most of its wall-clock time: "

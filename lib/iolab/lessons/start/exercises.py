@@ -3,31 +3,50 @@
 from iolab import checks
 
 
-class AsyncThroughput(checks.NumberExercise):
-    prompt = "40 users, handlers that wait 0.5 s without blocking. How many requests per second can the async server answer?"
-    expected = 80
-    rel_tol = 0.02
-    unit = "req/s"
-    mistakes = {
-        2: "is one request at a time: the blocking server. The async one waits on all 40 at once.",
-        40: "is one request per user per second; each wait takes half a second.",
-        20: "divides the wrong way round: 40 users, each answered twice a second.",
+class CpuWhileRequestsWait(checks.ChoiceExercise):
+    prompt = (
+        "20 users, a non-blocking handler that waits 0.5 s: the server answers about 40 requests a second. "
+        "How much of one CPU core does the server use meanwhile: 'little' (under a tenth), 'half' or 'all'?"
+    )
+    choices = {
+        "little": "",
+        "half": (
+            "a request costs the server well under a millisecond of CPU: it reads a few hundred bytes, sets a timer "
+            "and writes an answer. Forty of those a second is a few percent of a core."
+        ),
+        "all": (
+            "that is what a loop that keeps asking 'anything yet?' would use. Tornado's loop sleeps in the kernel "
+            "until a timer is due or a socket has data, and costs nothing while it sleeps."
+        ),
     }
-    hint_text = "Each of the 40 users gets an answer every 0.5 s."
-    solution_text = "40 / 0.5 s = 80 req/s."
+    correct = "little"
+    correct_text = "Waiting costs no CPU. That is why one thread can keep thousands of requests waiting at once."
+    hint_text = [
+        "What does the server's CPU have to do for one request? Not the wait: the work around it.",
+        "Parse a request, set a timer, format an answer: well under a millisecond. Now count 40 of them a second.",
+    ]
+    solution_text = (
+        "'little': each request costs the server well under a millisecond of CPU (the table after the run shows it), "
+        "so 40 a second keep it busy a few percent of the time. The 20 waits are timers; while they run, "
+        "the process sleeps in epoll_wait."
+    )
 
 
 class SyncTime(checks.NumberExercise):
-    prompt = "The blocking server gets 40 requests of 0.5 s each, 40 users at once. How many seconds does the run take?"
+    prompt = (
+        "The blocking run: 40 requests to a handler that calls time.sleep(0.5), 20 users sending at once. "
+        "How many seconds does the run take?"
+    )
     expected = 20
     rel_tol = 0.03
     unit = "s"
     mistakes = {
         0.5: "would be right if the 40 waits overlapped; time.sleep makes them queue.",
-        1: "is one request per user at 40 per second; the blocking server does 2 per second.",
+        1: "is two rounds of 20 waits that overlap: the non-blocking handler. time.sleep makes them queue.",
+        10: "is 20 users x 0.5 s, but each of the 40 requests takes its own turn.",
     }
-    hint_text = "One request at a time, half a second each."
-    solution_text = "40 x 0.5 s = 20 s, whatever the number of users."
+    hint_text = "One request at a time, half a second each. How many users there are does not matter."
+    solution_text = "40 x 0.5 s = 20 s, whatever the number of users: time.sleep holds the server's only thread."
 
 
 # q1, q2, ... in the order the notebook asks them, and statuses() for the results file.
