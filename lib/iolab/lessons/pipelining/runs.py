@@ -109,6 +109,7 @@ class Measured:
     syscalls_per_request: float | None = None  # None where strace cannot count here
     writes_per_request: float | None = None
     syscalls_skipped: str | None = None  # why system calls were not counted
+    top_calls: dict | None = None  # the most frequent system calls, per request, by name
     cores: int = 1  # the CPUs the server could run on
 
     @property
@@ -142,29 +143,33 @@ def measure(label, server, depth=1, connections=64, duration_s=2, batched=True, 
     total_s = used.cpu_s if used.cpu_s > 0 else user_s + system_s
     user_share = user_s / (user_s + system_s) if user_s + system_s > 0 else math.nan
     busiest = max(deltas, key=lambda pid: sum(deltas[pid])) if deltas else server.pid
-    per_request = writes = skipped = None
+    per_request = writes = skipped = top = None
     if count:
-        per_request, writes, skipped = count_syscalls(server, busiest, depth, connections, paths, client)
+        per_request, writes, skipped, top = count_syscalls(server, busiest, depth, connections, paths, client)
     return Measured(
         label=label, depth=depth, batched=batched, client=drive_.client, requests=drive_.requests, rps=drive_.rps,
         demand_us=total_s / requests * 1e6, user_us=total_s * user_share / requests * 1e6,
         system_us=total_s * (1 - user_share) / requests * 1e6, client_us=drive_.client_cpu_s / requests * 1e6,
         errors=drive_.errors, syscalls_per_request=per_request, writes_per_request=writes, syscalls_skipped=skipped,
-        cores=used.cores,
+        top_calls=top, cores=used.cores,
     )
 
 
 STRACE_DURATION_S = 1
+TOP_CALLS = 4
 
 
 def count_syscalls(server, pid, depth, connections, paths=None, client=None):
-    """(system calls per request, writes per request, None) of process `pid`, from a run under strace;
-    (None, None, why) where strace cannot count here."""
+    """(system calls per request, writes per request, None, {the most frequent calls: per request}) of process `pid`,
+    from a run under strace; (None, None, why, None) where strace cannot count here."""
     try:
         with syscalls.counting(pid) as counts:
             drive_ = drive(server.url + "/", depth, connections, STRACE_DURATION_S, paths, client)
     except syscalls.SyscallCountUnavailable as error:
-        return None, None, str(error)
-    if not drive_.requests:
-        return None, None, "no request was answered while strace counted"
-    return counts.total / drive_.requests, counts.of(syscalls.WRITES) / drive_.requests, None
+        return None, None, str(error), None
+    requests = drive_.requests
+    if not requests:
+        return None, None, "no request was answered while strace counted", None
+    top = sorted(counts.calls.items(), key=lambda item: -item[1])[:TOP_CALLS]
+    return counts.total / requests, counts.of(syscalls.WRITES) / requests, None, {
+        name: calls / requests for name, calls in top}
