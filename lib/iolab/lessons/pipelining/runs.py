@@ -105,6 +105,7 @@ class Measured:
     user_us: float  # of which in user space: Python, the interpreter, C extensions
     system_us: float  # of which in the kernel, on the server's behalf: its system calls
     client_us: float  # the client's CPU per request
+    queued_us: float  # per request, how long the server's busiest thread was ready to run but waited for a CPU
     errors: int
     syscalls_per_request: float | None = None  # None where strace cannot count here
     writes_per_request: float | None = None
@@ -150,6 +151,7 @@ def measure(label, server, depth=1, connections=64, duration_s=2, batched=True, 
         label=label, depth=depth, batched=batched, client=drive_.client, requests=drive_.requests, rps=drive_.rps,
         demand_us=total_s / requests * 1e6, user_us=total_s * user_share / requests * 1e6,
         system_us=total_s * (1 - user_share) / requests * 1e6, client_us=drive_.client_cpu_s / requests * 1e6,
+        queued_us=used.busiest_queued_s / requests * 1e6 if math.isfinite(used.busiest_queued_s) else math.nan,
         errors=drive_.errors, syscalls_per_request=per_request, writes_per_request=writes, syscalls_skipped=skipped,
         top_calls=top, cores=used.cores,
     )
