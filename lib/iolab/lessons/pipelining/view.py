@@ -1,5 +1,7 @@
 """Lesson 08's figures: the ladder of costs per request, throughput and system calls against depth, a batch's answers in time."""
 
+from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
+
 from iolab import figures
 
 
@@ -16,7 +18,7 @@ def ladder(rows):
         said = f"  {row['rps']:,.0f} req/s" + (f", {calls:.2g} calls/req" if calls is not None else "")
         left.text(row["demand_us"], place, said, va="center", fontsize=8)
     left.set_xscale("log")
-    left.set_xlim(right=max(row["demand_us"] for row in rows) * 40)
+    left.set_xlim(right=max(row["demand_us"] for row in rows) * 12)  # room for the text beside the longest bar
     left.set_yticks(list(places), labels)
     left.invert_yaxis()
     left.set_xlabel("D: the server's CPU per request (µs, log scale)")
@@ -52,6 +54,9 @@ def depth_sweep(rows, ceiling_rps=None):
     speed.set_ylabel("requests per second")
     speed.set_ylim(bottom=0)
     calls.set_yscale("log")
+    calls.yaxis.set_major_locator(LogLocator(base=10, subs=(1, 2, 5)))
+    calls.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+    calls.yaxis.set_minor_formatter(NullFormatter())
     calls.set_ylabel("system calls per request (strace)")
     return fig
 
@@ -59,9 +64,12 @@ def depth_sweep(rows, ceiling_rps=None):
 def batch_timeline(timings):
     """When each answer of a pipelined batch arrived, for each batch in `timings` ({label: hol.BatchTiming})."""
     fig, axes = figures.subplots(figsize=(9, 3.2), layout="constrained")
-    for (label, timing), marker in zip(timings.items(), "os^dv"):
-        positions = range(1, len(timing.arrived_ms) + 1)
+    count = len(timings)
+    for index, ((label, timing), marker) in enumerate(zip(timings.items(), "os^dv")):
+        shift = (index - (count - 1) / 2) * 0.15  # side by side, so answers that arrived together stay visible
+        positions = [place + 1 + shift for place in range(len(timing.arrived_ms))]
         axes.plot(positions, timing.arrived_ms, marker, label=label)
+    axes.set_xticks(range(1, max(len(timing.arrived_ms) for timing in timings.values()) + 1))
     axes.set_xlabel("answer, in the order of the requests")
     axes.set_ylabel("ms from the write to its arrival")
     axes.set_ylim(bottom=0)
