@@ -11,7 +11,7 @@ class SyscallsAtDepth16(checks.PredictThenMeasure):
     rel_tol = 0.0
     abs_tol = 1 / 16 + 0.01  # one system call per batch, more or less: how many epoll_waits a batch shares
     unit = "calls per request"
-    quantity = "strace"
+    quantity = "the count"
     off_text = "Count per batch: how many reads, how many writes, and how many requests share them?"
     correct_text = (
         "Two calls carry a whole batch, so each request pays 2/16. The rest is epoll_wait, which many"
