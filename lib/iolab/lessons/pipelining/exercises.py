@@ -1,0 +1,100 @@
+"""Exercises for lesson 08, pipelining: `from iolab.lessons.pipelining import exercises as ex; ex.q1.check(answer)`."""
+
+from iolab import checks
+
+
+class SyscallsAtDepth16(checks.PredictThenMeasure):
+    prompt = (
+        "The pipelining server reads a batch of 16 requests with one system call and writes the 16 answers back "
+        "with one more. Predict its system calls per request at depth 16, before the run counts them."
+    )
+    rel_tol = 0.0
+    abs_tol = 1 / 16 + 0.01  # one system call per batch, more or less: how many epoll_waits a batch shares
+    unit = "calls per request"
+    quantity = "the count"
+    off_text = "Count per batch: how many reads, how many writes, and how many requests share them?"
+    correct_text = (
+        "Two calls carry a whole batch, so each request pays 2/16. The rest is epoll_wait, which many"
+        " connections ready at once share."
+    )
+    hint_text = ["Per batch: one read brings all 16 requests, one write sends all 16 answers.",
+                 "Then divide by the 16 requests of the batch."]
+    solution_text = "2 / 16 = 0.125: a read and a write per batch of 16, plus a share of epoll_wait."
+
+    def measure(self, measured):
+        # Without strace, the count the design promises stands in for the measurement.
+        return 2 / 16 if measured is None else measured
+
+
+class WritesPerResponse(checks.NumberExercise):
+    prompt = (
+        "The same server with --write per-response calls transport.write once for every answer. "
+        "At depth 16, how many write system calls does it make per request?"
+    )
+    expected = 1.0
+    rel_tol = 0.1
+    unit = "writes per request"
+    mistakes = {1 / 16: "is the batched server's figure: per-response writes each answer on its own."}
+    too_high_text = "each answer is written once: no more than one write per request."
+    too_low_text = "every answer gets a write of its own, whatever the depth."
+    hint_text = "transport.write sends at once when nothing is queued before it: one write, one system call."
+    solution_text = "1: each transport.write is a write (or send) system call, one per answer."
+
+
+class OneProcessCeiling(checks.PredictThenMeasure):
+    prompt = (
+        "From D, the server's CPU per request at depth 16 (in microseconds, printed above), how many requests "
+        "per second can one Python process serve at most, with a whole core to itself?"
+    )
+    rel_tol = 0.05
+    unit = "req/s"
+    quantity = "1 / D"
+    off_text = "One process is one thread on one core: it is busy D per request, however many cores the machine has."
+    correct_text = "The utilization law: U = X·D can be at most 1 for one thread, so X ≤ 1/D."
+    hint_text = ["The utilization law: U = X × D.", "One thread's U is at most 1. Mind the units: D is in µs."]
+    solution_text = "1e6 / D_us: one core's second divided by the CPU each request needs."
+
+    def measure(self, demand_us):
+        return 1e6 / demand_us
+
+
+class LastAnswerBehindAWait(checks.PredictThenMeasure):
+    prompt = (
+        "A batch of 8 requests arrives in one read: /async-sleep?ms=300 first, then 7 instant hello worlds. "
+        "Predict, in ms from the write, when the last of the 8 answers arrives."
+    )
+    rel_tol = 0.2
+    unit = "ms"
+    quantity = "the last answer"
+    off_text = "The 7 answers are ready at once, but they may not leave before the answer ahead of them."
+    correct_text = "Head-of-line blocking: ready answers wait for the one ahead of them, HTTP/1.1's order rule."
+    hint_text = ["When are the 7 hello worlds computed? When may they be sent?",
+                 "HTTP/1.1 answers in the order the requests came."]
+    solution_text = "About 300 ms: the wait ends, and its answer and the 7 behind it leave together."
+
+    def measure(self, last_ms):
+        return last_ms
+
+
+class WhatHttp2Did(checks.ChoiceExercise):
+    prompt = (
+        "Browsers gave HTTP/1.1 pipelining up. What did HTTP/2 do instead: 'multiplexing' (many streams on one "
+        "connection, each answer in frames tagged with its stream, in any order), 'more connections', or "
+        "'deeper pipelines'?"
+    )
+    choices = {
+        "multiplexing": "",
+        "more connections": "that is what browsers did under HTTP/1.1 (six per host), and what HTTP/2 set out to end.",
+        "deeper pipelines": "a deeper pipeline only makes the line longer: one slow answer still holds all behind it.",
+    }
+    correct = "multiplexing"
+    correct_text = (
+        "Frames carry a stream id, so a slow answer no longer holds the others back in HTTP. TCP still delivers"
+        " bytes in order, so one lost packet stalls every stream: HTTP/3 moved to QUIC over UDP for that."
+    )
+    hint_text = "What made pipelining fragile? A slow answer at the head of the line. What removes the line?"
+    solution_text = "'multiplexing': independent streams, answers in any order, on one connection."
+
+
+# q1, q2, ... in the order the notebook asks them, and statuses() for the results file.
+checks.bind(globals())

@@ -1,0 +1,177 @@
+"""One measured run: a client drives a server for a while; the server's CPU per request (D), split user/system, and its system calls per request.
+
+The client is wrk when installed (C, the fastest there is), else the lab's own
+pipelined client in processes of its own. Speed and system calls come from two
+separate runs: strace stops the server at every call, so a traced run counts
+calls and never times anything.
+"""
+
+import math
+import resource
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import psutil
+
+from iolab import benchtools, environment, load, metrics, syscalls, usage, wrk_lua
+
+TIMEOUT_S = 10  # per request
+LAB_CLIENT_MAX_REQUESTS = 100_000_000  # the lab's client is bounded by its duration here, not its count
+
+
+@dataclass(frozen=True)
+class Drive:
+    """What the client saw in one run: requests answered, how long, its own CPU, errors of any kind."""
+
+    client: str  # "wrk" or "lab client"
+    requests: int
+    seconds: float
+    client_cpu_s: float
+    errors: int
+
+    @property
+    def rps(self):
+        return self.requests / self.seconds if self.seconds else 0.0
+
+
+def client_name():
+    """The client this machine runs the lesson's timed runs with."""
+    return "wrk" if benchtools.missing_reason("wrk") is None else "lab client"
+
+
+def _children_cpu_s():
+    # wrk's CPU, once subprocess.run has reaped it.
+    times = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return times.ru_utime + times.ru_stime
+
+
+def drive(url, depth, connections, duration_s, paths=None, client=None):
+    """Keep `connections` connections busy with batches of `depth` requests for `duration_s` whole seconds.
+
+    `client`: "wrk", "lab client", or None for the fastest this machine has.
+    """
+    paths = list(paths or ["/"])
+    client = client or client_name()
+    if client == "wrk":
+        before = _children_cpu_s()
+        began = time.perf_counter()
+        if depth == 1 and paths == ["/"]:
+            report = benchtools.run_wrk(url, connections, duration_s, timeout_s=TIMEOUT_S)
+        else:
+            batch = [paths[i % len(paths)] for i in range(depth)]
+            with tempfile.TemporaryDirectory() as scratch:
+                report = wrk_lua.run_pipelined(url, batch, connections, duration_s, Path(scratch) / "batch.lua",
+                                               timeout_s=TIMEOUT_S)
+        wall = time.perf_counter() - began
+        errors = report["socket_errors"] + report["non_2xx"]
+        # wrk's own figure divides by the duration it was given; its start-up is not in it.
+        seconds = report["requests"] / report["rps"] if report["rps"] else wall
+        return Drive("wrk", report["requests"], seconds, _children_cpu_s() - before, errors)
+    result = load.run_load(
+        url, loop="pipelined", pipeline_depth=depth, pipeline_paths=paths, concurrency=connections,
+        requests=LAB_CLIENT_MAX_REQUESTS, max_duration_s=duration_s, timeout_s=TIMEOUT_S, record="aggregate",
+        processes=min(environment.usable_cores(), connections),
+    )
+    summary = metrics.summarize(result)
+    client_cpu = result.usage.client_cpu_s if result.usage is not None else math.nan
+    return Drive("lab client", summary.completed, result.duration_s, client_cpu, summary.errors)
+
+
+def _tree_times(pid):
+    """{pid: (user s, system s)} of the server's process tree (gunicorn's worker, nginx's, the server itself)."""
+    times = {}
+    for process in usage.process_tree(psutil.Process(pid)):
+        try:
+            cpu = process.cpu_times()
+            times[process.pid] = (cpu.user, cpu.system)
+        except psutil.Error:
+            continue  # gone while we looked
+    return times
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One server at one depth: throughput, D and its parts in microseconds, system calls per request."""
+
+    label: str
+    depth: int
+    batched: bool
+    client: str
+    requests: int
+    rps: float
+    demand_us: float  # D: the server's CPU per request (every process of it)
+    user_us: float  # of which in user space: Python, the interpreter, C extensions
+    system_us: float  # of which in the kernel, on the server's behalf: its system calls
+    client_us: float  # the client's CPU per request
+    queued_us: float  # per request, how long the server's busiest thread was ready to run but waited for a CPU
+    errors: int
+    syscalls_per_request: float | None = None  # None where strace cannot count here
+    writes_per_request: float | None = None
+    syscalls_skipped: str | None = None  # why system calls were not counted
+    top_calls: dict | None = None  # the most frequent system calls, per request, by name
+    cores: int = 1  # the CPUs the server could run on
+
+    @property
+    def one_process_ceiling_rps(self):
+        """The utilization law for one thread: it is busy D per request, so at most 1 / D requests a second."""
+        return 1e6 / self.demand_us
+
+    @property
+    def machine_ceiling_rps(self):
+        """Server and client on the same cores: together they need D + client's CPU per request."""
+        return self.cores * 1e6 / (self.demand_us + self.client_us)
+
+    def row(self):
+        return asdict(self)
+
+
+def measure(label, server, depth=1, connections=64, duration_s=2, batched=True, count=True, paths=None, client=None):
+    """Time `server` under load at `depth`, then (if `count`) count its system calls in a second, shorter run."""
+    before = _tree_times(server.pid)
+    meter = usage.measure(server)
+    drive_ = drive(server.url + "/", depth, connections, duration_s, paths, client)
+    used = meter.stop()
+    after = _tree_times(server.pid)
+    server.check()
+    requests = max(drive_.requests, 1)
+    deltas = {pid: (after[pid][0] - before.get(pid, (0, 0))[0], after[pid][1] - before.get(pid, (0, 0))[1])
+              for pid in after}
+    user_s = sum(user for user, _ in deltas.values())
+    system_s = sum(system for _, system in deltas.values())
+    # The exact clock for the total; the ticks only to split it between user and system.
+    total_s = used.cpu_s if used.cpu_s > 0 else user_s + system_s
+    user_share = user_s / (user_s + system_s) if user_s + system_s > 0 else math.nan
+    busiest = max(deltas, key=lambda pid: sum(deltas[pid])) if deltas else server.pid
+    per_request = writes = skipped = top = None
+    if count:
+        per_request, writes, skipped, top = count_syscalls(server, busiest, depth, connections, paths, client)
+    return Measured(
+        label=label, depth=depth, batched=batched, client=drive_.client, requests=drive_.requests, rps=drive_.rps,
+        demand_us=total_s / requests * 1e6, user_us=total_s * user_share / requests * 1e6,
+        system_us=total_s * (1 - user_share) / requests * 1e6, client_us=drive_.client_cpu_s / requests * 1e6,
+        queued_us=used.busiest_queued_s / requests * 1e6 if math.isfinite(used.busiest_queued_s) else math.nan,
+        errors=drive_.errors, syscalls_per_request=per_request, writes_per_request=writes, syscalls_skipped=skipped,
+        top_calls=top, cores=used.cores,
+    )
+
+
+STRACE_DURATION_S = 1
+TOP_CALLS = 4
+
+
+def count_syscalls(server, pid, depth, connections, paths=None, client=None):
+    """(system calls per request, writes per request, None, {the most frequent calls: per request}) of process `pid`,
+    from a run under strace; (None, None, why, None) where strace cannot count here."""
+    try:
+        with syscalls.counting(pid) as counts:
+            drive_ = drive(server.url + "/", depth, connections, STRACE_DURATION_S, paths, client)
+    except syscalls.SyscallCountUnavailable as error:
+        return None, None, str(error), None
+    requests = drive_.requests
+    if not requests:
+        return None, None, "no request was answered while strace counted", None
+    top = sorted(counts.calls.items(), key=lambda item: -item[1])[:TOP_CALLS]
+    return counts.total / requests, counts.of(syscalls.WRITES) / requests, None, {
+        name: calls / requests for name, calls in top}
