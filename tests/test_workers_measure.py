@@ -78,14 +78,17 @@ def test_a_lab_pinned_to_one_cpu_runs_its_servers_and_clients_there():
 
 
 def test_a_busy_thread_delays_hello_world_by_switch_intervals_and_a_busy_process_does_not():
+    # A busy machine only adds to a latency, so each claim is put where noise cannot make it true or false: every
+    # request beside a busy thread waits at least about one interval for the GIL (the median, with room for the
+    # clock), while beside a busy process, or with nothing busy, some requests get through far sooner.
     with servers.serve("threaded_app") as threaded:
-        alone = statistics.median(gil.hello_latencies_ms(threaded.url, 0, probes=10))
-        beside_a_thread = statistics.median(gil.hello_latencies_ms(threaded.url, 1, probes=10, pid=threaded.pid))
+        alone = gil.hello_latencies_ms(threaded.url, 0, probes=10)
+        beside_a_thread = gil.hello_latencies_ms(threaded.url, 1, probes=10, pid=threaded.pid)
     with servers.serve("gunicorn_app", workers=2) as processes:
-        beside_a_process = statistics.median(gil.hello_latencies_ms(processes.url, 1, probes=10, pid=processes.pid))
+        beside_a_process = gil.hello_latencies_ms(processes.url, 1, probes=10, pid=processes.pid)
     interval = gil.switch_interval_ms()
-    assert alone < 0.5 * interval < beside_a_thread, (alone, beside_a_thread)
-    assert beside_a_process < beside_a_thread
+    assert statistics.median(beside_a_thread) >= 0.8 * interval, (beside_a_thread, interval)
+    assert min(alone) < 0.5 * interval and min(beside_a_process) < 0.5 * interval, (alone, beside_a_process)
 
 
 def test_free_threading_says_why_not_on_a_gil_build():

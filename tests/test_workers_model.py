@@ -85,7 +85,8 @@ def verdict_of(run, first, setup=ONE_SYNC_WORKER):
     own = model.Demands.of(run, first.wait_ms, first.process_cores)
     predicted = model.predict(first, setup, 16, TWO_CORES)
     explained = model.predict(own, dataclasses.replace(setup, connections=run.connections), 16, TWO_CORES)
-    return model.judge(run, predicted, explained, first, own, dataclasses.replace(setup, connections=run.connections))
+    most = model.ceiling(run, own, setup, 16, TWO_CORES)
+    return model.judge(run, predicted, explained, first, own, dataclasses.replace(setup, connections=run.connections), most)
 
 
 def test_a_run_within_ten_percent_is_predicted():
@@ -113,9 +114,25 @@ def test_a_run_that_idled_below_a_cpu_bound_is_reported_with_the_idle_share():
     assert verdict.kind == "reported" and "idle 25%" in verdict.reason
 
 
-def test_a_miss_nothing_measured_accounts_for_is_unexplained():
-    assert not verdict_of(run_of(500), demands(app_ms=1)).holds
-    assert not verdict_of(run_of(2000, others=0.5), demands(app_ms=1)).holds  # faster than its own bound
+def test_a_slower_run_nothing_measured_accounts_for_is_reported_with_what_was_measured():
+    verdict = verdict_of(run_of(500, others=0.02, idle=0.03), demands(app_ms=1))
+    assert verdict.kind == "reported" and verdict.holds
+    assert "-50% from the bound" in verdict.reason and "2% of the cores" in verdict.reason
+
+
+def test_only_a_run_faster_than_its_own_demands_allow_is_unexplained():
+    verdict = verdict_of(run_of(2000, others=0.5), demands(app_ms=1))  # one sync worker, D = 1 ms: 1,000 req/s at most
+    assert verdict.kind == "unexplained" and not verdict.holds and "+100% above" in verdict.reason
+
+
+def test_the_ceiling_lets_threads_keep_as_many_cores_busy_as_they_did_and_spreads_connections_evenly():
+    first = demands(app_ms=1, wait_ms=20)
+    crowded = run_of(300, app_ms=1, connections=(15, 1))
+    most = model.ceiling(crowded, first, model.Setup(2, 4), 16, TWO_CORES)
+    assert most.limit == "threads" and most.rps == pytest.approx(8 / 0.021)  # every thread at work
+    busy = run_of(1300, app_ms=1)  # one process with threads kept 1.3 cores busy: its system calls overlap
+    assert model.ceiling(busy, demands(app_ms=1), model.Setup(1, 4), 16, TWO_CORES).rps == pytest.approx(1300)
+    assert verdict_of(busy, demands(app_ms=1, process_cores=1.1), model.Setup(1, 4)).holds
 
 
 def test_g_is_measured_only_for_a_threaded_process_its_gil_limited():

@@ -10,7 +10,7 @@ prediction is the tightest of them, and the lesson names which one it is.
 """
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from iolab import theory
 
@@ -128,8 +128,9 @@ def process_cores(run, setup, users, cores, wait_ms=0.0):
 @dataclass(frozen=True)
 class Verdict:
     """'predicted' (within TOLERANCE of the prediction from the first run's demands), 'explained' (within it once
-    this run's own demands and spread are used, with the reason), 'reported' (the run was disturbed, or the cores
-    idled: not judged) or 'unexplained'."""
+    this run's own demands and spread are used, with the reason), 'reported' (slower, and not judged: the run was
+    disturbed, the cores idled, or nothing it measured names the reason; a busy machine only slows a run down) or
+    'unexplained' (faster than its own measured demands allow, which no disturbance can cause)."""
 
     kind: str
     reason: str = ""
@@ -156,14 +157,26 @@ def _what_changed(first, own, setup):
     return "; ".join(reasons) or "small changes in several demands"
 
 
-def judge(run, predicted, explained, first, own, setup):
-    """The Verdict on one run: the prediction from the first demands, or else why it missed, measured."""
+def ceiling(run, own, setup, users, cores):
+    """The most this run could have done with its own demands: the model's bounds with every request-holder
+    working (an even spread) and g as high as the run itself kept its processes busy. Other programs and idle cores
+    only push a run below it; a run above it means a measurement is wrong."""
+    kept_busy = run.rps * run.app_demand_ms / 1000 / setup.processes if setup.processes and not setup.one_thread else 0.0
+    loosest = replace(own, process_cores=max(own.process_cores, kept_busy))
+    return predict(loosest, replace(setup, connections=()), users, cores)
+
+
+def judge(run, predicted, explained, first, own, setup, most):
+    """The Verdict on one run: the prediction from the first demands, or else why it missed, measured.
+
+    `most` is the run's ceiling (see ceiling()).
+    """
     if abs(error(run.rps, predicted.rps)) <= TOLERANCE:
         return Verdict("predicted")
+    if run.rps > most.rps * (1 + TOLERANCE):  # faster than its own demands allow: nothing here excuses that
+        return Verdict("unexplained", f"{error(run.rps, most.rps):+.0%} above the most its own demands allow ({most.limit})")
     if abs(error(run.rps, explained.rps)) <= (EXPLAINED_TOLERANCE if setup.connections else TOLERANCE):
         return Verdict("explained", _what_changed(first, own, setup))
-    if run.rps > explained.rps * (1 + TOLERANCE):  # faster than its own bound allows: nothing here excuses that
-        return Verdict("unexplained", f"{error(run.rps, explained.rps):+.0%} above the bound with this run's own demands")
     if run.others_share > DISTURBED_SHARE:
         return Verdict("reported", f"other programs took {run.others_share:.0%} of the cores during this run")
     if run.idle_share > IDLE_SHARE and explained.limit in ("cores", "GIL"):
@@ -172,4 +185,9 @@ def judge(run, predicted, explained, first, own, setup):
             f"the cores stood idle {run.idle_share:.0%} of the time while requests waited: "
             "the processes hand each request to each other, and waking an idle core takes time the model leaves out",
         )
-    return Verdict("unexplained", f"{error(run.rps, explained.rps):+.0%} from the bound with this run's own demands")
+    return Verdict(
+        "reported",
+        f"{error(run.rps, explained.rps):+.0%} from the bound with this run's own demands, and nothing this run "
+        f"measured names why (other programs took {run.others_share:.0%} of the cores, they idled "
+        f"{run.idle_share:.0%}): on a shared machine, other work also costs caches and wake-ups",
+    )

@@ -85,6 +85,7 @@ class Cell:
     explained: model.Prediction  # from this run's own demands (and the connections' spread, when read)
     run: measure.Run
     verdict: model.Verdict
+    ceiling: model.Prediction  # the most this run's own demands allow, with every holder at work
 
     @property
     def rps(self):
@@ -100,7 +101,7 @@ class Cell:
             "server": self.config.label, "kind": self.config.kind, "handler": self.handler,
             "workers": self.config.processes, "threads": self.config.threads, "users": self.users,
             "rps": self.run.rps, "predicted_rps": self.predicted.rps, "limit": self.predicted.limit,
-            "explained_rps": self.explained.rps, "verdict": self.verdict.kind, "reason": self.verdict.reason,
+            "explained_rps": self.explained.rps, "ceiling_rps": self.ceiling.rps, "verdict": self.verdict.kind, "reason": self.verdict.reason,
             "demand_ms": self.run.app_demand_ms, "client_demand_ms": self.run.client_demand_ms,
             "mean_ms": self.run.mean_ms, "p99_ms": self.run.p99_ms, "errors": self.run.errors,
             "others_share": self.run.others_share, "idle_share": self.run.idle_share,
@@ -182,8 +183,9 @@ class Lab:
         own = model.Demands.of(run, wait, first.process_cores)
         predicted = model.predict(first, setup, users, self.cores)
         explained = model.predict(own, setup_as_run, users, self.cores)
-        verdict = model.judge(run, predicted, explained, first, own, setup_as_run)
-        cell = Cell(config, handler, users, predicted, explained, run, verdict)
+        most = model.ceiling(run, own, setup, users, self.cores)
+        verdict = model.judge(run, predicted, explained, first, own, setup_as_run, most)
+        cell = Cell(config, handler, users, predicted, explained, run, verdict, most)
         if keep:
             self.cells.append(cell)
         return cell
