@@ -30,18 +30,25 @@ def main():
     cpus = cores.usable_cores()[:1] if args.one_cpu else None
     lab = sweep.Lab(args.wait_ms, args.cpu_ms, args.run_seconds, args.users, cpus=cpus)
     judged = {}
+    parts = {"threads": [], "processes": [], "matrix": []}
     for kind in ("sync", "gthread", "threaded", "tornado"):
         lab.measure(sweep.Config(kind))
     for threads in args.threads:
         for kind in ("gthread", "threaded"):
-            judged.update((id(c), c) for c in lab.measure(sweep.Config(kind, 1, threads)))
+            cells = lab.measure(sweep.Config(kind, 1, threads))
+            parts["threads"] += cells
+            judged.update((id(c), c) for c in cells)
     for workers in args.workers:
         for kind in ("sync", "tornado"):
-            judged.update((id(c), c) for c in lab.measure(sweep.Config(kind, workers)))
+            cells = lab.measure(sweep.Config(kind, workers))
+            parts["processes"] += cells
+            judged.update((id(c), c) for c in cells)
     for workers in args.matrix_workers:
         for threads in args.matrix_threads:
             config = sweep.Config("sync", workers) if threads == 1 else sweep.Config("gthread", workers, threads)
-            judged.update((id(c), c) for c in lab.measure(config))
+            cells = lab.measure(config)
+            parts["matrix"] += cells
+            judged.update((id(c), c) for c in cells)
     for cell in judged.values():
         print(f"{cell.config.label:26s} {cell.handler:5s} predicted {cell.predicted.rps:9,.0f} ({cell.predicted.limit:7s})"
               f" measured {cell.rps:9,.0f} {cell.error:+5.0%}  {cell.verdict.kind} {cell.verdict.reason}")
@@ -59,7 +66,8 @@ def main():
             "nginx + 1 Tornado": lab.measure(sweep.Config("tornado", 1), ["hello"])[0],
             "nginx + 2 Tornado": lab.measure(sweep.Config("tornado", 2), ["hello"])[0]}
     for label, cell in side.items():
-        print(f"{label:36s} {cell.rps:9,.0f} req/s, D {cell.run.server_demand_ms:.3f} ms")
+        print(f"{label:36s} {cell.rps:9,.0f} req/s, D {cell.run.server_demand_ms:.3f} ms,"
+              f" others took {cell.run.others_share:.0%}")
     verdicts = Counter(cell.verdict.kind for cell in judged.values())
     hits = [abs(cell.error) for cell in judged.values() if cell.verdict.kind == "predicted"]
     print(json.dumps({
@@ -67,8 +75,14 @@ def main():
         "runs": len(judged),
         "verdicts": dict(verdicts),
         "worst_predicted_error": max(hits, default=math.nan),
+        # The figure: predictions within 10% of the run, per kind of experiment.
+        "within_10_percent": {
+            part: f"{sum(abs(c.error) <= 0.10 for c in cells)}/{len(cells)}" for part, cells in parts.items()
+        },
+        "largest_miss": max((abs(c.error) for c in judged.values()), default=math.nan),
         "usl": {"sigma": fit.sigma, "kappa": fit.kappa, "lambda": fit.lam, "peak_workers": peak_workers,
-                "peak_rps": peak_rps, "checked_rps": check.rps, "checked_others_share": check.run.others_share},
+                "peak_rps": peak_rps, "checked_rps": check.rps, "checked_error": check.rps / peak_rps - 1,
+                "checked_others_share": check.run.others_share},
         "side_by_side": {label: {"rps": cell.rps, "demand_ms": cell.run.server_demand_ms} for label, cell in side.items()},
         "seconds": time.monotonic() - began,
     }))
