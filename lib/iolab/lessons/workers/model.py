@@ -177,6 +177,10 @@ def judge(run, predicted, explained, first, own, setup, most):
         return Verdict("unexplained", f"{error(run.rps, most.rps):+.0%} above the most its own demands allow ({most.limit})")
     if abs(error(run.rps, explained.rps)) <= (EXPLAINED_TOLERANCE if setup.connections else TOLERANCE):
         return Verdict("explained", _what_changed(first, own, setup))
+    if run.rps > explained.rps * (1 + TOLERANCE):  # above the bound with the first g, within its ceiling
+        busy = run.rps * run.app_demand_ms / 1000 / max(setup.processes, 1)
+        return Verdict("explained", f"each process kept {busy:.2f} cores busy, where one thread kept "
+                                    f"{own.process_cores:.2f}: its threads' system calls overlapped more")
     if run.others_share > DISTURBED_SHARE:
         return Verdict("reported", f"other programs took {run.others_share:.0%} of the cores during this run")
     if run.idle_share > IDLE_SHARE and explained.limit in ("cores", "GIL"):
