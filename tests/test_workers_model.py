@@ -169,3 +169,21 @@ def test_configurations_name_their_server_options_and_baseline():
     assert sweep.Config("tornado", 2).options == {"upstreams": 2}
     assert sweep.Config("gthread", 2, 8).baseline == sweep.Config("gthread")
     assert sweep.Config("sync", 2).setup().one_thread and not sweep.Config("gthread", 1, 1).setup().one_thread
+
+
+def test_without_nginx_its_comparisons_are_named_missing_and_refused_with_the_reason(monkeypatch):
+    # A student's laptop without nginx: the registry's own check says so, and the rest of the lab still runs.
+    monkeypatch.setattr("iolab.registry.find_program", lambda name: None if name == "nginx" else f"/usr/bin/{name}")
+    assert sweep.missing("sync") is None and sweep.missing("threaded") is None
+    for kind in sweep.NGINX_KINDS:
+        assert "'nginx'" in sweep.missing(kind)
+    assert "'nginx'" in sweep.nginx_missing()
+    lab = sweep.Lab(wait_ms=20, cpu_ms=5, run_seconds=0.1, users=4, retries=0)
+    with pytest.raises(RuntimeError, match="nginx alone.*'nginx'"):
+        lab.measure(sweep.Config("nginx"))
+    assert lab.cells == []
+
+
+def test_with_nginx_installed_nothing_is_missing(monkeypatch):
+    monkeypatch.setattr("iolab.registry.find_program", lambda name: f"/usr/sbin/{name}")
+    assert sweep.nginx_missing() is None

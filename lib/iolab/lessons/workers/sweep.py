@@ -3,7 +3,7 @@
 import math
 from dataclasses import dataclass
 
-from iolab import params
+from iolab import params, registry
 
 from . import cores as core_info
 from . import measure, model
@@ -16,6 +16,17 @@ KINDS = {
     "nginx": "nginx answering by itself",
 }
 MAX_REQUESTS = 200_000
+NGINX_KINDS = ("tornado", "nginx")  # the kinds with nginx in them: the comparisons a machine without it skips
+
+
+def missing(kind):
+    """Why `kind`'s server cannot start on this machine (nginx or a package not installed), from the registry; or None."""
+    return registry.get(Config(kind).server).missing()
+
+
+def nginx_missing():
+    """Why the nginx comparisons (nginx + Tornado processes, nginx alone) cannot run here, or None if they can."""
+    return next((reason for reason in map(missing, NGINX_KINDS) if reason), None)
 
 
 @dataclass(frozen=True)
@@ -142,6 +153,9 @@ class Lab:
     def measure(self, config, handlers=None, again=False):
         """Start `config` once, run each handler on it, and return its Cells, kept in self.cells; a configuration
         measured before is not measured again, unless `again` asks for one more run (which is not kept)."""
+        reason = missing(config.kind)
+        if reason:
+            raise RuntimeError(f"cannot measure {config.label}: {reason}")
         handlers = [h for h in (handlers or self.handlers) if config.kind != "nginx" or h == "hello"]
         wanted = handlers if again else [h for h in handlers if self.find(config, h) is None]
         if not wanted:
