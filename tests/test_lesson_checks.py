@@ -11,8 +11,10 @@ from iolab.lessons.io_models import exercises as lesson04
 from iolab.lessons.ordering import exercises as lesson03
 from iolab.lessons.start import exercises as lesson00
 from iolab.lessons.sync_async import exercises as lesson02
+from iolab.lessons.workers import exercises as lesson06
+from iolab.lessons.workers import sweep as workers_sweep
 
-LESSONS = (lesson00, lesson01, lesson02, lesson03, lesson04, lesson05, lesson07)
+LESSONS = (lesson00, lesson01, lesson02, lesson03, lesson04, lesson05, lesson06, lesson07)
 # statuses() names every exercise a lesson binds to q1, q2, ...
 EVERY_EXERCISE = [getattr(lesson, name) for lesson in LESSONS for name in lesson.statuses()]
 
@@ -42,6 +44,9 @@ OFFLINE = [
     (lesson05.q3, "select", "callbacks", "tens of microseconds"),
     (lesson05.q5, 300, 0, "in the order the requests were sent"),
     (lesson05.q5, 310, 600, "adds the waits"),
+    (lesson06.q3, "interval", "idle", "the CPU-bound thread holds the GIL"),
+    (lesson06.q3, "Interval", "cpu", "after the switch interval"),
+    (lesson06.q6, "kappa", "sigma", "never turns down"),
     (lesson07.q1, 20_000, 10_000, "counts one end"),
     (lesson07.q3, "vsz", "rss", "RSS counts only pages written to"),
     (lesson07.q4, c10k_limits.ports_per_source(), c10k_limits.ports_per_source() - 1, "the range is inclusive"),
@@ -118,3 +123,27 @@ def test_predictions_checked_against_what_the_notebook_measured(exercise, measur
     assert exercise.check(wrong, **measured) == "incorrect"
     assert reason in capsys.readouterr().out
     assert exercise.check(right, **measured) == "correct"
+
+
+# Lesson 06's matrix on /sync-sleep, as the model predicts it: (workers, threads) -> req/s.
+WAITING_MATRIX = {(1, 1): 47.0, (1, 8): 376.0, (2, 1): 94.0, (2, 8): 752.0}
+
+
+def test_the_best_cell_for_waiting_is_the_one_that_holds_most(capsys):
+    exercise = lesson06.q5
+    assert exercise.check(None, predicted=WAITING_MATRIX) == "not attempted"
+    assert exercise.check((2, 1), predicted=WAITING_MATRIX) == "incorrect"
+    assert "holds 2 requests at once" in capsys.readouterr().out
+    assert exercise.check((3, 3), predicted=WAITING_MATRIX) == "incorrect"
+    assert "not a cell of the matrix" in capsys.readouterr().out
+    assert exercise.check("2x8", predicted=WAITING_MATRIX) == "incorrect"
+    assert exercise.check((2, 8), predicted=WAITING_MATRIX) == "correct"
+
+
+def test_predict_four_threads_on_cpu_work():
+    lab = workers_sweep.Lab(wait_ms=20, cpu_ms=5, run_seconds=0.3, users=16, handlers=("cpu",))
+    exercise = lesson06.q2
+    assert exercise.check(None, lab=lab) == "not attempted"
+    assert exercise.check(4 * 190, lab=lab) == "incorrect"  # four threads, one GIL: not four times one thread
+    one_thread = lab.demands(workers_sweep.Config("gthread"), "cpu")
+    assert exercise.check(1000 / one_thread.app_ms, lab=lab) == "correct"

@@ -1,0 +1,1 @@
+"""Lesson 06, workers, threads and processes: measured demands, the model that predicts each configuration, the GIL probe, the USL fit, views and exercises."""

@@ -1,0 +1,265 @@
+"""Lesson 06's experiments: each configuration started once, every handler run on it, predicted from one worker, measured, judged."""
+
+import math
+from dataclasses import dataclass
+
+from iolab import params, registry
+
+from . import cores as core_info
+from . import measure, model
+
+KINDS = {
+    "sync": "gunicorn, sync workers (one request at a time each)",
+    "gthread": "gunicorn, gthread workers (a pool of threads each)",
+    "threaded": "threaded_app (http.server), a pool of threads in one process",
+    "tornado": "nginx in front of Tornado processes",
+    "nginx": "nginx answering by itself",
+}
+MAX_REQUESTS = 200_000
+NGINX_KINDS = ("tornado", "nginx")  # the kinds with nginx in them: the comparisons a machine without it skips
+
+
+def missing(kind):
+    """Why `kind`'s server cannot start on this machine (nginx or a package not installed), from the registry; or None."""
+    return registry.get(Config(kind).server).missing()
+
+
+def nginx_missing():
+    """Why the nginx comparisons (nginx + Tornado processes, nginx alone) cannot run here, or None if they can."""
+    return next((reason for reason in map(missing, NGINX_KINDS) if reason), None)
+
+
+@dataclass(frozen=True)
+class Config:
+    """One server configuration: what to start, and what the model needs to know about it."""
+
+    kind: str
+    processes: int = 1
+    threads: int = 1
+
+    @property
+    def server(self):
+        return {"sync": "gunicorn_app", "gthread": "gunicorn_app", "threaded": "threaded_app",
+                "tornado": "nginx_proxy", "nginx": "nginx_hello"}[self.kind]
+
+    @property
+    def options(self):
+        if self.kind == "sync":
+            return {"workers": self.processes}
+        if self.kind == "gthread":
+            return {"workers": self.processes, "threads": self.threads, "worker_class": "gthread"}
+        if self.kind == "threaded":
+            return {"threads": self.threads}
+        if self.kind == "tornado":
+            return {"upstreams": self.processes}
+        return {}
+
+    @property
+    def keep_alive(self):
+        # A pooled thread of threaded_app keeps its connection until the client closes it, so users beyond the
+        # pool would wait for the whole run: each request gets a connection of its own, as with sync workers.
+        return self.kind != "threaded"
+
+    @property
+    def label(self):
+        return {
+            "sync": f"gunicorn {self.processes} sync",
+            "gthread": f"gunicorn {self.processes}×{self.threads} gthread",
+            "threaded": f"threaded_app {self.threads} threads",
+            "tornado": f"nginx + {self.processes} Tornado",
+            "nginx": "nginx alone",
+        }[self.kind]
+
+    def setup(self, connections=(), client_processes=1):
+        if self.kind == "nginx":
+            return model.Setup(processes=0, threads=1, nginx_workers=1, client_processes=client_processes)
+        return model.Setup(
+            processes=self.processes, threads=self.threads, nginx_workers=1 if self.kind == "tornado" else 0,
+            client_processes=client_processes, connections=tuple(connections),
+            one_thread=self.kind in ("sync", "tornado"),
+        )
+
+    @property
+    def baseline(self):
+        """The one-worker configuration whose demands predict this one: gunicorn's threads=1 column is sync."""
+        return Config(self.kind)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One configuration on one handler: the prediction, the run, and the verdict."""
+
+    config: Config
+    handler: str
+    users: int
+    predicted: model.Prediction  # from the baseline's demands
+    explained: model.Prediction  # from this run's own demands (and the connections' spread, when read)
+    run: measure.Run
+    verdict: model.Verdict
+    ceiling: model.Prediction  # the most this run's own demands allow, with every holder at work
+
+    @property
+    def rps(self):
+        return self.run.rps
+
+    @property
+    def error(self):
+        return model.error(self.run.rps, self.predicted.rps)
+
+    def row(self):
+        """The cell as the results file lists it."""
+        return {
+            "server": self.config.label, "kind": self.config.kind, "handler": self.handler,
+            "workers": self.config.processes, "threads": self.config.threads, "users": self.users,
+            "rps": self.run.rps, "predicted_rps": self.predicted.rps, "limit": self.predicted.limit,
+            "explained_rps": self.explained.rps, "ceiling_rps": self.ceiling.rps, "verdict": self.verdict.kind, "reason": self.verdict.reason,
+            "demand_ms": self.run.app_demand_ms, "client_demand_ms": self.run.client_demand_ms,
+            "mean_ms": self.run.mean_ms, "p99_ms": self.run.p99_ms, "errors": self.run.errors,
+            "others_share": self.run.others_share, "idle_share": self.run.idle_share,
+            "connections": list(self.run.connections),
+        }
+
+
+class Lab:
+    """The lesson's sizes and everything measured so far; the first run of each kind on each handler is its baseline."""
+
+    def __init__(self, wait_ms, cpu_ms, run_seconds, users, handlers=tuple(measure.HANDLERS), cpus=None, retries=2):
+        self.wait_ms, self.cpu_ms = wait_ms, cpu_ms
+        self.retries = retries  # a run that other programs disturbed is run again, this many times at most
+        self.run_seconds, self.users = run_seconds, users
+        self.handlers = tuple(handlers)
+        # With `cpus`, everything this lab starts runs on those CPUs only: the stand-in for a one-CPU machine.
+        self.cpus = set(cpus) if cpus is not None else set(core_info.usable_cores())
+        self.cores = len(self.cpus)
+        self.cells = []
+        self.baselines = {}  # (kind, handler) -> model.Demands
+
+    def wait_of(self, handler):
+        return self.wait_ms if handler == "wait" else 0.0
+
+    def users_for(self, config, handler):
+        """Enough users to keep every thread or worker busy: twice as many as the requests it can hold."""
+        setup = config.setup()
+        holders = max(setup.processes, 1) * (setup.threads or 1)
+        return max(self.users, 2 * holders)
+
+    def demands(self, config, handler):
+        """The baseline's demands for this configuration and handler (measuring the baseline first if needed)."""
+        key = (config.baseline.kind, handler)
+        if key not in self.baselines:
+            self.measure(config.baseline, [handler])
+        return self.baselines[key]
+
+    def measure(self, config, handlers=None, again=False):
+        """Start `config` once, run each handler on it, and return its Cells, kept in self.cells; a configuration
+        measured before is not measured again, unless `again` asks for one more run (which is not kept)."""
+        reason = missing(config.kind)
+        if reason:
+            raise RuntimeError(f"cannot measure {config.label}: {reason}")
+        handlers = [h for h in (handlers or self.handlers) if config.kind != "nginx" or h == "hello"]
+        wanted = handlers if again else [h for h in handlers if self.find(config, h) is None]
+        if not wanted:
+            return [self.find(config, h) for h in handlers]
+        is_baseline = config == config.baseline
+        first = {} if is_baseline and not again else {h: self.demands(config, h) for h in wanted}
+        with core_info.pinned(self.cpus):
+            server = measure.start(config.server, **config.options)
+            try:
+                core_info.pin_process_tree(server.pid, self.cpus)
+                fresh = [self._measure_one(server, config, handler, first.get(handler), keep=not again)
+                         for handler in wanted]
+            finally:
+                server.stop()
+        return fresh if again else [self.find(config, h) for h in handlers]
+
+    def _measure_one(self, server, config, handler, first, keep=True):
+        users = self.users_for(config, handler)
+        wait = self.wait_of(handler)
+        # nginx alone is faster than one client process: give it one per core.
+        clients = self.cores if config.kind == "nginx" else 1
+        guess = model.predict(first, config.setup(client_processes=clients), users, self.cores) if first else None
+        expected_rps = guess.rps if guess else self._rough_rps(handler, users)
+        requests = min(MAX_REQUESTS, max(3 * users, math.ceil(expected_rps * self.run_seconds)))
+        runs = []
+        while not runs or (runs[-1].others_share > model.DISTURBED_SHARE and len(runs) <= self.retries):
+            runs.append(measure.run(
+                server, measure.handler_path(handler, self.wait_ms, self.cpu_ms), requests, users, handler=handler,
+                keep_alive=config.keep_alive, client_processes=clients,
+                read_split=config.kind == "gthread" and config.processes > 1, expected_s=requests / expected_rps,
+            ))
+        run = min(runs, key=lambda r: r.others_share)  # the least disturbed
+        setup = config.setup(client_processes=clients)
+        setup_as_run = config.setup(run.connections, client_processes=clients)
+        if first is None:  # this is the baseline: its own demands, and its g, predict the others
+            g = model.process_cores(run, setup, users, self.cores, wait)
+            first = model.Demands.of(run, wait, g)
+            self.baselines[(config.kind, handler)] = first
+        own = model.Demands.of(run, wait, first.process_cores)
+        predicted = model.predict(first, setup, users, self.cores)
+        explained = model.predict(own, setup_as_run, users, self.cores)
+        most = model.ceiling(run, own, setup, users, self.cores)
+        verdict = model.judge(run, predicted, explained, first, own, setup_as_run, most)
+        cell = Cell(config, handler, users, predicted, explained, run, verdict, most)
+        if keep:
+            self.cells.append(cell)
+        return cell
+
+    def _rough_rps(self, handler, users):
+        """A first guess at a baseline's throughput, only to size its run."""
+        if handler == "wait":
+            return users / (self.wait_ms / 1000) / 2
+        if handler == "cpu":
+            return 1000 / self.cpu_ms
+        return 3000.0
+
+    def find(self, config, handler):
+        for cell in self.cells:
+            if cell.config == config and cell.handler == handler:
+                return cell
+        return None
+
+    def select(self, kinds=None, handler=None):
+        return [
+            cell for cell in self.cells
+            if (kinds is None or cell.config.kind in kinds) and (handler is None or cell.handler == handler)
+        ]
+
+    def predict(self, config, handler):
+        """The prediction for a configuration from its baseline's demands, without running it."""
+        clients = self.cores if config.kind == "nginx" else 1
+        users = self.users_for(config, handler)
+        return model.predict(self.demands(config, handler), config.setup(client_processes=clients), users, self.cores)
+
+
+REPORT_HEADERS = ["configuration", "handler", "users", "predicted req/s", "limit", "measured req/s", "error",
+                  "D (ms)", "client's D (ms)", "verdict"]
+
+
+def report_rows(cells):
+    """Rows for a table of cells under REPORT_HEADERS: the prediction, its limit, the run, and the verdict."""
+    rows = []
+    for cell in cells:
+        verdict = cell.verdict.kind + (f": {cell.verdict.reason}" if cell.verdict.reason else "")
+        rows.append([
+            cell.config.label, cell.handler, cell.users, cell.predicted.rps, cell.predicted.limit, cell.rps,
+            f"{cell.error:+.0%}", cell.run.app_demand_ms or cell.run.server_demand_ms, cell.run.client_demand_ms,
+            verdict,
+        ])
+    return rows
+
+
+def check_counts(name, values, low, high, must_have=(1,), at_least=1):
+    """A notebook parameter that lists counts: distinct whole numbers from `low` to `high`, in rising order."""
+    whole = isinstance(values, (list, tuple)) and all(isinstance(v, int) and not isinstance(v, bool) for v in values)
+    if not whole or not values or list(values) != sorted(set(values)) or not low <= values[0] <= values[-1] <= high:
+        raise params.ParameterError(
+            f"parameter {name}={values!r} is not allowed: it must list distinct whole numbers from {low} to {high}, "
+            "in rising order"
+        )
+    missing = [v for v in must_have if v not in values]
+    if missing or len(values) < at_least:
+        raise params.ParameterError(
+            f"parameter {name}={values!r} is not allowed: it must have at least {at_least} values"
+            + (f" and include {must_have}" if must_have else "")
+        )
+    return list(values)

@@ -1,0 +1,98 @@
+"""Lesson 06's measurements on real servers: demands per party, the spread of connections, pinning, the GIL probe."""
+
+import os
+import statistics
+
+import psutil
+import pytest
+
+from iolab import servers, usage
+from iolab.lessons.workers import cores, gil, measure, sweep
+
+pytestmark = pytest.mark.slow
+CPU_MS = 5
+# /cpu?ms=5 burns 5 ms of the worker's CPU; parsing, answering and closing add a fraction of a millisecond,
+# and a machine busy with other work can make that CPU a little slower.
+DEMAND_AT_LEAST_MS, DEMAND_AT_MOST_MS = 0.95 * CPU_MS, 1.6 * CPU_MS
+
+
+def started(config):
+    if (reason := servers.registry.get(config.server).missing()) is not None:
+        pytest.skip(reason)
+    return measure.start(config.server, **config.options)
+
+
+@pytest.mark.parametrize(
+    "config", [sweep.Config("sync", 2), sweep.Config("gthread", 2, 2), sweep.Config("threaded", 1, 2),
+               sweep.Config("tornado", 2)], ids=lambda c: c.label,
+)
+def test_every_configuration_answers_every_handler_and_refuses_a_bad_query(config):
+    server = started(config)
+    try:
+        for handler in measure.HANDLERS:
+            run = measure.run(server, measure.handler_path(handler, 2, 2), 12, 4, handler, keep_alive=config.keep_alive)
+            assert run.completed == 12 and run.errors == 0, run
+        bad = measure.run(server, "/cpu?ms=oops", 4, 2, keep_alive=config.keep_alive)
+        assert bad.errors == 4  # a 400 for each: a wrong query is refused, never served
+    finally:
+        server.stop()
+
+
+def test_a_run_measures_the_demand_of_server_and_client():
+    server = started(sweep.Config("sync"))
+    try:
+        run = measure.run(server, f"/cpu?ms={CPU_MS}", 60, 4, "cpu")
+    finally:
+        server.stop()
+    assert run.completed == 60 and run.errors == 0
+    assert DEMAND_AT_LEAST_MS <= run.app_demand_ms <= DEMAND_AT_MOST_MS, run
+    assert run.server_demand_ms >= run.app_demand_ms and run.client_demand_ms > 0
+    assert run.app_processes == 1 and run.cores == len(os.sched_getaffinity(0))
+    assert 0 <= run.others_share <= 1 and 0 <= run.idle_share <= 1
+
+
+def test_the_connections_each_gthread_worker_holds_are_counted():
+    server = started(sweep.Config("gthread", 2, 2))
+    try:
+        run = measure.run(server, "/sync-sleep?ms=20", 200, 8, "wait", read_split=True, expected_s=1.0)
+    finally:
+        server.stop()
+    assert len(run.connections) == 2 and sum(run.connections) == 8, run.connections
+
+
+def test_a_lab_pinned_to_one_cpu_runs_its_servers_and_clients_there():
+    cpu = cores.usable_cores()[:1]
+    lab = sweep.Lab(wait_ms=20, cpu_ms=CPU_MS, run_seconds=0.2, users=4, handlers=("cpu",), cpus=cpu)
+    assert lab.cores == 1
+    cell = lab.measure(sweep.Config("sync"))[0]
+    assert cell.run.cores == 1
+    assert os.sched_getaffinity(0) == set(cores.usable_cores())  # the notebook's own affinity came back
+    with cores.pinned(set(cpu)):
+        server = servers.start("gunicorn_app", workers=2)
+        try:
+            cores.pin_process_tree(server.pid, set(cpu))
+            tree = usage.process_tree(psutil.Process(server.pid))
+            assert all(set(process.cpu_affinity()) == set(cpu) for process in tree)
+        finally:
+            server.stop()
+
+
+def test_a_busy_thread_delays_hello_world_by_switch_intervals_and_a_busy_process_does_not():
+    # A busy machine only adds to a latency, so each claim is put where noise cannot make it true or false: every
+    # request beside a busy thread waits at least about one interval for the GIL (the median, with room for the
+    # clock), while beside a busy process, or with nothing busy, some requests get through far sooner.
+    with servers.serve("threaded_app") as threaded:
+        alone = gil.hello_latencies_ms(threaded.url, 0, probes=10)
+        beside_a_thread = gil.hello_latencies_ms(threaded.url, 1, probes=10, pid=threaded.pid)
+    with servers.serve("gunicorn_app", workers=2) as processes:
+        beside_a_process = gil.hello_latencies_ms(processes.url, 1, probes=10, pid=processes.pid)
+    interval = gil.switch_interval_ms()
+    assert statistics.median(beside_a_thread) >= 0.8 * interval, (beside_a_thread, interval)
+    assert min(alone) < 0.5 * interval and min(beside_a_process) < 0.5 * interval, (alone, beside_a_process)
+
+
+def test_free_threading_says_why_not_on_a_gil_build():
+    free, why = gil.free_threading()
+    assert isinstance(free, bool) and why
+    if not free:
+        assert "GIL" in why
