@@ -9,18 +9,19 @@ from iolab.lessons.c10k import limits as c10k_limits
 from iolab.lessons.event_loop import exercises as lesson05
 from iolab.lessons.io_models import exercises as lesson04
 from iolab.lessons.ordering import exercises as lesson03
+from iolab.lessons.pipelining import exercises as lesson08
 from iolab.lessons.start import exercises as lesson00
 from iolab.lessons.sync_async import exercises as lesson02
 from iolab.lessons.workers import exercises as lesson06
 from iolab.lessons.workers import sweep as workers_sweep
 
-LESSONS = (lesson00, lesson01, lesson02, lesson03, lesson04, lesson05, lesson06, lesson07)
+LESSONS = (lesson00, lesson01, lesson02, lesson03, lesson04, lesson05, lesson06, lesson07, lesson08)
 # statuses() names every exercise a lesson binds to q1, q2, ...
 EVERY_EXERCISE = [getattr(lesson, name) for lesson in LESSONS for name in lesson.statuses()]
 
 # (exercise, right answer, wrong answer, words the wrong answer's reason must contain)
 OFFLINE = [
-    (lesson00.q1, 80, 40, "one request per user per second"),
+    (lesson00.q1, "little", "all", "costs nothing while it sleeps"),
     (lesson00.q2, 20, 0.5, "overlapped"),
     (lesson01.q1, 50, 2, "is what one teller gives"),
     (lesson01.q1, 49, 12.5, "customers times seconds is not a rate"),
@@ -41,9 +42,10 @@ OFFLINE = [
     (lesson04.q3, "copy", "both", "the wait costs the application nothing"),
     (lesson04.q4, 1023, 1024, "is FD_SETSIZE, the number of bits"),
     (lesson05.q2, "step2", "step1", "asleep in accept()"),
-    (lesson05.q3, "select", "callbacks", "tens of microseconds"),
-    (lesson05.q5, 300, 0, "in the order the requests were sent"),
-    (lesson05.q5, 310, 600, "adds the waits"),
+    (lesson05.q3, 500, 300, "side by side"),
+    (lesson05.q4, "select", "callbacks", "tens of microseconds"),
+    (lesson05.q6, 300, 0, "in the order the requests were sent"),
+    (lesson05.q6, 310, 600, "adds the waits"),
     (lesson06.q3, "interval", "idle", "the CPU-bound thread holds the GIL"),
     (lesson06.q3, "Interval", "cpu", "after the switch interval"),
     (lesson06.q6, "kappa", "sigma", "never turns down"),
@@ -51,6 +53,8 @@ OFFLINE = [
     (lesson07.q3, "vsz", "rss", "RSS counts only pages written to"),
     (lesson07.q4, c10k_limits.ports_per_source(), c10k_limits.ports_per_source() - 1, "the range is inclusive"),
     (lesson07.q5, "1 s", "0.5 s", "its SYN was dropped"),
+    (lesson08.q2, 1, 1 / 16, "batched server's figure"),
+    (lesson08.q5, "multiplexing", "more connections", "six per host"),
 ]
 
 
@@ -117,7 +121,10 @@ def test_statuses_list_every_exercise():
 @pytest.mark.parametrize("exercise, measured, right, wrong, reason", [
     (lesson07.q2, {"measured_mb": 49.4}, 47.9, 26.0, "base + N × slope"),
     (lesson07.q6, {"measured_s": 1.31}, 1.33, 0.51, "Little's law"),
-], ids=["thread-server-rss", "wrk-hides-the-wait"])
+    (lesson08.q1, {"measured": 0.13}, 0.125, 2.0, "too high"),
+    (lesson08.q3, {"demand_us": 2.5}, 400_000, 800_000, "one core"),
+    (lesson08.q4, {"last_ms": 305.0}, 300, 2100, "may not leave before"),
+], ids=["thread-server-rss", "wrk-hides-the-wait", "syscalls-at-depth-16", "one-core-ceiling", "behind-the-wait"])
 def test_predictions_checked_against_what_the_notebook_measured(exercise, measured, right, wrong, reason, capsys):
     assert exercise.check(None, **measured) == "not attempted"
     assert exercise.check(wrong, **measured) == "incorrect"
