@@ -3,6 +3,7 @@
 import base64
 import json
 import re
+import secrets
 import threading
 import time
 from pathlib import Path
@@ -169,6 +170,8 @@ class LessonInBrowser:
             timeout=OPEN_TIMEOUT_S * 1000,
         )
         self.timings["open"] = time.monotonic() - began
+        if len(self.lab.kernels()) != 1:  # JupyterLab joined the kernel open_lab started, and started none of its own
+            self.fail(f"{len(self.lab.kernels())} kernels run for one lesson")
 
     def close(self):
         """Closes the lesson's tab, dropping its outputs: the committed notebook is never saved."""
@@ -355,7 +358,8 @@ class LessonInBrowser:
                 break
             height = min(height + int(hidden) + 40, SCREENSHOT_MAX_PX)
             self.page.set_viewport_size({"width": 1280, "height": height})
-            self.page.wait_for_timeout(250)
+            # Two frames: the newly shown cells are drawn, and their real heights replace the estimates.
+            self.page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
         path = self.screenshots / f"{self.path.stem}.png"
         began = time.monotonic()
         self.page.screenshot(path=str(path))
@@ -380,9 +384,11 @@ class LessonInBrowser:
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """One JupyterLab server for every lesson; each lesson gets its own kernel."""
-    server = Lab(tmp_path_factory.mktemp("jupyter")).start()
-    yield server
-    server.stop()
+    server = Lab(tmp_path_factory.mktemp("jupyter")).spawn()  # ready by the first page: see `page`
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 def listening(process):
@@ -398,8 +404,11 @@ def descends_from(process, roots):
 
 
 @pytest.fixture(scope="module")
-def browser():
-    """One headless Chromium for every lesson; each lesson gets a tab of its own. Yields (browser, its root pids)."""
+def browser(lab):
+    """One headless Chromium for every lesson, launched while the lab starts; each lesson gets a tab of its own.
+
+    Yields (browser context, the pids of the processes at the root of the browser).
+    """
     from playwright.sync_api import sync_playwright
 
     before = {child.pid for child in psutil.Process().children()}
@@ -447,17 +456,23 @@ def no_leaks(browser):
 
 
 @pytest.fixture
-def page(lab, browser, request):
-    """A Chromium tab on JupyterLab in a fresh workspace, for one lesson (the browser's cache makes it load fast)."""
+def page(lab, browser):
+    """A Chromium tab for one lesson; run_in_browser opens JupyterLab in it (the browser's cache makes it load fast)."""
     context, _ = browser
+    lab.wait_ready()
     tab = context.new_page()
     try:
-        tab.goto(lab.lab_url(re.sub(r"\W+", "-", request.node.name)))
-        tab.wait_for_function("() => window.jupyterapp?.shell?.widgets", timeout=OPEN_TIMEOUT_S * 1000)
-        tab.locator("#jp-MainMenu").wait_for(timeout=OPEN_TIMEOUT_S * 1000)
         yield tab
     finally:
         tab.close()
+
+
+def open_lab(lab, page, path):
+    """JupyterLab in a fresh workspace named after the lesson, its kernel starting while the page loads."""
+    lab.start_kernel_for(path.relative_to(REPO).as_posix())
+    page.goto(lab.lab_url(f"{path.stem}-{secrets.token_hex(4)}"))
+    page.wait_for_function("() => window.jupyterapp?.shell?.widgets", timeout=OPEN_TIMEOUT_S * 1000)
+    page.locator("#jp-MainMenu").wait_for(timeout=OPEN_TIMEOUT_S * 1000)
 
 
 def run_in_browser(lab, page, path, screenshots=SCREENSHOTS):
@@ -468,6 +483,9 @@ def run_in_browser(lab, page, path, screenshots=SCREENSHOTS):
     lesson = LessonInBrowser(page, lab, path, screenshots)
     try:
         try:
+            began = time.monotonic()
+            open_lab(lab, page, path)
+            lesson.timings["lab"] = time.monotonic() - began
             lesson.open()
             lesson.run_all()
             lesson.check_cells()
@@ -514,7 +532,7 @@ BROKEN_CELLS = [
     'print("this cell is fine")',
     'import sys\nprint("Traceback (most recent call last):\\n  a failure printed by hand", file=sys.stderr)',
     "import ipywidgets\nipywidgets.Image(format='png')  # no bytes: the broken-image icon",
-    "import time\nfrom iolab import controls\n\ndef failing_experiment(**options):\n    time.sleep(2)\n"
+    "import time\nfrom iolab import controls\n\ndef failing_experiment(**options):\n    time.sleep(0.5)\n"
     "    raise RuntimeError('no run today')\n\npanel = controls.run_panel(failing_experiment, requests=2, delay_ms=10)",
     "1 / 0",
     'print("never reached")',
