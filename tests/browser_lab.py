@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import psutil
@@ -62,6 +63,8 @@ class Lab:
         self.marker = secrets.token_hex(8)
         self.process = None
         self.url = None
+        self.env = None
+        self.started_at = None
         self.log_path = self.home / "jupyter-lab.log"
 
     def environment(self):
@@ -87,17 +90,28 @@ class Lab:
         ]
 
     def start(self):
+        return self.spawn().wait_ready()
+
+    def spawn(self):
+        """Starts `jupyter lab` without waiting for it (wait_ready does), so a browser can start meanwhile."""
         autosave = self.home / "user-settings" / "@jupyterlab" / "docmanager-extension" / "plugin.jupyterlab-settings"
         autosave.parent.mkdir(parents=True)
         autosave.write_text(json.dumps({"autosave": False}))
-        env = self.environment()
+        self.env = self.environment()
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(
-                self.command(), cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                self.command(), cwd=REPO, env=self.env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        runtime = Path(env["JUPYTER_RUNTIME_DIR"])
-        deadline = time.monotonic() + START_TIMEOUT_S
+        self.started_at = time.monotonic()
+        return self
+
+    def wait_ready(self):
+        """Waits until the server listens; returns the lab. Quick once it has."""
+        if self.url:
+            return self
+        runtime = Path(self.env["JUPYTER_RUNTIME_DIR"])
+        deadline = self.started_at + START_TIMEOUT_S
         # The server writes jpserver-<pid>.json once it listens; it names the port it was given.
         info_path = runtime / f"jpserver-{self.process.pid}.json"
         while time.monotonic() < deadline:
@@ -112,9 +126,25 @@ class Lab:
                     assert info["hostname"] == "127.0.0.1", info
                     self.url = info["url"].rstrip("/")
                     return self
-            time.sleep(0.1)
+            time.sleep(0.05)
         self.stop()
         raise RuntimeError(f"jupyter lab did not start within {START_TIMEOUT_S} s:\n{self.log_tail()}")
+
+    def start_kernel_for(self, notebook_path):
+        """Starts the notebook's kernel through the server's REST API, as JupyterLab does when it opens a notebook.
+
+        JupyterLab then joins this session rather than starting its own, so the
+        kernel boots while the page loads, not after it.
+        """
+        request = urllib.request.Request(
+            f"{self.url}/api/sessions",
+            data=json.dumps({"path": notebook_path, "name": Path(notebook_path).name, "type": "notebook",
+                             "kernel": {"name": "python3"}}).encode(),
+            headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=START_TIMEOUT_S) as response:
+            return json.loads(response.read())
 
     def stop(self):
         if self.process is None or self.process.poll() is not None:

@@ -3,6 +3,7 @@
 import base64
 import json
 import re
+import secrets
 import threading
 import time
 from pathlib import Path
@@ -14,6 +15,11 @@ from browser_lab import Lab, describe, launch_chromium, missing_browser_tools, r
 
 from helpers import wait_until
 
+try:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+except ImportError:  # the tests skip, below
+    PlaywrightTimeout = TimeoutError
+
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 SCREENSHOTS = REPO / "build" / "browser"
@@ -24,8 +30,11 @@ pytestmark = [pytest.mark.browser, pytest.mark.skipif(MISSING is not None, reaso
 # Quick mode runs a lesson in about 15 s; these bounds only stop a hang.
 OPEN_TIMEOUT_S = 60
 RUN_ALL_TIMEOUT_S = 150
+IDLE_POLLS, IDLE_POLL_MS = 3, 100
 STARTED_WITHIN_S = 10  # how soon a Run panel must show that its run has started
-GRACE_S = 1  # how long after a run ends a second, unwanted run would have shown itself
+GRACE_MS = 100  # for the page to draw the status the kernel sent last
+# The smallest run that still draws a live figure: the panel raises requests to concurrency, one request each.
+SMALLEST_RUN = {"requests": 1, "delay_ms": 100}
 PLAY_FRAMES = 3  # frames the Play animation must draw to count as playing
 SHUTDOWN_TIMEOUT_S = 20
 SETTLE_S = 5  # how long a lesson's servers may take to notice their kernel has gone
@@ -89,6 +98,12 @@ WATCH_JS = """([button, key]) => {
   }
   const select = panel.querySelector('select');
   return {sliders, modes: select ? [...select.options].map(o => o.value) : []};
+}"""
+
+# An empty, silent request through the notebook's kernel: resolves once the kernel has handled every message before it.
+KERNEL_ROUND_TRIP_JS = """async () => {
+  const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+  await kernel.requestExecute({code: '', silent: true, store_history: false}).done;
 }"""
 
 IMAGE_BYTES_JS = """async image => {
@@ -155,6 +170,8 @@ class LessonInBrowser:
             timeout=OPEN_TIMEOUT_S * 1000,
         )
         self.timings["open"] = time.monotonic() - began
+        if len(self.lab.kernels()) != 1:  # JupyterLab joined the kernel open_lab started, and started none of its own
+            self.fail(f"{len(self.lab.kernels())} kernels run for one lesson")
 
     def close(self):
         """Closes the lesson's tab, dropping its outputs: the committed notebook is never saved."""
@@ -175,13 +192,20 @@ class LessonInBrowser:
     def run_all(self):
         began = time.monotonic()
         self.menu("Run", "Run All Cells")
-        deadline = began + RUN_ALL_TIMEOUT_S
-        idle_polls = 0
-        while idle_polls < 2:  # idle on two polls in a row: not just between two cells
-            if time.monotonic() > deadline:
-                raise AssertionError(f"Run All Cells still running after {RUN_ALL_TIMEOUT_S} s")
-            idle_polls = idle_polls + 1 if self.page.evaluate(IDLE_JS) else 0
-            time.sleep(0.5)
+        try:
+            # Idle on IDLE_POLLS polls in a row, IDLE_POLL_MS apart: not just between two cells.
+            self.page.wait_for_function(
+                f"""() => {{
+                  window.__idlePolls = ({IDLE_JS})() ? (window.__idlePolls || 0) + 1 : 0;
+                  return window.__idlePolls >= {IDLE_POLLS};
+                }}""",
+                polling=IDLE_POLL_MS,
+                timeout=RUN_ALL_TIMEOUT_S * 1000,
+            )
+        except PlaywrightTimeout:
+            raise AssertionError(f"Run All Cells still running after {RUN_ALL_TIMEOUT_S} s") from None
+        finally:
+            self.page.evaluate("() => { window.__idlePolls = 0; }")
         self.timings["run all"] = time.monotonic() - began
 
     def check_cells(self):
@@ -249,28 +273,37 @@ class LessonInBrowser:
         if mode:
             panel.locator("select").select_option(mode)
         sliders = state["sliders"]
+        for label, value in SMALLEST_RUN.items():
+            if label in sliders:
+                sliders[label] = self.set_slider(panel, label, value)
         # Every request waiting its full delay one after another, plus the half-minute a run allows for start-up.
         bound_s = sliders.get("requests", 100) * sliders.get("delay_ms", 1000) / 1000 + 30
         began = time.monotonic()
-        button.click()
+        # A double press: two clicks in one turn of the page's event loop, so the second is surely sent before the
+        # page can hear that the first disabled the button; the kernel gets it while the first run goes.
+        clicks = button.evaluate("b => { let n = 0; b.addEventListener('click', () => n++); b.click(); b.click(); return n; }")
+        if clicks != 2:
+            self.fail(f"Run panel {number}: the page took {clicks} of two presses")
         try:
             self.page.wait_for_function(
                 f"() => window.__iolab.{key}.statuses.some(s => s.trim().startsWith('running'))",
                 timeout=STARTED_WITHIN_S * 1000,
             )
-        except Exception:
+        except PlaywrightTimeout:
             self.fail(f"Run panel {number}: pressing Run started nothing within {STARTED_WITHIN_S} s")
             return
         if not button.is_disabled():
             self.fail(f"Run panel {number}: the Run button stays pressable while its run goes")
-        button.click(force=True)  # a student pressing Run again while it runs
         try:
             self.page.wait_for_function("b => !b.disabled", arg=button.element_handle(), timeout=bound_s * 1000)
-        except Exception:
+        except PlaywrightTimeout:
             self.fail(f"Run panel {number}: the run did not end within its bound of {bound_s:.0f} s")
             return
         took = time.monotonic() - began
-        time.sleep(GRACE_S)
+        # The kernel handles its messages in order: once an empty request sent now has its answer, the second
+        # press has been handled too, and a second run it started would have said "running" by then.
+        self.page.evaluate(KERNEL_ROUND_TRIP_JS)
+        self.page.wait_for_timeout(GRACE_MS)
         log = self.page.evaluate(f"() => window.__iolab.{key}")
         starts = sum(1 for status in log["statuses"] if status.strip().startswith("running"))
         final = log["statuses"][-1] if log["statuses"] else ""
@@ -284,6 +317,14 @@ class LessonInBrowser:
         png = base64.b64decode(image.evaluate(IMAGE_BYTES_JS))
         score = self.check_title(number, png, mode, modes)
         self.timings[f"run panel {number}"] = f"{mode}: {took:.1f} s, {log['frames']} frames, title match {score:.2f}"
+
+    def set_slider(self, panel, label, value):
+        """Types `value` into a slider's readout, as a student may; returns the value the slider took (clamped)."""
+        slider = panel.locator(".widget-slider", has=self.page.locator(".widget-label", has_text=re.compile(f"^{label}$")))
+        readout = slider.locator(".widget-readout")
+        readout.fill(str(value))
+        readout.press("Enter")
+        return int(readout.inner_text())
 
     def check_title(self, number, png, mode, modes):
         """The title names the mode that ran, and reads as no other mode; returns how well it matched."""
@@ -317,9 +358,12 @@ class LessonInBrowser:
                 break
             height = min(height + int(hidden) + 40, SCREENSHOT_MAX_PX)
             self.page.set_viewport_size({"width": 1280, "height": height})
-            self.page.wait_for_timeout(250)
+            # Two frames: the newly shown cells are drawn, and their real heights replace the estimates.
+            self.page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
         path = self.screenshots / f"{self.path.stem}.png"
+        began = time.monotonic()
         self.page.screenshot(path=str(path))
+        self.timings["screenshot px, s"] = (height, round(time.monotonic() - began, 2))
         self.page.set_viewport_size({"width": 1280, "height": 900})
         return path
 
@@ -340,34 +384,95 @@ class LessonInBrowser:
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """One JupyterLab server for every lesson; each lesson gets its own kernel."""
-    server = Lab(tmp_path_factory.mktemp("jupyter")).start()
-    yield server
-    server.stop()
+    server = Lab(tmp_path_factory.mktemp("jupyter")).spawn()  # ready by the first page: see `page`
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
-@pytest.fixture
-def page(lab, request):
-    """A Chromium tab on JupyterLab in a fresh workspace, for one lesson.
+def listening(process):
+    return {(c.laddr.ip, c.laddr.port) for c in process.net_connections("inet") if c.status == psutil.CONN_LISTEN}
 
-    A browser per lesson, not one for all: Chromium starts helper processes of
-    its own minutes after launch (an on-device model service at about 3 min),
-    and a process born during a test counts as that test's leak.
+
+def descends_from(process, roots):
+    """Whether `process` is one of `roots` or runs under one of them."""
+    try:
+        return any(ancestor.pid in roots for ancestor in [process, *process.parents()])
+    except psutil.Error:
+        return False
+
+
+@pytest.fixture(scope="module")
+def browser(lab):
+    """One headless Chromium for every lesson, launched while the lab starts; each lesson gets a tab of its own.
+
+    Yields (browser context, the pids of the processes at the root of the browser).
     """
     from playwright.sync_api import sync_playwright
 
+    before = {child.pid for child in psutil.Process().children()}
     playwright = sync_playwright().start()
     try:
-        browser = launch_chromium(playwright)
+        chromium = launch_chromium(playwright)
         try:
-            tab = browser.new_page(viewport={"width": 1280, "height": 900})
-            tab.goto(lab.lab_url(re.sub(r"\W+", "-", request.node.name)))
-            tab.wait_for_function("() => window.jupyterapp?.shell?.widgets", timeout=OPEN_TIMEOUT_S * 1000)
-            tab.locator("#jp-MainMenu").wait_for(timeout=OPEN_TIMEOUT_S * 1000)
-            yield tab
+            # Playwright's driver and the browser under it: the harness, not the lesson.
+            roots = {child.pid for child in psutil.Process().children()} - before
+            yield chromium.new_context(viewport={"width": 1280, "height": 900}), roots
         finally:
-            browser.close()
+            chromium.close()
     finally:
         playwright.stop()
+
+
+@pytest.fixture(autouse=True)
+def no_leaks(browser):
+    """conftest's leak check, but for the browser's own processes.
+
+    Chromium starts helper processes of its own long after launch (an on-device
+    model service at about 3 min): those belong to the browser, which outlives
+    each test on purpose and is closed at the end of the module. What a lesson
+    leaves behind is checked by the lab's marker, in run_in_browser.
+    """
+    _, roots = browser
+    me = psutil.Process()
+    before = {child.pid for child in me.children(recursive=True)}
+    listening_before = listening(me)
+    yield
+    deadline = time.monotonic() + SETTLE_S
+    while True:
+        leaked = [c for c in me.children(recursive=True) if c.pid not in before and not descends_from(c, roots)]
+        if not leaked or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    described = [describe(process) for process in leaked]
+    for process in leaked:
+        try:
+            process.kill()
+        except psutil.Error:
+            pass
+    assert not described, f"test left child processes behind: {described}"
+    assert listening(me) <= listening_before, f"test left listening sockets open: {listening(me) - listening_before}"
+
+
+@pytest.fixture
+def page(lab, browser):
+    """A Chromium tab for one lesson; run_in_browser opens JupyterLab in it (the browser's cache makes it load fast)."""
+    context, _ = browser
+    lab.wait_ready()
+    tab = context.new_page()
+    try:
+        yield tab
+    finally:
+        tab.close()
+
+
+def open_lab(lab, page, path):
+    """JupyterLab in a fresh workspace named after the lesson, its kernel starting while the page loads."""
+    lab.start_kernel_for(path.relative_to(REPO).as_posix())
+    page.goto(lab.lab_url(f"{path.stem}-{secrets.token_hex(4)}"))
+    page.wait_for_function("() => window.jupyterapp?.shell?.widgets", timeout=OPEN_TIMEOUT_S * 1000)
+    page.locator("#jp-MainMenu").wait_for(timeout=OPEN_TIMEOUT_S * 1000)
 
 
 def run_in_browser(lab, page, path, screenshots=SCREENSHOTS):
@@ -378,6 +483,9 @@ def run_in_browser(lab, page, path, screenshots=SCREENSHOTS):
     lesson = LessonInBrowser(page, lab, path, screenshots)
     try:
         try:
+            began = time.monotonic()
+            open_lab(lab, page, path)
+            lesson.timings["lab"] = time.monotonic() - began
             lesson.open()
             lesson.run_all()
             lesson.check_cells()
@@ -424,7 +532,7 @@ BROKEN_CELLS = [
     'print("this cell is fine")',
     'import sys\nprint("Traceback (most recent call last):\\n  a failure printed by hand", file=sys.stderr)',
     "import ipywidgets\nipywidgets.Image(format='png')  # no bytes: the broken-image icon",
-    "import time\nfrom iolab import controls\n\ndef failing_experiment(**options):\n    time.sleep(2)\n"
+    "import time\nfrom iolab import controls\n\ndef failing_experiment(**options):\n    time.sleep(0.5)\n"
     "    raise RuntimeError('no run today')\n\npanel = controls.run_panel(failing_experiment, requests=2, delay_ms=10)",
     "1 / 0",
     'print("never reached")',

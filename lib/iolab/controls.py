@@ -1,6 +1,10 @@
 """Sliders and a Run button that replay an experiment on the live dashboard; inert, and harmless, under papermill."""
 
+import time
+from datetime import datetime
+
 import ipywidgets as widgets
+from IPython import get_ipython
 from IPython.display import display
 
 from . import live, load, metrics, registry, servers, theory
@@ -34,7 +38,11 @@ def run_panel(experiment, concurrency=40, requests=200, delay_ms=1000, modes=Non
     image = widgets.Image(format="png", layout=widgets.Layout(display="none"))
     image.observe(lambda _: setattr(image.layout, "display", None), names="value")
 
+    gate = RunGate()
+
     def on_run(_):
+        if not gate.try_start(click_sent_at()):
+            return  # pressed again while the last run went: that press is spent
         values = {name: slider.value for name, slider in sliders.items()}
         values["requests"] = max(values["requests"], values["concurrency"])
         button.disabled = True
@@ -45,6 +53,7 @@ def run_panel(experiment, concurrency=40, requests=200, delay_ms=1000, modes=Non
         except Exception as error:  # a student's run must end in a message, not a dead button
             status.value = f"<b>run failed:</b> {type(error).__name__}: {error}"
         finally:
+            gate.end()
             button.disabled = False
 
     button.on_click(on_run)
@@ -52,6 +61,52 @@ def run_panel(experiment, concurrency=40, requests=200, delay_ms=1000, modes=Non
     panel = widgets.VBox([widgets.HBox(top[:2]), widgets.HBox(top[2:] + [button]), status, image])
     display(panel)
     return panel
+
+
+class RunGate:
+    """Lets one run start at a time, and no press that the page sent while the last run went.
+
+    A run goes in the kernel's own thread, so a second press that leaves the page
+    before the page has heard that the button is disabled (a double click) waits
+    in the kernel's queue and is handled only once the run has ended. By the
+    page's clock it was sent before `start press + the run's duration`; a real new
+    press comes after the page saw the run end, so later than that. Both times are
+    read on the page's clock, which therefore need not agree with the kernel's.
+    """
+
+    def __init__(self, clock=time.monotonic):
+        self.clock = clock
+        self.running = False
+        self.started = None  # kernel clock
+        self.start_sent = None  # page clock, seconds since the epoch; None when unknown
+        self.busy_until = None  # page clock: a press sent before this was sent while the last run went
+
+    def try_start(self, sent_at):
+        """Whether a press sent at `sent_at` (page clock, or None if unknown) starts a run now."""
+        if self.running or (sent_at is not None and self.busy_until is not None and sent_at < self.busy_until):
+            return False
+        self.running, self.started, self.start_sent = True, self.clock(), sent_at
+        return True
+
+    def end(self):
+        self.running = False
+        if self.start_sent is not None:
+            self.busy_until = self.start_sent + (self.clock() - self.started)
+
+
+def click_sent_at():
+    """When the page sent the message the kernel is handling (seconds since the epoch, by the page's clock), or None."""
+    kernel = getattr(get_ipython(), "kernel", None)
+    if kernel is None or not hasattr(kernel, "get_parent"):
+        return None  # not in a kernel (a plain Python session, a test)
+    date = kernel.get_parent().get("header", {}).get("date")
+    if isinstance(date, str):  # jupyter_client parses dates; a message it could not parse keeps its text
+        try:
+            date = datetime.fromisoformat(date)
+        except ValueError:
+            return None
+    # A date without a zone is read as local time: the same for every press from one page, which is all that counts.
+    return date.timestamp() if isinstance(date, datetime) else None
 
 
 def load_experiment(server_name="tornado_app", workers_by_mode=None, max_duration_s=600):
