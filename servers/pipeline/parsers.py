@@ -8,7 +8,7 @@ after the complete requests in front of it have been delivered.
 
 from collections import namedtuple
 
-MAX_HEAD_BYTES = 8 * 1024  # request line plus headers; more gets 431, as nginx and Tornado do by default
+MAX_HEAD_BYTES = 8 * 1024  # request line plus headers; more gets 431, RFC 6585's status for exactly this
 MAX_BODY_BYTES = 1024 * 1024  # no route reads a body; one this large is refused rather than buffered
 
 # What a route needs to know about a request, nothing more.
