@@ -41,9 +41,11 @@ SPINNING_EAGAINS_AT_LEAST = 1000  # a 150 ms spin asks thousands of times, even 
 WORKED_SHARE_AT_LEAST = 0.1
 IO_CPU_SHARE_AT_MOST = 0.25
 # select and poll rescan every descriptor: hundreds of times more of them cost far more than 4x
-# (timer noise aside); epoll's cost stays within 3x of itself and a third of select's.
+# (timer noise aside); epoll's cost stays within 6x of itself and a third of select's. A wait on
+# 4000 watched sockets scans none of them, but their kernel structures crowd the cache, which a
+# CPU hog sharing the core makes visible: 3.6x was measured pinned to one CPU beside two hogs.
 RESCAN_GROWTH_AT_LEAST = 4
-EPOLL_GROWTH_AT_MOST = 3
+EPOLL_GROWTH_AT_MOST = 6
 EPOLL_CHEAPER_THAN_SELECT_BY = 3
 SELECT_SLOPE_AT_LEAST_US = 5  # per 1000 descriptors
 EPOLL_FLATTER_THAN_SELECT_BY = 5
@@ -77,8 +79,9 @@ def no_leaked_fds_or_threads():
 def assert_waited_for_the_peer(run, delay_ms=DELAY_MS, learns_soon=True):
     # Times are from "go": the data cannot be ready before the delay, and we learn of it soon after the
     # peer sent it (which a loaded machine may make later than the delay), later still by the time our
-    # thread sat queued for a CPU.
-    assert delay_ms * NEVER_EARLY <= run.ready_ms, run.figures()
+    # thread sat queued for a CPU. The data cannot be in our buffer before the delay; the mark that
+    # ends a wait can be, when the scheduler takes the CPU between that mark and the recv() it times.
+    assert delay_ms * NEVER_EARLY <= run.ready_ms + run.copy_ms, run.figures()
     if learns_soon:
         assert run.ready_ms <= run.last_sent_ms + LATE_MS + (run.queued_ms or 0.0), run.figures()
     assert run.last_sent_ms >= delay_ms * PEER_NEVER_EARLY, run.figures()
