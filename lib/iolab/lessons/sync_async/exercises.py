@@ -3,18 +3,22 @@
 from iolab import checks, load
 
 
-class AsyncThroughput(checks.NumberExercise):
-    prompt = "An async server, 25 users at once, handlers that wait 0.5 s without blocking. Throughput in req/s?"
-    expected = 50
+class ThroughputFromResponseTime(checks.NumberExercise):
+    prompt = ("ab keeps 40 users at once on an async server whose handlers wait 1 s, and reports a mean time per "
+              "request of 1.25 s. What throughput does it measure, in req/s?")
+    expected = 32
     rel_tol = 0.02
     unit = "req/s"
     mistakes = {
-        2: "is one request at a time (1 / 0.5 s): that is the synchronous server. Here the 25 waits overlap.",
-        25: "is how many users wait at once; each of them also finishes one request every 0.5 s.",
-        12.5: "multiplies where Little's law divides: throughput = requests in flight / time each one takes.",
+        40: "is 40 users / 1 s: every request took 1.25 s here, not the handler's 1 s. Use what ab measured.",
+        1: "is one request at a time for 1 s each: that is the synchronous server. Here the 40 waits overlap.",
+        0.8: "is one user's rate (1 / 1.25 s); 40 users send side by side.",
+        50: "multiplies where Little's law divides: throughput = requests in flight / time each one takes.",
     }
-    hint_text = ["Little's law: requests in flight = throughput x time per request.", "25 in flight, 0.5 s each."]
-    solution_text = "25 / 0.5 s = 50 req/s: every half second, all 25 users get their answer and send again."
+    hint_text = ["Little's law: requests in flight = throughput x time per request.",
+                 "40 in flight; the time per request is what ab measured, not what the handler waits."]
+    solution_text = ("40 / 1.25 s = 32 req/s. Little's law holds for whatever time each request really took: "
+                     "the extra 0.25 s is time spent queued, and it costs throughput.")
 
 
 class WhatAbMeasures(checks.ChoiceExercise):
