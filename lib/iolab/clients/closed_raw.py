@@ -9,7 +9,8 @@ import asyncio
 from urllib.parse import urlsplit
 
 from . import http1
-from .errors import TIMEOUT, error_kind
+from .errors import TIMEOUT
+from .raw_connection import RawConnection
 from .wire import NO_ERROR
 
 
@@ -63,7 +64,7 @@ class ClosedLoop:
                     user.fail(TIMEOUT)
 
 
-class User:
+class User(RawConnection):
     """One user: its own connection (a new one per request without keep-alive), one request at a time."""
 
     __slots__ = ("number", "run", "reader", "connection", "start", "attempt")
@@ -89,24 +90,9 @@ class User:
         self.attempt += 1
         self.start = now
         if self.reader is None:
-            run.loop.create_task(self.connect(self.attempt))
+            run.loop.create_task(self.connect(self.attempt, run.payload))
         else:
             self.reader.transport.write(run.payload)
-
-    async def connect(self, attempt):
-        run = self.run
-        try:
-            transport, reader = await run.loop.create_connection(lambda: http1.AnswerReader(self), run.host, run.port)
-        except OSError as error:
-            if attempt == self.attempt and self.start is not None:
-                self.fail(error_kind(error))
-            return
-        if attempt != self.attempt or self.start is None:
-            transport.close()  # the request it was for has timed out meanwhile
-            return
-        self.reader = reader
-        self.connection = run.recorder.new_connection()
-        transport.write(run.payload)
 
     def answered(self, status, length, closes, body):
         run = self.run
@@ -124,19 +110,8 @@ class User:
             self.reader = None
         self.next(now)
 
-    def broken(self, error):
-        if self.start is not None:
-            self.fail(error_kind(error))
-        elif self.reader is not None:
-            self.reader.transport.abort()
-            self.reader = None
-
-    def lost(self, reader, error):
-        if reader is not self.reader:
-            return  # a connection this user already let go of
-        self.reader = None
-        if self.start is not None:
-            self.fail(error_kind(error or ConnectionResetError("the server closed the connection")))
+    def in_flight(self):
+        return self.start is not None
 
     def fail(self, kind):
         """Record the request in flight as an error of `kind`, drop its connection, and go on to the next."""
@@ -146,9 +121,7 @@ class User:
         recorder.add(self.start, self.start, now, 0, 0, recorder.error_code(kind), self.number, self.connection)
         recorder.in_flight -= 1
         self.start = None
-        if self.reader is not None:
-            self.reader.transport.abort()
-            self.reader = None
+        self.drop()
         self.next(now)
 
 

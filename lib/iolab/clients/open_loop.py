@@ -15,7 +15,8 @@ from urllib.parse import urlsplit
 
 from . import http1
 from .closed_raw import sweep_interval
-from .errors import TIMEOUT, error_kind
+from .errors import TIMEOUT
+from .raw_connection import RawConnection
 from .wire import NO_ERROR
 
 
@@ -84,7 +85,7 @@ class Waker(threading.Thread):
                 self.loop.call_soon_threadsafe(self.callback)
 
 
-class Slot:
+class Slot(RawConnection):
     """One connection and the one request it may carry at a time."""
 
     __slots__ = ("run", "reader", "connection", "user", "intended", "start", "attempt")
@@ -102,7 +103,7 @@ class Slot:
         """Connect ahead of the schedule; if it fails, the first request on this slot connects (and records why not)."""
         run = self.run
         try:
-            _, self.reader = await run.loop.create_connection(lambda: http1.AnswerReader(self), run.host, run.port)
+            _, self.reader = await run.loop.create_connection(lambda: self.reader_type(self), run.host, run.port)
             self.connection = run.recorder.new_connection()
         except OSError:
             self.reader = None
@@ -113,24 +114,9 @@ class Slot:
         self.user, self.intended, self.start = user, intended, now
         self.attempt += 1
         if self.reader is None:
-            run.loop.create_task(self.connect(self.attempt))
+            run.loop.create_task(self.connect(self.attempt, run.payload))
         else:
             self.reader.transport.write(run.payload)
-
-    async def connect(self, attempt):
-        run = self.run
-        try:
-            transport, reader = await run.loop.create_connection(lambda: http1.AnswerReader(self), run.host, run.port)
-        except OSError as error:
-            if attempt == self.attempt and self.start is not None:
-                self.fail(error_kind(error))
-            return
-        if attempt != self.attempt or self.start is None:
-            transport.close()
-            return
-        self.reader = reader
-        self.connection = run.recorder.new_connection()
-        transport.write(run.payload)
 
     def answered(self, status, length, closes, body):
         run = self.run
@@ -145,27 +131,15 @@ class Slot:
             self.reader = None
         self.release()
 
-    def broken(self, error):
-        if self.start is not None:
-            self.fail(error_kind(error))
-        elif self.reader is not None:
-            self.reader.transport.abort()
-            self.reader = None
-
-    def lost(self, reader, error):
-        if reader is not self.reader:
-            return
-        self.reader = None
-        if self.start is not None:
-            self.fail(error_kind(error or ConnectionResetError("the server closed the connection")))
+    def in_flight(self):
+        return self.start is not None
 
     def fail(self, kind):
+        """Record the request in flight as an error of `kind`, drop its connection, and free the slot."""
         recorder = self.run.recorder
         code = recorder.error_code(kind)
         recorder.add(self.intended, self.start, recorder.now(), 0, 0, code, self.user, self.connection)
-        if self.reader is not None:
-            self.reader.transport.abort()
-            self.reader = None
+        self.drop()
         self.release()
 
     def release(self):

@@ -14,7 +14,8 @@ from urllib.parse import urlsplit
 
 from . import http1
 from .closed_raw import sweep_interval
-from .errors import OUT_OF_ORDER, TIMEOUT, error_kind
+from .errors import OUT_OF_ORDER, TIMEOUT
+from .raw_connection import RawConnection
 from .wire import NO_ERROR
 
 
@@ -119,13 +120,14 @@ class Pipeline:
             late = self.recorder.now() - self.timeout_s
             for connection in self.connections:
                 if connection.waiting and connection.start < late:
-                    connection.fail_batch(TIMEOUT)
+                    connection.fail(TIMEOUT)
 
 
-class PipelinedConnection:
+class PipelinedConnection(RawConnection):
     """One user: a connection with up to `depth` requests in flight, their paths remembered in order."""
 
     __slots__ = ("number", "run", "reader", "connection", "start", "waiting", "sent", "attempt")
+    reader_type = http1.BodyKeepingReader  # each answer's body too, to check it is its own request's
 
     def __init__(self, number, run):
         self.number = number
@@ -157,23 +159,6 @@ class PipelinedConnection:
         else:
             self.reader.transport.write(payload)
 
-    async def connect(self, attempt, payload):
-        run = self.run
-        try:
-            transport, reader = await run.loop.create_connection(
-                lambda: http1.BodyKeepingReader(self), run.host, run.port
-            )
-        except OSError as error:
-            if attempt == self.attempt and self.waiting:
-                self.fail_batch(error_kind(error))
-            return
-        if attempt != self.attempt or not self.waiting:
-            transport.close()
-            return
-        self.reader = reader
-        self.connection = run.recorder.new_connection()
-        transport.write(payload)
-
     def answered(self, status, length, closes, body):
         run = self.run
         recorder = run.recorder
@@ -193,28 +178,17 @@ class PipelinedConnection:
             # The server answers no more on this connection: what is still waiting is lost with it.
             reader, self.reader = self.reader, None
             if self.waiting:
-                self.fail_batch("disconnected")
+                self.fail("disconnected")
                 reader.transport.close()
                 return
             reader.transport.close()
         if not self.waiting:
             self.next_batch(now)
 
-    def broken(self, error):
-        if self.waiting:
-            self.fail_batch(error_kind(error))
-        elif self.reader is not None:
-            self.reader.transport.abort()
-            self.reader = None
+    def in_flight(self):
+        return bool(self.waiting)
 
-    def lost(self, reader, error):
-        if reader is not self.reader:
-            return
-        self.reader = None
-        if self.waiting:
-            self.fail_batch(error_kind(error or ConnectionResetError("the server closed the connection")))
-
-    def fail_batch(self, kind):
+    def fail(self, kind):
         """Record every request still waiting as an error of `kind`, drop the connection, and go on."""
         recorder = self.run.recorder
         code = recorder.error_code(kind)
@@ -223,9 +197,7 @@ class PipelinedConnection:
             recorder.add(self.start, self.start, now, 0, 0, code, self.number, self.connection)
         recorder.in_flight -= len(self.waiting)
         self.waiting.clear()
-        if self.reader is not None:
-            self.reader.transport.abort()
-            self.reader = None
+        self.drop()
         self.next_batch(now)
 
 

@@ -1,0 +1,65 @@
+"""One raw keep-alive connection's life, shared by the raw clients: connect for a request, survive a broken or lost one.
+
+closed_raw's users, open_loop's slots and pipelined's connections differ in what
+they send and how they count answers, not in how they hold a connection. Each
+says what it has in flight (`in_flight`) and how to give that up (`fail`); this
+class opens the connection when a request needs one and turns a refusal, a
+garbled answer or a server hanging up into `fail` with the error's kind.
+"""
+
+from . import http1
+from .errors import error_kind
+
+
+class RawConnection:
+    """Mixin: needs `self.run` (host, port, loop, recorder), `self.attempt`, `in_flight()` and `fail(kind)`.
+
+    And slots `reader` (the connection's http1 reader, None while there is none) and
+    `connection` (the recorder's number for it, for its rows).
+    """
+
+    __slots__ = ()  # the clients keep their per-request objects small: no __dict__
+    reader_type = http1.AnswerReader  # parses each answer and calls self.answered(...)
+
+    def in_flight(self):
+        raise NotImplementedError
+
+    def fail(self, kind):
+        raise NotImplementedError
+
+    async def connect(self, attempt, payload):
+        """Open a connection and write `payload`, unless the request it was for has timed out meanwhile."""
+        run = self.run
+        try:
+            transport, reader = await run.loop.create_connection(lambda: self.reader_type(self), run.host, run.port)
+        except OSError as error:
+            if attempt == self.attempt and self.in_flight():
+                self.fail(error_kind(error))
+            return
+        if attempt != self.attempt or not self.in_flight():
+            transport.close()  # a timeout gave this request up, and started a new attempt, while we connected
+            return
+        self.reader = reader
+        self.connection = run.recorder.new_connection()
+        transport.write(payload)
+
+    def drop(self):
+        """Abort the connection, if there is one: nothing on it can be trusted any more."""
+        if self.reader is not None:
+            self.reader.transport.abort()
+            self.reader = None
+
+    def broken(self, error):
+        """The reader could not parse the answer: fail what is in flight, or just drop an idle connection."""
+        if self.in_flight():
+            self.fail(error_kind(error))
+        else:
+            self.drop()
+
+    def lost(self, reader, error):
+        """The connection closed: if it was ours and a request was on it, that request failed."""
+        if reader is not self.reader:
+            return  # a connection already let go of
+        self.reader = None
+        if self.in_flight():
+            self.fail(error_kind(error or ConnectionResetError("the server closed the connection")))
