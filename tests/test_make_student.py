@@ -202,8 +202,9 @@ def test_usage_without_arguments():
 # --- a student copy, filled in as a student would, run for real ------------------------------------
 
 MARKED_LINE = re.compile(rf"^(\s*)([A-Za-z_][A-Za-z_0-9]*) = None  {re.escape(make_student.MARK)}")
-# One lesson also gets wrong answers (every kind of checker it has must say "incorrect"); the others
-# get only right ones, which keeps this slow test to one run per lesson plus one.
+# One lesson also gets wrong answers (every kind of checker it has must say "incorrect") and none
+# (each must say "not attempted"); the others get only right ones, which keeps this slow test to
+# one run per lesson plus two.
 WRONG_ANSWER_LESSON = "03-handler-ordering"
 # Put before each wrong answer: another of the choices for a choice question, a far-off number otherwise.
 WRONG_HELPER = (
@@ -240,13 +241,14 @@ def fill_in(student_source, instructor_source, wrong=False):
     return "\n".join(out)
 
 
-def run_student_copy(instructor_path, student_path, out_dir, wrong=False):
-    """Fill in the student copy, run it in quick mode with solutions=False, and return its results JSON."""
+def run_student_copy(instructor_path, student_path, out_dir, answers="right"):
+    """Fill in the student copy with `answers` ("right", "wrong" or "missing": left as handed out), run it in
+    quick mode with solutions=False, and return its results JSON."""
     instructor = nbformat.read(instructor_path, as_version=4)
     student = nbformat.read(student_path, as_version=4)
     for before, after in zip(instructor.cells, student.cells):
-        if after.cell_type == "code" and make_student.BEGIN in before.source:
-            after.source = fill_in(after.source, before.source, wrong)
+        if after.cell_type == "code" and make_student.BEGIN in before.source and answers != "missing":
+            after.source = fill_in(after.source, before.source, wrong=answers == "wrong")
     filled = out_dir / f"{student_path.stem}.filled.ipynb"
     nbformat.write(student, filled)
     results_path = out_dir / f"{student_path.stem}.json"
@@ -267,18 +269,19 @@ WITH_SOLUTIONS = [
     if any(make_student.BEGIN in cell.source for cell in nbformat.read(path, as_version=4).cells)
 ]
 WRONG_ANSWERS_IN = [path for path in WITH_SOLUTIONS if path.stem == WRONG_ANSWER_LESSON] or WITH_SOLUTIONS[:1]
-STUDENT_RUNS = [(path, False) for path in WITH_SOLUTIONS] + [(path, True) for path in WRONG_ANSWERS_IN]
+STUDENT_RUNS = [(path, "right") for path in WITH_SOLUTIONS] + [
+    (path, answers) for path in WRONG_ANSWERS_IN for answers in ("wrong", "missing")
+]
+EXPECTED_STATUS = {"right": "correct", "wrong": "incorrect", "missing": "not attempted"}
 
 
 @pytest.mark.slow
 @pytest.mark.notebook
 @pytest.mark.timeout(STUDENT_RUN_TIMEOUT_S)
-@pytest.mark.parametrize("path, wrong", STUDENT_RUNS,
-                         ids=[f"{path.stem}-{'wrong' if wrong else 'right'}" for path, wrong in STUDENT_RUNS])
-def test_a_filled_in_student_copy_is_checked(path, wrong, student_dir, tmp_path):
-    results = run_student_copy(path, student_dir / path.name, tmp_path, wrong)
+@pytest.mark.parametrize("path, answers", STUDENT_RUNS, ids=[f"{path.stem}-{answers}" for path, answers in STUDENT_RUNS])
+def test_a_student_copy_as_a_student_answers_it_is_checked(path, answers, student_dir, tmp_path):
+    results = run_student_copy(path, student_dir / path.name, tmp_path, answers)
     exercises = results.get("exercises")
     assert isinstance(exercises, dict) and exercises, f"{path.name}: its results JSON has no exercises"
-    expected = "incorrect" if wrong else "correct"
-    off = {name: status for name, status in exercises.items() if status != expected}
-    assert not off, f"student copy of {path.name} with {'wrong' if wrong else 'right'} answers: {off}"
+    off = {name: status for name, status in exercises.items() if status != EXPECTED_STATUS[answers]}
+    assert not off, f"student copy of {path.name} with {answers} answers: {off}"
