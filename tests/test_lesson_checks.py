@@ -12,6 +12,7 @@ from iolab.lessons.ordering import exercises as lesson03
 from iolab.lessons.pipelining import exercises as lesson08
 from iolab.lessons.start import exercises as lesson00
 from iolab.lessons.sync_async import exercises as lesson02
+from iolab.lessons.workers import cores as workers_cores
 from iolab.lessons.workers import exercises as lesson06
 from iolab.lessons.workers import sweep as workers_sweep
 
@@ -147,8 +148,11 @@ def test_the_best_cell_for_waiting_is_the_one_that_holds_most(capsys):
     assert exercise.check((2, 8), predicted=WAITING_MATRIX) == "correct"
 
 
-def test_predict_four_threads_on_cpu_work():
-    lab = workers_sweep.Lab(wait_ms=20, cpu_ms=5, run_seconds=0.3, users=16, handlers=("cpu",))
+@pytest.mark.parametrize("one_core", [False, True], ids=["every-core", "one-core"])
+def test_predict_four_threads_on_cpu_work(one_core):
+    # On one core the client takes its turns too: 1 / D is still right, with the client's share allowed.
+    cpus = {min(workers_cores.usable_cores())} if one_core else None
+    lab = workers_sweep.Lab(wait_ms=20, cpu_ms=5, run_seconds=0.3, users=16, handlers=("cpu",), cpus=cpus)
     exercise = lesson06.q2
     assert exercise.check(None, lab=lab) == "not attempted"
     assert exercise.check(4 * 190, lab=lab) == "incorrect"  # four threads, one GIL: not four times one thread

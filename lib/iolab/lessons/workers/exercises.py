@@ -52,7 +52,14 @@ class FourThreadsOnCpuWork(checks.PredictThenMeasure):
     solution_text = "About 1 / D, with D a little over 5 ms: some 170-190 req/s, the same as with one thread."
 
     def measure(self, lab):
-        return undisturbed_rps(lab.measure(sweep.Config("gthread", 1, 4), ["cpu"])[0])
+        measured = undisturbed_rps(lab.measure(sweep.Config("gthread", 1, 4), ["cpu"])[0])
+        if lab.cores == 1:
+            # On one core the load client's CPU takes turns with the server's as well: that is the
+            # core's doing, not the GIL's, so the question's 1 / D is allowed the client's share.
+            demands = lab.demands(sweep.Config("gthread"), "cpu")
+            self.allowance = 1000 / demands.app_ms - 1000 / (demands.app_ms + demands.client_ms)
+            self.allowance_text = "(on this one core the load client's CPU took its turns too)"
+        return measured
 
 
 class GilDelay(checks.ChoiceExercise):
