@@ -111,3 +111,21 @@ def fresh_exercises():
 
 def pytest_configure(config):
     os.environ.setdefault("MPLBACKEND", "Agg")
+
+
+@pytest.hookimpl(trylast=True)  # after -m and -k have deselected what they will
+def pytest_collection_modifyitems(config, items):
+    """Each lesson's filled-in student copy runs once: in the browser when that test is selected and can run there,
+    else under papermill (test_make_student.py)."""
+    from browser_lab import missing_browser_tools
+
+    if missing_browser_tools() is not None:
+        return
+    in_browser = {item.callspec.params["path"]: item.nodeid for item in items
+                  if getattr(item, "originalname", None) == "test_lesson_runs_in_the_browser"}
+    for item in items:
+        if getattr(item, "originalname", None) != "test_a_student_copy_as_a_student_answers_it_is_checked":
+            continue
+        params = item.callspec.params
+        if params["answers"] == "right" and params["path"] in in_browser:
+            item.add_marker(pytest.mark.skip(reason=f"filled in right, it runs in the browser: {in_browser[params['path']]}"))

@@ -1,4 +1,4 @@
-"""Every lesson run in JupyterLab in headless Chromium, as a student runs it: Run All, then the widgets, then Shut Down Kernel."""
+"""Every lesson run in JupyterLab in headless Chromium as a student runs it in class: their copy, answers typed in, Run All, widgets, Shut Down Kernel."""
 
 import base64
 import json
@@ -12,6 +12,7 @@ import psutil
 import pytest
 from browser_figures import MATCH, title_score
 from browser_lab import Lab, describe, launch_chromium, missing_browser_tools, runs_from_servers
+from student_copies import WITH_SOLUTIONS, unexpected_statuses, write_filled, write_student_copy
 
 from helpers import wait_until
 
@@ -23,6 +24,8 @@ except ImportError:  # the tests skip, below
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 SCREENSHOTS = REPO / "build" / "browser"
+# Where the student copies go: under the lab's root, so that JupyterLab can open them.
+STUDENT_COPIES = SCREENSHOTS / "student-copies"
 MISSING = missing_browser_tools()
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(MISSING is not None, reason=f"browser test skipped: {MISSING}")]
@@ -520,12 +523,31 @@ def run_in_browser(lab, page, path, screenshots=SCREENSHOTS):
     return lesson, left_described
 
 
+def as_a_student_has_it(path):
+    """The lesson as a student runs it in class: tools/make_student.py's copy with the right answers typed in.
+
+    Returns (the notebook to open, the results JSON it will write, or None for a lesson without exercises).
+    Papermill would run this same copy in test_make_student.py; conftest leaves it to this test when it can run.
+    """
+    if path not in WITH_SOLUTIONS:
+        return path, None
+    handed_out = write_student_copy(path, STUDENT_COPIES / "handed-out")
+    results = STUDENT_COPIES / f"{path.stem}.json"
+    results.unlink(missing_ok=True)  # a stale file from an earlier run must not pass for this one
+    return write_filled(path, handed_out, STUDENT_COPIES / path.name, "right", results_path=results), results
+
+
 @pytest.mark.timeout(LESSON_TIMEOUT_S)
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_lesson_runs_in_the_browser(lab, page, path):
-    lesson, left = run_in_browser(lab, page, path)
+    notebook, results = as_a_student_has_it(path)
+    lesson, left = run_in_browser(lab, page, notebook)
     assert not left, f"{path.stem}: left after its kernel was shut down: {left}"
     assert not lesson.problems, f"{path.stem}:\n- " + "\n- ".join(lesson.problems)
+    if results:
+        assert results.exists(), f"{path.stem}: the filled-in student copy wrote no results JSON to {results}"
+        off = unexpected_statuses(json.loads(results.read_text()), "right")
+        assert not off, f"student copy of {path.name} with right answers, in the browser: {off}"
 
 
 BROKEN_CELLS = [

@@ -3,7 +3,6 @@
 import ast
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +17,8 @@ TOOL = REPO / "tools" / "make_student.py"
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 
 sys.path.insert(0, str(TOOL.parent))
+import student_copies  # noqa: E402
+
 import make_student  # noqa: E402  (tools/ is not a package)
 
 
@@ -201,56 +202,17 @@ def test_usage_without_arguments():
 
 # --- a student copy, filled in as a student would, run for real ------------------------------------
 
-MARKED_LINE = re.compile(rf"^(\s*)([A-Za-z_][A-Za-z_0-9]*) = None  {re.escape(make_student.MARK)}")
 # One lesson also gets wrong answers (every kind of checker it has must say "incorrect") and none
 # (each must say "not attempted"); the others get only right ones, which keeps this slow test to
 # one run per lesson plus two.
 WRONG_ANSWER_LESSON = "03-handler-ordering"
-# Put before each wrong answer: another of the choices for a choice question, a far-off number otherwise.
-WRONG_HELPER = (
-    "_wrong = lambda right, exercise=None: (next(c for c in exercise.choices if c != exercise.correct)"
-    " if getattr(exercise, 'choices', None) else right * 3 + 1 if isinstance(right, (int, float)) else f'not {right!r}')"
-)
 STUDENT_RUN_TIMEOUT_S = 240
-
-
-def fill_in(student_source, instructor_source, wrong=False):
-    """The student's cell with each marked line replaced by the instructor's solution (then spoilt, if `wrong`)."""
-    blocks = iter(make_student.solution_blocks(instructor_source))
-    out, still_marked = [], set()
-    for line in student_source.splitlines():
-        match = MARKED_LINE.match(line)
-        if not match:
-            out.append(line)
-            continue
-        indent, name = match.groups()
-        if name in still_marked:  # a block that set several names: filled in at its first one
-            still_marked.discard(name)
-            continue
-        names, solution = next(blocks)
-        assert name in names, f"marked line {line!r} does not match the next solution block, which sets {names}"
-        still_marked = set(names) - {name}
-        out += [indent + text for text in solution]
-        if wrong:
-            out.append(indent + WRONG_HELPER)
-            for each in names:
-                checked_by = re.search(rf"([A-Za-z_][\w.]*)\.check\(\s*{each}\b", student_source)
-                exercise = checked_by.group(1) if checked_by else "None"
-                out.append(f"{indent}{each} = _wrong({each}, {exercise})")
-    assert next(blocks, None) is None, "a solution block has no marked line in the student copy"
-    return "\n".join(out)
 
 
 def run_student_copy(instructor_path, student_path, out_dir, answers="right"):
     """Fill in the student copy with `answers` ("right", "wrong" or "missing": left as handed out), run it in
     quick mode with solutions=False, and return its results JSON."""
-    instructor = nbformat.read(instructor_path, as_version=4)
-    student = nbformat.read(student_path, as_version=4)
-    for before, after in zip(instructor.cells, student.cells):
-        if after.cell_type == "code" and make_student.BEGIN in before.source and answers != "missing":
-            after.source = fill_in(after.source, before.source, wrong=answers == "wrong")
-    filled = out_dir / f"{student_path.stem}.filled.ipynb"
-    nbformat.write(student, filled)
+    filled = student_copies.write_filled(instructor_path, student_path, out_dir / f"{student_path.stem}.filled.ipynb", answers)
     results_path = out_dir / f"{student_path.stem}.json"
     try:
         papermill.execute_notebook(
@@ -264,15 +226,11 @@ def run_student_copy(instructor_path, student_path, out_dir, answers="right"):
     return json.loads(results_path.read_text())
 
 
-WITH_SOLUTIONS = [
-    path for path in NOTEBOOKS
-    if any(make_student.BEGIN in cell.source for cell in nbformat.read(path, as_version=4).cells)
-]
+WITH_SOLUTIONS = student_copies.WITH_SOLUTIONS
 WRONG_ANSWERS_IN = [path for path in WITH_SOLUTIONS if path.stem == WRONG_ANSWER_LESSON] or WITH_SOLUTIONS[:1]
 STUDENT_RUNS = [(path, "right") for path in WITH_SOLUTIONS] + [
     (path, answers) for path in WRONG_ANSWERS_IN for answers in ("wrong", "missing")
 ]
-EXPECTED_STATUS = {"right": "correct", "wrong": "incorrect", "missing": "not attempted"}
 
 
 @pytest.mark.slow
@@ -280,8 +238,8 @@ EXPECTED_STATUS = {"right": "correct", "wrong": "incorrect", "missing": "not att
 @pytest.mark.timeout(STUDENT_RUN_TIMEOUT_S)
 @pytest.mark.parametrize("path, answers", STUDENT_RUNS, ids=[f"{path.stem}-{answers}" for path, answers in STUDENT_RUNS])
 def test_a_student_copy_as_a_student_answers_it_is_checked(path, answers, student_dir, tmp_path):
+    # A lesson's right answers also run in the browser, in test_browser.py; conftest skips this run when that one is
+    # selected and can run, so that each lesson is run once as a filled-in copy, not twice.
     results = run_student_copy(path, student_dir / path.name, tmp_path, answers)
-    exercises = results.get("exercises")
-    assert isinstance(exercises, dict) and exercises, f"{path.name}: its results JSON has no exercises"
-    off = {name: status for name, status in exercises.items() if status != EXPECTED_STATUS[answers]}
+    off = student_copies.unexpected_statuses(results, answers)
     assert not off, f"student copy of {path.name} with {answers} answers: {off}"

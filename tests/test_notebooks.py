@@ -1,19 +1,17 @@
 """Every lesson runs to the end under papermill in quick mode, its own assertions hold and its checkers accept the solutions."""
 
 import json
-import sys
 from pathlib import Path
 
 import nbformat
 import papermill
 import pytest
+import student_copies
 from nbclient.exceptions import CellTimeoutError
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = REPO / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
-sys.path.insert(0, str(REPO / "tools"))
-import make_student  # noqa: E402  (tools/ is not a package)
 
 EXECUTED_DIR = REPO / "build" / "notebooks"
 RESULTS_DIR = REPO / "build" / "results"
@@ -21,14 +19,11 @@ RESULTS_DIR = REPO / "build" / "results"
 NOTEBOOK_TIMEOUT_S = 240
 CELL_TIMEOUT_S = 200
 
-# A lesson with solutions to fill in runs in test_make_student.py as a student's copy with the
-# answers typed in: the same cells as solutions=True, so running each here too would run it twice
+# A lesson with solutions to fill in runs as a student's copy with the answers typed in (in the
+# browser, test_browser.py, or under papermill, test_make_student.py): the same cells as solutions=True, so running each here too would run it twice
 # (about 3 of CI's minutes). Here run the lessons without solutions, and the first with, which
 # keeps the instructor's own path (solutions=True, solution() shown) run end to end.
-WITH_SOLUTIONS = [
-    path for path in NOTEBOOKS
-    if any(make_student.BEGIN in cell.source for cell in nbformat.read(path, as_version=4).cells)
-]
+WITH_SOLUTIONS = student_copies.WITH_SOLUTIONS
 INSTRUCTOR_RUNS = [path for path in NOTEBOOKS if path not in WITH_SOLUTIONS or path == WITH_SOLUTIONS[0]]
 
 
