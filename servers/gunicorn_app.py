@@ -14,6 +14,7 @@ from iolab.contract import MAX_MS, parse_args
 HERE = Path(__file__).resolve().parent
 MAX_WORKERS = 64  # each worker is a whole Python process
 MAX_THREADS = 1024
+MAX_KEEP_ALIVE_S = 86_400  # lesson 07 holds idle connections for as long as a run may last
 
 
 def add_arguments(parser):
@@ -27,6 +28,10 @@ def add_arguments(parser):
         "--worker-class", choices=["sync", "gthread"], default="sync",
         help="sync: one request at a time per worker, no keep-alive; gthread: a thread pool per worker",
     )
+    parser.add_argument(
+        "--keep-alive", type=count_between(1, MAX_KEEP_ALIVE_S), default=2,
+        help="seconds a gthread worker keeps an idle keep-alive connection open (gunicorn's own default: 2)",
+    )
 
 
 def gunicorn_command(fd, args):
@@ -36,6 +41,7 @@ def gunicorn_command(fd, args):
         "--workers", str(args.workers),
         "--threads", str(args.threads),  # gunicorn switches a sync worker to gthread when this is above 1
         "--worker-class", args.worker_class,
+        "--keep-alive", str(args.keep_alive),
         # A /sync-sleep may hold a sync worker for MAX_MS; gunicorn would kill it after its default 30 s.
         "--timeout", str(MAX_MS // 1000 + 30),
         "--graceful-timeout", "1",  # on SIGTERM, requests in flight get one second to finish

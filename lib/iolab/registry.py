@@ -145,6 +145,7 @@ SERVERS = {
                 "worker_class": Option(
                     "--worker-class", "sync (one request at a time, closes every connection) or gthread", "sync"
                 ),
+                "keepalive": Option("--keep-alive", "seconds gthread keeps an idle keep-alive connection (gunicorn's 2)", 2),
             },
             serves_at_once=_workers_times_threads,
             needs_modules=("gunicorn",),
