@@ -36,6 +36,11 @@ def test_every_server_that_times_out_idle_connections_is_told_to_wait_longer_tha
         assert options.get(option) == lineup.IDLE_S, (label, options)
 
 
+def test_asking_for_an_idle_option_a_server_lacks_is_an_error_not_a_silent_drop():
+    with pytest.raises(ValueError, match="tornado_app has no 'idle_timeout' option"):
+        lineup._with_idle("tornado_app", {})
+
+
 @pytest.mark.parametrize("label", list(SERVERS))
 def test_every_server_type_holds_a_thousand_connections_and_lets_them_all_go(label):
     name, options = SERVERS[label]
@@ -171,7 +176,7 @@ def test_memory():
 
 PARENT = textwrap.dedent("""
     import json, sys
-    from iolab import registry, servers
+    from iolab import servers
     from iolab.lessons.c10k import holding, limits
     limits.raise_file_limit()
     server = servers.start("scratch_app")

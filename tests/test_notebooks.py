@@ -20,9 +20,10 @@ NOTEBOOK_TIMEOUT_S = 240
 CELL_TIMEOUT_S = 200
 
 # A lesson with solutions to fill in runs as a student's copy with the answers typed in (in the
-# browser, test_browser.py, or under papermill, test_make_student.py): the same cells as solutions=True, so running each here too would run it twice
-# (about 3 of CI's minutes). Here run the lessons without solutions, and the first with, which
-# keeps the instructor's own path (solutions=True, solution() shown) run end to end.
+# browser, test_browser.py, or under papermill, test_make_student.py): the same cells as
+# solutions=True, so running each here too would run it twice (about 3 of CI's minutes). Here run
+# the lessons without solutions, and the first with, which keeps the instructor's own path
+# (solutions=True, solution() shown) run end to end.
 WITH_SOLUTIONS = student_copies.WITH_SOLUTIONS
 INSTRUCTOR_RUNS = [path for path in NOTEBOOKS if path not in WITH_SOLUTIONS or path == WITH_SOLUTIONS[0]]
 

@@ -11,10 +11,11 @@ def _raw_asyncio():
 
 
 def _with_idle(name, options, option="idle_timeout"):
-    """Add a long idle timeout where the server has the option (gunicorn's is 2 s unless told)."""
-    if name in registry.SERVERS and option in registry.get(name).options:
-        return {**options, option: IDLE_S}
-    return options
+    """Add a long idle timeout (gunicorn's is 2 s unless told); a server without that option is a mistake here, not
+    something to skip: the server would close what the lesson is still weighing."""
+    if option not in registry.get(name).options:
+        raise ValueError(f"{name} has no {option!r} option, so it would keep its own idle timeout")
+    return {**options, option: IDLE_S}
 
 
 def servers():
