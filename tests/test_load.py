@@ -2,6 +2,7 @@
 
 import time
 
+import psutil
 import pytest
 
 from iolab import load, metrics
@@ -108,6 +109,8 @@ def test_fire_staggered_keeps_the_gap(tornado):
         ({"client": "curl"}, ["client must be one of", "'curl'"]),
         ({"concurrency": 1_000_000, "requests": 1_000_000}, ["concurrency", "got 1000000"]),
         ({"concurrency": 2000, "requests": 2000, "client": "sync"}, ["at most 1000 with the sync client"]),
+        ({"connect_first": True, "client": "async"}, ["connect_first", "raw client", "client='async'"]),
+        ({"connect_first": True, "client": "raw", "keep_alive": False}, ["connect_first", "keep_alive=False"]),
     ],
 )
 def test_bad_parameters_are_named_with_their_range(spec, words):
@@ -127,3 +130,39 @@ def test_concurrency_is_checked_against_the_file_limit(monkeypatch):
 def test_only_loopback_urls_are_accepted(url):
     with pytest.raises(load.LoadParameterError, match="url"):
         load.start_load(url, requests=1, concurrency=1)
+
+
+def test_with_connect_first_every_user_is_connected_before_the_go(tornado):
+    # The hook runs between the users connecting and the go: the server already holds every user's connection.
+    seen = []
+
+    def count_connections():
+        seen.append(sum(1 for c in psutil.Process(tornado.pid).net_connections("tcp") if c.status == "ESTABLISHED"))
+
+    result = load.run_load(
+        tornado.url + "/", requests=40, concurrency=8, client="raw", connect_first=True, before_go=count_connections
+    )
+    assert result.stop_reason == "completed" and len(result.samples) == 40
+    assert seen == [8], seen
+    # The connections opened ahead are the ones the requests use.
+    assert len({s.connection for s in result.samples}) == 8
+
+
+def test_without_connect_first_no_user_has_connected_at_the_go(tornado):
+    seen = []
+
+    def count_connections():
+        seen.append(sum(1 for c in psutil.Process(tornado.pid).net_connections("tcp") if c.status == "ESTABLISHED"))
+
+    result = load.run_load(tornado.url + "/", requests=40, concurrency=8, client="raw", before_go=count_connections)
+    assert result.stop_reason == "completed" and seen == [0], seen
+
+
+def test_a_failing_look_before_the_go_stops_the_run_with_its_reason(tornado):
+    def broken():
+        raise RuntimeError("the server could not be read")
+
+    started = time.monotonic()
+    result = load.run_load(tornado.url + "/", requests=40, concurrency=4, client="raw", before_go=broken)
+    assert "before the go: RuntimeError: the server could not be read" in result.stop_reason
+    assert len(result.samples) == 0 and time.monotonic() - started < STOPPED_WITHIN_S

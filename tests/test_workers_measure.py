@@ -58,6 +58,9 @@ def test_the_connections_each_gthread_worker_holds_are_counted():
     finally:
         server.stop()
     assert len(run.connections) == 2 and sum(run.connections) == 8, run.connections
+    # The users connected before the go, and kept those connections: the spread read then is the run's.
+    assert len(run.connections_at_go) == 2 and sum(run.connections_at_go) == 8, run.connections_at_go
+    assert run.connections_at_go == run.connections
 
 
 def test_a_lab_pinned_to_one_cpu_runs_its_servers_and_clients_there():

@@ -132,6 +132,7 @@ class LoadSpec:
     record: str = "auto"  # "samples", "aggregate", or "auto": samples up to AGGREGATE_ABOVE requests
     processes: int = 1
     event_loop: str = "auto"  # "uvloop" where installed ("auto"), or "asyncio"
+    connect_first: bool = False  # closed loop, raw client: every user opens its connection before the go
 
     def __post_init__(self):
         # Defaults that depend on other fields; a frozen dataclass sets them this way.
@@ -187,6 +188,11 @@ class LoadSpec:
                 f" got {self.processes}"
             )
         self._validate_loop()
+        if self.connect_first and (self.loop != "closed" or self.client != "raw" or not self.keep_alive):
+            raise LoadParameterError(
+                "connect_first is for the closed loop's raw client with keep_alive=True, whose users keep the"
+                f" connection they open; got loop={self.loop!r}, client={self.client!r}, keep_alive={self.keep_alive!r}"
+            )
         if self.client == "sync" and self.concurrency > SYNC_CLIENT_MAX_THREADS:
             raise LoadParameterError(
                 f"concurrency must be at most {SYNC_CLIENT_MAX_THREADS} with the sync client"
@@ -279,8 +285,9 @@ class LoadResult:
 class LoadRun:
     """A run in progress in client processes of its own, so neither the notebook's GIL nor its drawing slows them."""
 
-    def __init__(self, spec, processes, stderr_files, server_pid=None):
+    def __init__(self, spec, processes, stderr_files, server_pid=None, before_go=None):
         self.spec = spec
+        self.before_go = before_go
         self.processes = processes
         self.process = processes[0]
         self.stderr_files = stderr_files
@@ -346,6 +353,13 @@ class LoadRun:
             if self._ready < len(self.processes):
                 return
             self._started_all = True
+        if self.before_go is not None:
+            # Outside the measured window: the CPU counters and the clock start after it.
+            try:
+                self.before_go()
+            except Exception as error:  # noqa: BLE001 -- whatever it was, the run must not hang waiting for its go
+                self.stop(f"before the go: {type(error).__name__}: {error}", wait=False)
+                return
         self.meter.start()  # the CPU counters open at the go, after every client has started up
         go = wire.go_line(time.perf_counter() + GO_MARGIN_S)
         for process in self.processes:
@@ -423,12 +437,15 @@ class LoadRun:
         return "\n".join(text for text in texts if text)
 
 
-def start_load(url, server=None, **spec):
+def start_load(url, server=None, before_go=None, **spec):
     """Validate the run's bounds, then start its client processes and return a LoadRun at once.
 
     With `server` (a servers.Server, or a pid) the run also measures the CPU that
     server's processes spend from the go to the end: the LoadResult's `usage`,
     which metrics.summarize turns into utilization and service demand.
+    `before_go` is called (in a reader thread) once every client process is
+    ready, and with `connect_first` connected, before the go: a look at the
+    server before the measured window opens.
     """
     load_spec = LoadSpec(url, **spec).validate()
     processes, stderr_files = [], []
@@ -444,7 +461,7 @@ def start_load(url, server=None, **spec):
             )
         )
         stderr_files.append(stderr_file)
-    run = LoadRun(load_spec, processes, stderr_files, server_pid=getattr(server, "pid", server))
+    run = LoadRun(load_spec, processes, stderr_files, server_pid=getattr(server, "pid", server), before_go=before_go)
     _register(run)
     return run
 

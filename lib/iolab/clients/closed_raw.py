@@ -39,6 +39,9 @@ class ClosedLoop:
         self.finished = self.loop.create_future()
 
     async def run(self):
+        if self.spec.get("connect_first"):
+            # Every user connects before the go, so the server has placed every connection before the run begins.
+            await asyncio.gather(*(user.open() for user in self.users))
         await self.recorder.wait_for_go_async()
         flusher = asyncio.create_task(self.recorder.flush_periodically())
         sweeper = asyncio.create_task(self.sweep())

@@ -99,15 +99,6 @@ class Slot(RawConnection):
         self.start = None  # when the request in flight left; None when the slot is free
         self.attempt = 0
 
-    async def open(self):
-        """Connect ahead of the schedule; if it fails, the first request on this slot connects (and records why not)."""
-        run = self.run
-        try:
-            _, self.reader = await run.loop.create_connection(lambda: self.reader_type(self), run.host, run.port)
-            self.connection = run.recorder.new_connection()
-        except OSError:
-            self.reader = None
-
     def send(self, user, intended, now):
         run = self.run
         run.recorder.in_flight += 1

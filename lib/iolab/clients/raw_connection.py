@@ -27,6 +27,15 @@ class RawConnection:
     def fail(self, kind):
         raise NotImplementedError
 
+    async def open(self):
+        """Connect ahead of the first request; if that fails, the first request connects (and records why not)."""
+        run = self.run
+        try:
+            _, self.reader = await run.loop.create_connection(lambda: self.reader_type(self), run.host, run.port)
+            self.connection = run.recorder.new_connection()
+        except OSError:
+            self.reader = None
+
     async def connect(self, attempt, payload):
         """Open a connection and write `payload`, unless the request it was for has timed out meanwhile."""
         run = self.run

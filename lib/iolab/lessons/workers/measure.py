@@ -19,6 +19,7 @@ HANDLERS = {
 }
 ROLES = ("app", "nginx", "supervisor")
 SPLIT_AT = (0.2, 0.4, 0.6)  # the shares of a run's expected length at which the connections' spread is read
+SPREAD_WAIT_S = 1.0  # how long the users' connections may take to be accepted, before the go, when the spread is read
 TIMEOUT_S = 30.0
 
 
@@ -82,6 +83,17 @@ def connections_held(before, readings):
     return tuple(sorted((round(total / len(readings)) for total in totals.values()), reverse=True))
 
 
+def spread_once_connected(server, users, idle, limit_s=SPREAD_WAIT_S):
+    """Client connections each application process holds (largest first) once all `users` have been accepted, or
+    as many as were when `limit_s` ran out; `idle` is sockets_per_app_process before the users came."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        spread = connections_held(idle, [sockets_per_app_process(server)])
+        if sum(spread) >= users or time.monotonic() >= deadline:
+            return spread
+        time.sleep(0.005)
+
+
 @dataclass(frozen=True)
 class Run:
     """What one run measured. Demands are CPU milliseconds per request (D = U / X); shares are of the cores' time."""
@@ -109,6 +121,7 @@ class Run:
     idle_share: float  # no one ran
     cores: int
     connections: tuple = ()  # client connections per application process, read during the run (largest first)
+    connections_at_go: tuple = ()  # the same, read once every user had connected, before the run began
 
     def as_dict(self):
         return asdict(self)
@@ -118,17 +131,26 @@ def run(server, path, requests, users, handler="", keep_alive=True, client="raw"
         read_split=False, expected_s=1.0):
     """Run a closed-loop load of `requests` from `users` against a started server and measure who spent what.
 
-    With `read_split`, the connections each application process holds are read
-    a few times while the run is under way (at the SPLIT_AT shares of `expected_s`).
+    With `read_split`, every user connects before the run begins, and the
+    connections each application process holds are read then (a prediction may
+    use that spread: it is known before the measured window) and a few times
+    while the run is under way (at the SPLIT_AT shares of `expected_s`).
     """
     cpus = cores.usable_cores()
     idle_sockets = sockets_per_app_process(server) if read_split else {}
+    at_go = []
+    ahead = read_split and keep_alive and client == "raw"  # the users can connect first, and keep what they opened
+
+    def read_spread_at_go():
+        at_go.append(spread_once_connected(server, users, idle_sockets))
+
     before_roles = cpu_by_role(server.pid)
     before_cores = cores.read(cpus)
     began = time.monotonic()
     pending = load.start_load(
         server.url + path, requests=requests, concurrency=users, client=client, processes=client_processes,
         server=server, keep_alive=keep_alive, timeout_s=TIMEOUT_S, max_duration_s=max(60.0, 10 * expected_s),
+        connect_first=ahead, before_go=read_spread_at_go if ahead else None,
     )
     readings = []
     try:
@@ -178,6 +200,7 @@ def run(server, path, requests, users, handler="", keep_alive=True, client="raw"
         idle_share=use.idle_share,
         cores=len(cpus),
         connections=connections_held(idle_sockets, readings),
+        connections_at_go=at_go[0] if at_go else (),
     )
 
 

@@ -127,8 +127,9 @@ def process_cores(run, setup, users, cores, wait_ms=0.0):
 
 @dataclass(frozen=True)
 class Verdict:
-    """'predicted' (within TOLERANCE of the prediction from the first run's demands), 'explained' (within it once
-    this run's own demands and spread are used, with the reason), 'reported' (slower, and not judged: the run was
+    """'predicted' (within TOLERANCE of the prediction from the first run's demands, and the connections' spread
+    where it was read before the run), 'explained' (within it once this run's own demands and spread are used,
+    with the reason), 'reported' (slower, and not judged: the run was
     disturbed, the cores idled, or nothing it measured names the reason; a busy machine only slows a run down) or
     'unexplained' (faster than its own measured demands allow, which no disturbance can cause)."""
 

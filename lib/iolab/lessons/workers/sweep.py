@@ -92,7 +92,7 @@ class Cell:
     config: Config
     handler: str
     users: int
-    predicted: model.Prediction  # from the baseline's demands
+    predicted: model.Prediction  # from the baseline's demands (and the connections' spread before the run, when read)
     explained: model.Prediction  # from this run's own demands (and the connections' spread, when read)
     run: measure.Run
     verdict: model.Verdict
@@ -116,7 +116,7 @@ class Cell:
             "demand_ms": self.run.app_demand_ms, "client_demand_ms": self.run.client_demand_ms,
             "mean_ms": self.run.mean_ms, "p99_ms": self.run.p99_ms, "errors": self.run.errors,
             "others_share": self.run.others_share, "idle_share": self.run.idle_share,
-            "connections": list(self.run.connections),
+            "connections": list(self.run.connections), "connections_at_go": list(self.run.connections_at_go),
         }
 
 
@@ -189,13 +189,16 @@ class Lab:
             ))
         run = min(runs, key=lambda r: r.others_share)  # the least disturbed
         setup = config.setup(client_processes=clients)
+        # Where the users connected first, how the workers took their connections is known before the run: the
+        # prediction uses it, as it uses the baseline's demands.
+        setup_at_go = config.setup(run.connections_at_go, client_processes=clients)
         setup_as_run = config.setup(run.connections, client_processes=clients)
         if first is None:  # this is the baseline: its own demands, and its g, predict the others
             g = model.process_cores(run, setup, users, self.cores, wait)
             first = model.Demands.of(run, wait, g)
             self.baselines[(config.kind, handler)] = first
         own = model.Demands.of(run, wait, first.process_cores)
-        predicted = model.predict(first, setup, users, self.cores)
+        predicted = model.predict(first, setup_at_go, users, self.cores)
         explained = model.predict(own, setup_as_run, users, self.cores)
         most = model.ceiling(run, own, setup, users, self.cores)
         verdict = model.judge(run, predicted, explained, first, own, setup_as_run, most)
