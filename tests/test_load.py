@@ -1,5 +1,6 @@
 """The load generator against real servers: every request recorded, every bound respected."""
 
+import socket
 import time
 
 import psutil
@@ -166,3 +167,13 @@ def test_a_failing_look_before_the_go_stops_the_run_with_its_reason(tornado):
     result = load.run_load(tornado.url + "/", requests=40, concurrency=4, client="raw", before_go=broken)
     assert "before the go: RuntimeError: the server could not be read" in result.stop_reason
     assert len(result.samples) == 0 and time.monotonic() - started < STOPPED_WITHIN_S
+
+
+def test_connect_first_to_a_port_nobody_listens_on_records_each_refusal_and_ends():
+    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    started = time.monotonic()
+    result = load.run_load(f"http://127.0.0.1:{port}/", requests=12, concurrency=4, client="raw", connect_first=True)
+    assert len(result.samples) == 12 and {s.error for s in result.samples} == {"refused"}, result.samples[:3]
+    assert time.monotonic() - started < STOPPED_WITHIN_S
