@@ -40,7 +40,8 @@ class ClosedLoop:
 
     async def run(self):
         if self.spec.get("connect_first"):
-            # Every user connects before the go, so the server has placed every connection before the run begins.
+            # Every user connects before the go: the handshakes are done, and the server can take (and a lab can
+            # count) every connection before the run begins.
             await asyncio.gather(*(user.open() for user in self.users))
         await self.recorder.wait_for_go_async()
         flusher = asyncio.create_task(self.recorder.flush_periodically())

@@ -131,10 +131,11 @@ def run(server, path, requests, users, handler="", keep_alive=True, client="raw"
         read_split=False, expected_s=1.0):
     """Run a closed-loop load of `requests` from `users` against a started server and measure who spent what.
 
-    With `read_split`, every user connects before the run begins, and the
-    connections each application process holds are read then (a prediction may
-    use that spread: it is known before the measured window) and a few times
-    while the run is under way (at the SPLIT_AT shares of `expected_s`).
+    With `read_split`, the connections each application process holds are read
+    a few times while the run is under way (at the SPLIT_AT shares of
+    `expected_s`); and, where the users keep their connections (keep-alive, the
+    raw client), every user connects before the run begins and the spread is
+    read then too (a prediction may use it: it is known before the measured window).
     """
     cpus = cores.usable_cores()
     idle_sockets = sockets_per_app_process(server) if read_split else {}
