@@ -122,3 +122,44 @@ def test_a_thread_pools_pessimistic_bound_takes_its_cpu_work_as_serial():
     # One thread: the same as the single server's pessimistic bound.
     one = theory.predict(40, 0.02, 0.0005, path_s=0.0015, blocking=True)
     assert one.low_rps == pytest.approx(theory.pessimistic_throughput(40, 0.0215))
+
+
+def test_users_in_step_count_a_wait_for_a_cpu_only_beyond_the_other_sides_cpu():
+    # Quiet machine: the server waited 0.3 ms while its client ran 0.7 ms, the client 0.4 ms while the server ran 1.2.
+    assert theory.step_path(0.0012, 0.0003, 0.0007, 0.0004) == pytest.approx(0.0019)
+    # Beside a hog the waits outgrow the other side's CPU, and the rest is another program's time.
+    assert theory.step_path(0.0012, 0.0050, 0.0007, 0.0004) == pytest.approx(0.0012 + 0.0050)
+    assert theory.step_path(0.0012, 0.0003, 0.0007, 0.0030) == pytest.approx(0.0007 + 0.0030)
+    # Without the client's figures, the server's CPU and its whole wait.
+    assert theory.step_path(0.0012, 0.0003) == pytest.approx(0.0015)
+    one = theory.predict(1, 0.02, 0.0012, queued_s=0.0003, path_s=0.0026, step_path_s=0.0019)
+    assert one.in_step_rps == pytest.approx(1 / 0.0219) and one.low_rps < 1 / 0.0226
+    # The in-step path lies between the server's turn and the bound's path, whatever it is given.
+    assert theory.predict(1, 0.02, 0.0012, queued_s=0.0003, path_s=0.0026, step_path_s=0.0001).step_path_s == pytest.approx(0.0015)
+    assert theory.predict(1, 0.02, 0.0012, queued_s=0.0003, path_s=0.0026, step_path_s=0.01).step_path_s == pytest.approx(0.0026)
+    for users in (1, 40, 200):
+        for blocking in (False, True):
+            p = theory.predict(users, 0.02, 0.0004, queued_s=0.0003, path_s=0.0015, blocking=blocking,
+                               step_path_s=0.0008)
+            assert p.low_rps <= p.in_step_rps <= p.high_rps, p
+
+
+def test_least_error_is_what_the_best_single_prediction_misses_identical_runs_by():
+    runs = [900.0, 1000.0, 1100.0]
+    best = (max(runs) + min(runs)) / 2
+    assert theory.least_error(runs) == pytest.approx(max(abs(x / best - 1) for x in runs)) == pytest.approx(0.1)
+    # No other prediction does better.
+    assert all(max(abs(x / p - 1) for x in runs) >= 0.1 - 1e-12 for p in (950.0, 990.0, 1010.0, 1050.0))
+    assert theory.least_error([45.2, 45.2]) == 0
+    with pytest.raises(ValueError, match="positive"):
+        theory.least_error([1.0, math.nan])
+
+
+def test_dropped_connection_attempts_cost_the_in_step_prediction_their_retry_as_they_cost_the_bound():
+    clean = theory.predict(200, 1.0, 0.0005, requests=200)
+    # The bound allows every retry TCP may make; users in step that were dropped come back on its first.
+    dropped = theory.predict(200, 1.0, 0.0005, requests=200, lost_s=theory.SYN_RETRIES_S,
+                             step_lost_s=theory.SYN_RETRY_S)
+    assert dropped.in_step_rps == pytest.approx(200 / (200 / clean.in_step_rps + theory.SYN_RETRY_S))
+    assert dropped.low_rps == pytest.approx(200 / (200 / clean.low_rps + theory.SYN_RETRIES_S))
+    assert dropped.low_rps <= dropped.in_step_rps <= dropped.high_rps == clean.high_rps

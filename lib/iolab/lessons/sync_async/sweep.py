@@ -47,6 +47,10 @@ class Sweep:
         """Everything one request needed besides its wait, from the lone user's run (users = 1)."""
         return self.points[0].prediction.path_s
 
+    def step_path_s(self):
+        """The same as users in step pay it (theory.step_path): a wait for a CPU counts only beyond the other side's CPU."""
+        return self.points[0].prediction.step_path_s
+
     def bottleneck_s(self):
         """D_max: what saturates first, per request, in the busiest run. Either the server's one thread (its CPU and
         its wait for a CPU), or all the CPU the run took (server, client, this notebook) shared by the cores it had:
@@ -62,7 +66,8 @@ class Sweep:
         """Theory's throughput (the bounds, users in step, MVA) and mean latency (users in step) at each population."""
         wait_s, demand_s, queued_s, path_s = self.delay_ms / 1000, self.demand_s(), self.queued_s(), self.path_s()
         if self.mode == "sync":
-            predictions = [theory.predict(n, wait_s, demand_s, queued_s, path_s, blocking=True) for n in users]
+            predictions = [theory.predict(n, wait_s, demand_s, queued_s, path_s, blocking=True,
+                                          step_path_s=self.step_path_s()) for n in users]
             curves = {
                 "optimistic": [p.high_rps for p in predictions],
                 "pessimistic": [p.low_rps for p in predictions],
@@ -73,10 +78,11 @@ class Sweep:
         else:
             turn_s = self.bottleneck_s()
             path_s = max(path_s, turn_s)
+            step_s = path_s if math.isnan(self.step_path_s()) else min(max(self.step_path_s(), turn_s), path_s)
             curves = {
                 "optimistic": [theory.optimistic_throughput(n, path_s, wait_s, bottleneck_s=turn_s) for n in users],
                 "pessimistic": [theory.pessimistic_throughput(n, path_s, wait_s + theory.TIMER_SLACK_S) for n in users],
-                "in step": [theory.in_step_throughput(n, path_s, turn_s, wait_s) for n in users],
+                "in step": [theory.in_step_throughput(n, step_s, turn_s, wait_s) for n in users],
             }
             # MVA with the bottleneck as its one queueing centre and the rest of the path as delay.
             mva = theory.mva(max(users), turn_s, wait_s + path_s - turn_s)
