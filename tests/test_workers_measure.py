@@ -80,6 +80,17 @@ def test_a_lab_pinned_to_one_cpu_runs_its_servers_and_clients_there():
             server.stop()
 
 
+def test_hello_worlds_baseline_is_the_middle_of_three_runs_and_the_runs_it_predicts_are_run_once():
+    lab = sweep.Lab(wait_ms=20, cpu_ms=CPU_MS, run_seconds=0.1, users=4, handlers=("hello", "cpu"), retries=0)
+    hello, cpu = lab.measure(sweep.Config("sync"))
+    assert len(hello.tries) == sweep.BASELINE_RUNS["hello"] == 3 and len(cpu.tries) == 1
+    assert hello.rps == sorted(hello.tries)[1], hello.tries  # the kept run is the median, and its demands the baseline
+    assert lab.baselines[("sync", "hello")].app_ms == hello.run.app_demand_ms
+    two = lab.measure(sweep.Config("sync", 2), ["hello"])[0]
+    assert two.tries == (two.rps,)
+    assert hello.row()["tries_rps"] == list(hello.tries)
+
+
 def test_a_busy_thread_delays_hello_world_by_switch_intervals_and_a_busy_process_does_not():
     # A busy machine only adds to a latency, so each claim is put where noise cannot make it true or false: every
     # request beside a busy thread waits at least about one interval for the GIL (the median, with room for the
