@@ -113,9 +113,9 @@ def in_step_throughput(users, path_s, turn_s, delay_s=0.0, servers=1):
 
     What a closed loop does when all its users send together, round after
     round: each request needs its own way through (D_path: the server's CPU,
-    the client's, the waits for a CPU) and then waits for one turn of the
-    bottleneck (D_turn, k of them at once) for each of the other N - 1 users
-    of its round. It is the pessimistic bound taken at the bottleneck alone, and
+    the client's, and the waits for a CPU beyond them; see step_path) and then
+    waits for one turn of the bottleneck (D_turn, k of them at once) for each
+    of the other N - 1 users of its round. It is the pessimistic bound taken at the bottleneck alone, and
     lies between the two asymptotic bounds. Users drift out of step over many
     short rounds, and the throughput then climbs towards the optimistic bound.
     """
