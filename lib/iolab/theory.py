@@ -352,7 +352,7 @@ def predict(users, wait_s, demand_s, queued_s=0.0, path_s=None, blocking=False, 
     (SYN_RETRIES_S when connection attempts were dropped); it lowers the
     pessimistic bound to requests / (requests / low + lost_s), and the in-step
     prediction the same way by `step_lost_s` (default: lost_s): users in step
-    whose first attempt was dropped all connect on TCP's first retry.
+    that were dropped come back together, after about one retry timeout.
     `window`: how much longer than the run the CPU was measured over, as a
     ratio (at least 1). The counters open at the go and close once the clients
     have exited, so some of the demand (closing the connections) falls after the
