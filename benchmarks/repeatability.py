@@ -1,4 +1,5 @@
-"""The same run repeated: how far identical runs of lesson 02's corners and lesson 06's cells spread, and so how close any prediction could come.
+"""The same run repeated: how far identical runs of lesson 02's corners and lesson 06's cells spread, and how close
+any prediction could come.
 
 A prediction is one figure; runs of one experiment give several. If identical
 runs differ by more than a target allows, no model can meet that target on
@@ -78,7 +79,8 @@ def repeat_cells(chosen, repeats, lab):
                   f" others {cell.run.others_share:.0%}", flush=True)
         rows.append(spread(
             f"lesson 06: {config.label} {handler}", [c.rps for c in runs], [c.run.app_demand_ms for c in runs],
-            CELL_TARGET, {"error": [round(c.error, 4) for c in runs], "idle_share": [round(c.run.idle_share, 3) for c in runs]},
+            CELL_TARGET,
+            {"error": [round(c.error, 4) for c in runs], "idle_share": [round(c.run.idle_share, 3) for c in runs]},
         ))
     return rows
 

@@ -145,6 +145,17 @@ def _number_or_zero(value):
     return 0.0 if value is None or math.isnan(value) else value
 
 
+def clamped_step_path(step_path_s, turn_s, path_s):
+    """The in-step path kept between the server's turn on a request and the bound's whole path (the latter if unknown).
+
+    A request's own way through is never shorter than the turn the server
+    spends on it, nor, in step, longer than the pessimistic bound's path.
+    """
+    if step_path_s is None or math.isnan(step_path_s):
+        return path_s
+    return min(max(step_path_s, turn_s), path_s)
+
+
 def knee(demand_s, delay_s=0.0, servers=1, bottleneck_s=None):
     """The knee N* = (Z + D) / D x k: the population at which the two optimistic lines, N / (Z + D) and k / D, meet.
 
@@ -361,12 +372,11 @@ def predict(users, wait_s, demand_s, queued_s=0.0, path_s=None, blocking=False, 
     """
     _at_least("users", users, 1)
     _positive("demand_s", demand_s)
-    queued_s = 0.0 if queued_s is None or math.isnan(queued_s) else queued_s
+    queued_s = _number_or_zero(queued_s)
     busy_s = demand_s + queued_s  # the server's thread per request: running, or ready and waiting for a CPU
     path_s = busy_s if path_s is None or math.isnan(path_s) else max(path_s, busy_s)
     window = max(1.0, window) if window and not math.isnan(window) else 1.0
-    # A request's own path is never shorter than the server's turn on it; nor, in step, longer than the bound's path.
-    step_s = path_s if step_path_s is None or math.isnan(step_path_s) else min(max(step_path_s, busy_s), path_s)
+    step_s = clamped_step_path(step_path_s, busy_s, path_s)
     if blocking:
         high = min(users / (wait_s + demand_s), window * threads / (wait_s + busy_s))
         if cores:

@@ -48,7 +48,8 @@ class Sweep:
         return self.points[0].prediction.path_s
 
     def step_path_s(self):
-        """The same as users in step pay it (theory.step_path): a wait for a CPU counts only beyond the other side's CPU."""
+        """The same as users in step pay it (theory.step_path): a wait for a CPU counts only beyond the other side's
+        CPU."""
         return self.points[0].prediction.step_path_s
 
     def bottleneck_s(self):
@@ -78,7 +79,7 @@ class Sweep:
         else:
             turn_s = self.bottleneck_s()
             path_s = max(path_s, turn_s)
-            step_s = path_s if math.isnan(self.step_path_s()) else min(max(self.step_path_s(), turn_s), path_s)
+            step_s = theory.clamped_step_path(self.step_path_s(), turn_s, path_s)
             curves = {
                 "optimistic": [theory.optimistic_throughput(n, path_s, wait_s, bottleneck_s=turn_s) for n in users],
                 "pessimistic": [theory.pessimistic_throughput(n, path_s, wait_s + theory.TIMER_SLACK_S) for n in users],
