@@ -1,5 +1,4 @@
-"""The same run repeated: how far identical runs of lesson 02's corners and lesson 06's cells spread, and how close
-any prediction could come.
+"""Identical runs of lesson 02's corners and lesson 06's cells: how far they spread, how close any prediction can come.
 
 A prediction is one figure; runs of one experiment give several. If identical
 runs differ by more than a target allows, no model can meet that target on
