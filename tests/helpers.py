@@ -1,7 +1,9 @@
-"""Helpers the tests share: a GET on a kept-alive connection, a server started by hand, waiting for a condition."""
+"""Helpers the tests share: a GET on a kept-alive connection, a server started by hand, waiting, a parent killed."""
 
+import json
 import subprocess
 import sys
+import textwrap
 import time
 
 import psutil
@@ -51,6 +53,27 @@ def wait_until_gone(pids, within_s=GONE_WITHIN_S):
     """Wait for every pid to exit; returns the ones still running after `within_s`."""
     wait_until(lambda: all(gone(pid) for pid in pids), within_s)
     return [pid for pid in pids if not gone(pid)]
+
+
+def kill_the_parent(program, within_s=GONE_WITHIN_S):
+    """Run `program` (Python source) as a parent, SIGKILL it once it has printed, then see what of its children survives.
+
+    The program starts its children, prints one JSON object with their "pids"
+    (and anything else the test wants) and sleeps. Returns (that object, the pids
+    still running `within_s` after the kill).
+    """
+    source = textwrap.dedent(program) + "\nimport time\ntime.sleep(60)\n"
+    parent = subprocess.Popen([sys.executable, "-c", source], stdout=subprocess.PIPE, text=True)
+    try:
+        line = parent.stdout.readline()
+        assert line, "the parent printed nothing"
+        report = json.loads(line)
+        assert report["pids"] and not any(gone(pid) for pid in report["pids"]), report
+    finally:
+        parent.kill()
+        parent.wait()
+        parent.stdout.close()
+    return report, wait_until_gone(report["pids"], within_s)
 
 
 def trace_iteration(t, select_ms, callbacks_ms, events=1, ready=0):

@@ -1,17 +1,12 @@
 """Lesson 07's holding client and limits: a thousand connections on every server, each limit hit with a clear message, nothing left open."""
 
-import json
 import os
-import signal
-import subprocess
-import sys
-import textwrap
 import threading
 
 import psutil
 import pytest
 
-from helpers import wait_until, wait_until_gone
+from helpers import kill_the_parent, wait_until
 from iolab import registry, servers
 from iolab.lessons.c10k import holder, holding, limit_runs, limits, lineup, sizing
 
@@ -174,8 +169,8 @@ def test_memory():
 
 # --- nothing outlives its parent ---------------------------------------------------------------------------
 
-PARENT = textwrap.dedent("""
-    import json, sys
+PARENT = """
+    import json
     from iolab import servers
     from iolab.lessons.c10k import holding, limits
     limits.raise_file_limit()
@@ -184,26 +179,14 @@ PARENT = textwrap.dedent("""
     run.next_step()
     run.proceed()
     step = run.next_step()
-    print(json.dumps({"server": server.pid, "holder": run.process.pid, "held": step.held}), flush=True)
-    sys.stdin.read()
-""")
+    print(json.dumps({"pids": [server.pid, run.process.pid], "held": step.held}), flush=True)
+"""
 
 
 def test_a_killed_notebook_takes_the_holder_and_the_server_with_it():
-    parent = subprocess.Popen([sys.executable, "-c", PARENT], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        line = parent.stdout.readline()
-        assert line, "the parent printed nothing"
-        pids = json.loads(line)
-        assert pids["held"] == 300
-        parent.send_signal(signal.SIGKILL)
-        parent.wait()
-        assert not wait_until_gone([pids["server"], pids["holder"]], within_s=3.0)
-    finally:
-        parent.kill()
-        parent.wait()
-        parent.stdin.close()
-        parent.stdout.close()
+    report, survivors = kill_the_parent(PARENT, within_s=3.0)
+    assert report["held"] == 300
+    assert not survivors
 
 
 def test_the_holder_alone_exits_when_its_stdin_closes():

@@ -2,13 +2,10 @@
 
 import inspect
 import io
-import subprocess
-import sys
-import textwrap
 
 import pytest
 
-from helpers import gone, wait_until_gone
+from helpers import kill_the_parent
 from iolab import load
 from iolab.clients import process as client_process
 from iolab.clients import wire
@@ -87,26 +84,20 @@ def test_the_client_process_stops_when_the_run_is_stopped(tornado):
     assert run.result().stop_reason == "stopped"
 
 
-PARENT = textwrap.dedent(
-    """
-    import time
+PARENT = """
+    import json
     from iolab import load, servers
     server = servers.start("tornado_app")
     run = load.start_load(server.url + "/async-sleep?ms=500", requests=10000, concurrency=4, processes=2,
                           client="raw", max_duration_s=60)
-    print(*[process.pid for process in run.processes], flush=True)
-    time.sleep(60)
-    """
-)
+    print(json.dumps({"pids": [process.pid for process in run.processes]}), flush=True)
+"""
 
 
 def test_client_processes_die_with_their_parent():
-    parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True)
-    pids = [int(pid) for pid in parent.stdout.readline().split()]
-    assert len(pids) == 2 and not any(gone(pid) for pid in pids)
-    parent.kill()
-    parent.wait()
-    assert not wait_until_gone(pids), "a client process outlived its SIGKILLed parent"
+    report, survivors = kill_the_parent(PARENT)
+    assert len(report["pids"]) == 2
+    assert not survivors, "a client process outlived its SIGKILLed parent"
 
 
 def test_a_client_that_cannot_start_ends_the_run_with_its_reason(monkeypatch, tmp_path, tornado):
@@ -114,7 +105,7 @@ def test_a_client_that_cannot_start_ends_the_run_with_its_reason(monkeypatch, tm
     broken = tmp_path / "broken-python"
     broken.write_text("#!/bin/sh\necho 'the client could not start' >&2\nexit 3\n")
     broken.chmod(0o755)
-    monkeypatch.setattr(load.sys, "executable", str(broken))
+    monkeypatch.setattr("sys.executable", str(broken))
     result = load.start_load(tornado.url + "/", requests=10, concurrency=2, client="raw").wait(timeout=30)
     assert "exited with code 3 before the run began" in result.stop_reason
     assert "the client could not start" in result.client_stderr

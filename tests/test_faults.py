@@ -2,14 +2,11 @@
 
 import os
 import signal
-import subprocess
-import sys
-import textwrap
 import time
 
 import pytest
 
-from helpers import GONE_WITHIN_S, gone, wait_until_gone
+from helpers import GONE_WITHIN_S, gone, kill_the_parent, wait_until_gone
 from iolab import load, metrics, registry, servers
 
 # A run whose server is SIGKILLed ends within its 5 s request timeout and a second more for the
@@ -87,26 +84,19 @@ def test_bad_server_parameters_are_named(kwargs, words):
         assert word in str(raised.value)
 
 
-PARENT = textwrap.dedent(
-    """
-    import sys, time
+PARENT = """
+    import json
     from iolab import load, servers
     a = servers.start("tornado_app")
     b = servers.start("threaded_app")
     run = load.start_load(a.url + "/async-sleep?ms=500", requests=10000, concurrency=4, max_duration_s=60)
-    print(a.pid, b.pid, run.process.pid, flush=True)
-    time.sleep(60)
-    """
-)
+    print(json.dumps({"pids": [a.pid, b.pid, run.process.pid]}), flush=True)
+"""
 
 
 def test_parent_killed_with_sigkill_takes_its_servers_along():
-    parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True)
-    pids = [int(pid) for pid in parent.stdout.readline().split()]
-    assert len(pids) == 3 and not any(gone(pid) for pid in pids)
-    parent.kill()
-    parent.wait()
-    survivors = wait_until_gone(pids)
+    report, survivors = kill_the_parent(PARENT)
+    assert len(report["pids"]) == 3
     assert not survivors, f"still running {GONE_WITHIN_S} s after the parent was SIGKILLed: {survivors}"
 
 

@@ -8,14 +8,13 @@ import socket
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import psutil
 import pytest
 
-from helpers import GONE_WITHIN_S, get, gone, wait_until, wait_until_gone
+from helpers import GONE_WITHIN_S, get, gone, kill_the_parent, wait_until, wait_until_gone
 from iolab import contract, registry, servers
 
 SLEEP_MS = 400
@@ -321,16 +320,13 @@ def test_gunicorn_replaces_a_worker_that_dies():
         server.check()
 
 
-PARENT = textwrap.dedent(
-    """
-    import psutil, time
+PARENT = """
+    import json, psutil
     from iolab import servers
     started = [servers.start(name, **options) for name, options in {started!r}]
-    print(*[p.pid for s in started for p in [psutil.Process(s.pid), *psutil.Process(s.pid).children(recursive=True)]])
-    print(*[s.port for s in started], flush=True)
-    time.sleep(60)
-    """
-)
+    pids = [p.pid for s in started for p in [psutil.Process(s.pid), *psutil.Process(s.pid).children(recursive=True)]]
+    print(json.dumps({{"pids": pids, "ports": [s.port for s in started]}}), flush=True)
+"""
 
 
 def test_parent_killed_with_sigkill_takes_every_process_of_theirs_along():
@@ -338,16 +334,10 @@ def test_parent_killed_with_sigkill_takes_every_process_of_theirs_along():
     started = [(p.values[0], p.values[1]) for p in THIRD_PARTY if registry.get(p.values[0]).missing() is None]
     if not started:
         pytest.skip("neither nginx nor gunicorn is installed here")
-    parent = subprocess.Popen([sys.executable, "-c", PARENT.format(started=started)], stdout=subprocess.PIPE, text=True)
-    try:
-        pids = [int(pid) for pid in parent.stdout.readline().split()]
-        ports = [int(port) for port in parent.stdout.readline().split()]
-    finally:
-        parent.kill()
-        parent.wait()
+    report, survivors = kill_the_parent(PARENT.format(started=started))
+    pids, ports = report["pids"], report["ports"]
     # Two processes each at least (a wrapper and what it wraps), four for the proxy.
     assert len(pids) >= 2 * len(started) and len(ports) == len(started), (pids, ports)
-    survivors = wait_until_gone(pids)
     names = {pid: psutil.Process(pid).cmdline()[:3] for pid in survivors if not gone(pid)}
     assert not survivors, f"still running {GONE_WITHIN_S} s after their parent was SIGKILLed: {names}"
     assert all(refused(port) for port in ports)

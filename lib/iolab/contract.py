@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 
 LOOPBACK = "127.0.0.1"
-PARENT_ENV = "IOLAB_PARENT_PID"  # set by the launcher, so a server knows whom it must not outlive
+PARENT_ENV = "IOLAB_PARENT_PID"  # set by iolab.children.spawn, so a child knows whom it must not outlive
 MAX_MS = 60_000  # a single request may ask for at most a minute of sleep or CPU
 HELLO_BODY = "hello world\n"  # what `/` answers on every server, nginx included
 _PR_SET_PDEATHSIG = 1
@@ -131,7 +131,7 @@ def die_with_parent(signum=signal.SIGKILL, on_death=None):
 
     PR_SET_PDEATHSIG makes the kernel send `signum` when the parent goes. It can
     only be armed after fork, so a parent that died in between is caught by
-    comparing getppid() with the pid the launcher wrote into our environment.
+    comparing getppid() with the pid iolab.children.spawn wrote into our environment.
     A watchdog thread repeats that check, which also covers platforms without
     prctl. A wrapper around programs of its own (nginx, gunicorn) passes
     `on_death`, which must take its whole process group down with it.

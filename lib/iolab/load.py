@@ -10,7 +10,6 @@ AGGREGATE_ABOVE requests) counts per time bin and latency histograms.
 import json
 import resource
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -22,6 +21,7 @@ from urllib.parse import urlsplit
 import requests
 
 from . import usage
+from .children import python, spawn
 from .clients import wire
 from .clients.aggregate import Aggregate
 from .clients.process import EVENT_LOOPS, split
@@ -452,14 +452,9 @@ def start_load(url, server=None, before_go=None, **spec):
     for index in range(load_spec.processes):
         stderr_file = tempfile.TemporaryFile()
         arguments = asdict(load_spec) | {"process": index, "processes": load_spec.processes}
-        processes.append(
-            subprocess.Popen(
-                [sys.executable, "-m", "iolab.clients.process", json.dumps(arguments)],
-                stdin=subprocess.PIPE,  # our end stays open; the client exits when it closes
-                stdout=subprocess.PIPE,
-                stderr=stderr_file,
-            )
-        )
+        # stdin carries the go; stdout the client's frames.
+        command = python("-m", "iolab.clients.process", json.dumps(arguments))
+        processes.append(spawn(command, stdin=subprocess.PIPE, stderr=stderr_file))
         stderr_files.append(stderr_file)
     run = LoadRun(load_spec, processes, stderr_files, server_pid=getattr(server, "pid", server), before_go=before_go)
     _register(run)
@@ -501,6 +496,6 @@ _runs = []
 
 
 def _register(run):
-    # Closing the client's stdin at interpreter exit is what stops it; keeping
-    # a reference here stops the garbage collector from doing it too early.
+    # A run's reader threads and deadline timer belong to it; keeping a reference here stops the garbage
+    # collector from closing its pipes while it still goes.
     _runs[:] = [r for r in _runs if not r.done()] + [run]

@@ -6,15 +6,14 @@ import os
 import selectors
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import registry
-from .contract import LOOPBACK, PARENT_ENV, check_loopback, parse_listening
+from .children import python, spawn
+from .contract import LOOPBACK, check_loopback, parse_listening
 
 SERVERS_DIR = Path(os.environ.get("IOLAB_SERVERS_DIR", Path(__file__).resolve().parents[2] / "servers"))
 READY_TIMEOUT_S = 10.0
@@ -22,10 +21,6 @@ STOP_GRACE_S = 0.3
 
 _running = []
 _running_lock = threading.Lock()
-# PR_SET_PDEATHSIG fires when the *thread* that forked the child exits, not the
-# process. Forking from one long-lived thread keeps servers alive while any
-# short-lived thread (a widget callback, a test helper) comes and goes.
-_spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="iolab-spawner")
 
 
 class ServerError(RuntimeError):
@@ -124,21 +119,11 @@ def start(name, *args, host=LOOPBACK, port=0, ready_timeout=READY_TIMEOUT_S, **o
     check_loopback(host)
     if not 0 <= port <= 65535:
         raise ValueError(f"port must be between 0 and 65535 (0 picks a free one), got {port}")
-    argv = [
-        sys.executable, str(SERVERS_DIR / info.script), "--host", host, "--port", str(port),
-        *map(str, args), *info.arguments(**options),
-    ]
+    argv = python(SERVERS_DIR / info.script, "--host", host, "--port", port, *args, *info.arguments(**options))
     stderr_file = tempfile.TemporaryFile()
     began = time.perf_counter()
-    process = _spawner.submit(
-        subprocess.Popen,
-        argv,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=stderr_file,
-        env={**os.environ, PARENT_ENV: str(os.getpid())},
-        process_group=0,  # our own group, so stop() reaches forked workers too
-    ).result()
+    # Its own process group, so stop() reaches forked workers too.
+    process = spawn(argv, stderr=stderr_file, own_group=True)
     server = Server(name, process, host, None, stderr_file, None)
     server.info = info
     with _running_lock:

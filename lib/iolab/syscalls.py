@@ -9,6 +9,8 @@ import subprocess
 import tempfile
 import time
 
+from .children import spawn
+
 ATTACH_TIMEOUT_S = 10.0
 DETACH_TIMEOUT_S = 10.0
 # The calls that move bytes between a socket and the process, under every name an event loop uses.
@@ -81,7 +83,7 @@ def counting(pid, only=None):
         command = ["strace", "-c", "-f", "-o", summary.name, "-p", str(pid)]
         if only:
             command[1:1] = ["-e", "trace=" + ",".join(only)]
-        tracer = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        tracer = spawn(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         counts = Counts()
         try:
             _wait_until_attached(tracer, pid)

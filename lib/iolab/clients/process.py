@@ -2,9 +2,8 @@
 
 Started by iolab.load as `python -m iolab.clients.process SPEC`, where SPEC is
 the run's spec as JSON plus this process's index and the number of processes.
-Its stdout carries frames (iolab.clients.wire); its stdin stays open for as long
-as the parent lives, and end of file there ends this process, however the
-parent died.
+Its stdout carries frames (iolab.clients.wire), its stdin the parent's go; it
+dies with its parent as every child of the lab does (contract.die_with_parent).
 """
 
 import asyncio
@@ -15,6 +14,7 @@ import os
 import sys
 import threading
 
+from ..contract import die_with_parent
 from . import wire
 from .recorder import Recorder
 
@@ -56,7 +56,7 @@ def new_event_loop(choice):
 
 
 def listen_to_parent():
-    """A future for the parent's go (the run's time zero); end of file on stdin ends this process."""
+    """A future for the parent's go (the run's time zero); end of file on stdin before the go fails it."""
     go = concurrent.futures.Future()
 
     def watch():
@@ -69,13 +69,15 @@ def listen_to_parent():
                 time_zero = wire.parse_go(line.decode())
                 if time_zero is not None and not go.done():
                     go.set_result(time_zero)
-        os._exit(1)
+        if not go.done():
+            go.set_exception(EOFError("the parent closed this client's stdin before the go"))
 
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
     return go
 
 
 def main():
+    die_with_parent()
     spec = json.loads(sys.argv[1])
     frames = sys.stdout.buffer
     sys.stdout = sys.stderr  # stdout carries frames only; a stray print must not break one

@@ -5,8 +5,9 @@ Started by `iolab.lessons.c10k.holding` as `python -m iolab.lessons.c10k.holder 
 `spec["steps"]`. After each step it writes one JSON line to stdout and waits
 for the parent to say `next` (or `stop`) on stdin, still watching every held
 connection, so the parent can measure the server while they are all open. End
-of file on stdin means the parent is gone: every socket is closed and the
-process exits. Standard library only.
+of file on stdin, like `stop`, closes every socket and ends the process; it dies
+with its parent as every child of the lab does. Standard library and
+iolab.contract only.
 """
 
 import errno
@@ -16,7 +17,6 @@ import resource
 import selectors
 import socket
 import sys
-import threading
 import time
 
 # socket.IP_BIND_ADDRESS_NO_PORT (Linux 4.2+): bind() to a source address without taking a port
@@ -330,24 +330,6 @@ def write(message):
     sys.stdout.flush()
 
 
-def exit_with_parent(parent):
-    """Exit, which closes every socket, as soon as the parent is gone, however it went.
-
-    A watchdog thread rather than PR_SET_PDEATHSIG: that signal comes when the
-    parent's *thread* that started us ends, and a notebook may start us from a
-    thread that ends long before the notebook does.
-    """
-
-    def watch():
-        while os.getppid() == parent:
-            time.sleep(0.25)
-        os._exit(1)
-
-    if os.getppid() != parent:
-        os._exit(1)
-    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
-
-
 def set_file_limit(wanted):
     """Raise our soft RLIMIT_NOFILE to the hard limit, or set it to `wanted` (to show what a low one does)."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -357,13 +339,13 @@ def set_file_limit(wanted):
 
 
 def main():
-    from iolab.contract import PARENT_ENV, check_loopback
+    from iolab.contract import check_loopback, die_with_parent
 
+    die_with_parent()
     spec = json.loads(sys.argv[1])
     check_loopback(spec["host"])
     for address in spec["sources"]:
         check_loopback(address)
-    exit_with_parent(int(os.environ.get(PARENT_ENV) or os.getppid()))
     set_file_limit(spec["nofile"])
     holder = Holder(spec)
     holder.selector.register(0, selectors.EVENT_READ, None)  # the parent's commands

@@ -3,7 +3,6 @@
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -12,7 +11,8 @@ from dataclasses import asdict, dataclass, field
 import psutil
 
 from iolab import metrics
-from iolab.contract import PARENT_ENV, check_loopback
+from iolab.children import python, spawn
+from iolab.contract import check_loopback
 
 from . import holder, limits
 
@@ -259,11 +259,8 @@ class Holding:
         self.deadline_s = (step_deadline_s + hold_s + 10 + fresh_requests * answer_timeout_s) * (len(steps) + 1)
         self._stderr = tempfile.TemporaryFile()
         self._mark()
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", holder.__name__, json.dumps(self.spec)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-            env={**os.environ, PARENT_ENV: str(os.getpid())},  # whom the client must not outlive
-        )
+        self.process = spawn(python("-m", holder.__name__, json.dumps(self.spec)),
+                             stdin=subprocess.PIPE, stderr=self._stderr)
         self._killer = threading.Timer(self.deadline_s, self.process.kill)
         self._killer.daemon = True
         self._killer.start()

@@ -1,6 +1,6 @@
 """The far end of the IO-model programs: connect, wait for "go", send each payload at its moment, report when."""
 
-# Runs as its own process (stdlib only), so the peer's timing never waits for the
+# Runs as its own process (standard library and iolab.contract only), so the peer's timing never waits for the
 # application's GIL. Usage: python peer.py PORT DELAYS_MS PAYLOAD_BYTES
 # (DELAYS_MS comma separated, one connection per delay).
 # Protocol: on each connection send its index (2 bytes); read the application's
@@ -48,4 +48,7 @@ def main(port, delays_ms, payload_bytes):
 
 
 if __name__ == "__main__":
+    from iolab.contract import die_with_parent
+
+    die_with_parent()
     main(int(sys.argv[1]), [float(d) for d in sys.argv[2].split(",")], int(sys.argv[3]))

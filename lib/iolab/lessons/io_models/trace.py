@@ -8,9 +8,10 @@ import selectors
 import socket
 import struct
 import subprocess
-import sys
 import time
 from pathlib import Path
+
+from iolab.children import python, spawn
 
 PEER_SCRIPT = Path(__file__).with_name("peer.py")
 RECV_BYTES = 65536  # one recv() asks for up to this much; the payloads are smaller, so one call gets it all
@@ -198,10 +199,8 @@ class Peer:
             listener.listen(len(self.delays_ms))
             listener.settimeout(TIMEOUT_S)
             delays = ",".join(f"{delay:g}" for delay in self.delays_ms)
-            command = [sys.executable, "-I", str(PEER_SCRIPT), str(listener.getsockname()[1]), delays]
-            self._process = subprocess.Popen(
-                [*command, str(self.payload_bytes)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE
-            )
+            # -I (isolated): the peer's own folder stays off sys.path, so its neighbours shadow no module.
+            self._process = spawn(python("-I", PEER_SCRIPT, listener.getsockname()[1], delays, self.payload_bytes))
             for _ in self.delays_ms:
                 conn, _ = listener.accept()
                 conn.settimeout(TIMEOUT_S)

@@ -1,0 +1,42 @@
+"""Start every child process the lab owns, so each can die with its parent."""
+
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+from .contract import PARENT_ENV
+
+# PR_SET_PDEATHSIG fires when the *thread* that forked the child exits, not the
+# process. Forking from one long-lived thread keeps children alive while any
+# short-lived thread (a widget callback, a test helper) comes and goes.
+_spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="iolab-spawner")
+
+
+def spawn(argv, *, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=None, own_group=False):
+    """Start `argv` as a child of this process and return its Popen.
+
+    The child learns our pid from its environment (contract.PARENT_ENV); a child
+    of ours calls contract.die_with_parent() first thing, so it goes however we
+    die, SIGKILL included. `own_group` puts it in a process group of its own, for
+    a child that forks workers which must be signalled with it.
+    """
+    return _spawner.submit(
+        subprocess.Popen,
+        [str(part) for part in argv],
+        stdin=stdin,
+        stdout=stdout,
+        stderr=stderr,
+        env={**os.environ, PARENT_ENV: str(os.getpid())},
+        process_group=0 if own_group else None,
+    ).result()
+
+
+def python(*argv):
+    """The command line that runs this interpreter on `argv` (a script's path, or "-m", module)."""
+    return [sys.executable, *map(str, argv)]
+
+
+def run(argv, timeout_s):
+    """Run a program that ends by itself (wrk, ab, ss) to its end, bounded by `timeout_s`: its CompletedProcess."""
+    return subprocess.run([str(part) for part in argv], capture_output=True, text=True, timeout=timeout_s)
