@@ -158,3 +158,51 @@ def test_predict_four_threads_on_cpu_work(one_core):
     assert exercise.check(4 * 190, lab=lab) == "incorrect"  # four threads, one GIL: not four times one thread
     one_thread = lab.demands(workers_sweep.Config("gthread"), "cpu")
     assert exercise.check(1000 / one_thread.app_ms, lab=lab) == "correct"
+
+
+def _wrong_answers(exercise):
+    """A too-high and a too-low answer to a number exercise, clear of its tolerance and of its known mistakes."""
+    expected = exercise.expected_value()
+    answers = []
+    for factor in (3, 1 / 3):
+        answer = expected * factor + (7 if factor > 1 else -7)
+        while core._close(answer, expected, exercise.rel_tol, exercise.abs_tol) or any(
+            core._close(answer, mistake, exercise.rel_tol, exercise.abs_tol) for mistake in exercise.mistakes
+        ):
+            answer = answer * factor + (7 if factor > 1 else -7)
+        answers.append(answer)
+    return answers
+
+
+def _lesson(cls):
+    return cls.__module__.split(".")[2] if cls.__module__.startswith("iolab.lessons.") else None
+
+
+NUMBER_EXERCISES = [
+    exercise for exercise in EVERY_EXERCISE
+    if isinstance(exercise, core.NumberExercise) and type(exercise).judge is core.NumberExercise.judge
+]
+# The feedback each lesson writes for its own number exercises (the core's neutral words aside): no other
+# lesson's student should read it.
+LESSON_TEXTS = {
+    (_lesson(type(exercise)), text)
+    for exercise in NUMBER_EXERCISES
+    for text in (exercise.too_high_text, exercise.too_low_text, *exercise.mistakes.values())
+    if text not in (core.NumberExercise.too_high_text, core.NumberExercise.too_low_text)
+}
+
+
+@pytest.mark.parametrize("exercise", NUMBER_EXERCISES, ids=lambda exercise: type(exercise).__name__)
+def test_a_wrong_number_hears_only_its_own_lesson_and_the_core(exercise, capsys):
+    own = _lesson(type(exercise))
+    for answer in _wrong_answers(exercise):
+        assert exercise.check(answer) == core.INCORRECT
+        said = capsys.readouterr().out
+        others = sorted(text for lesson, text in LESSON_TEXTS if lesson != own and text in said)
+        assert not others, f"{type(exercise).__name__} (lesson {own}) answers {answer} with other lessons' words: {others}"
+        if own != "bank":
+            assert "bank" not in said.lower() and "teller" not in said.lower(), said
+        for name in ("too_high_text", "too_low_text"):
+            # Whoever wrote the words it inherits: the core, or a class of its own lesson.
+            author = next(cls for cls in type(exercise).__mro__ if name in vars(cls))
+            assert author is core.NumberExercise or _lesson(author) == own, (name, author)

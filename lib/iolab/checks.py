@@ -120,8 +120,9 @@ class NumberExercise(Exercise):
     abs_tol = 0.0
     unit = ""
     mistakes = {}  # {likely wrong answer: "why it is wrong"}
-    too_high_text = "that is more than the bank can do."
-    too_low_text = "the bank can do better than that."
+    # What a wrong answer with no known mistake hears; a lesson sets its own words.
+    too_high_text = "more than the answer: a better guess is lower."
+    too_low_text = "less than the answer: a better guess is higher."
 
     def expected_value(self):
         return self.expected() if callable(self.expected) else self.expected
