@@ -176,7 +176,7 @@ class Answers:
     ],
 )
 def test_answers_are_cut_by_content_length_however_they_are_spelled(raw, expected):
-    from iolab.clients import http1
+    from iolab import http1
 
     owner = Answers()
     reader = http1.BodyKeepingReader(owner)
@@ -197,7 +197,7 @@ def test_answers_are_cut_by_content_length_however_they_are_spelled(raw, expecte
     ],
 )
 def test_what_is_not_an_answer_is_reported(raw, words):
-    from iolab.clients import http1
+    from iolab import http1
 
     owner = Answers()
     http1.AnswerReader(owner).data_received(raw)

@@ -8,7 +8,7 @@ timeouts are found by one sweep over the users a few times per timeout.
 import asyncio
 from urllib.parse import urlsplit
 
-from . import http1
+from .. import http1
 from .errors import TIMEOUT
 from .raw_connection import RawConnection
 from .wire import NO_ERROR

@@ -13,7 +13,7 @@ import threading
 import time
 from urllib.parse import urlsplit
 
-from . import http1
+from .. import http1
 from .closed_raw import sweep_interval
 from .errors import TIMEOUT
 from .raw_connection import RawConnection

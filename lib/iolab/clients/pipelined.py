@@ -12,7 +12,7 @@ import asyncio
 import collections
 from urllib.parse import urlsplit
 
-from . import http1
+from .. import http1
 from .closed_raw import sweep_interval
 from .errors import OUT_OF_ORDER, TIMEOUT
 from .raw_connection import RawConnection

@@ -7,7 +7,7 @@ class opens the connection when a request needs one and turns a refusal, a
 garbled answer or a server hanging up into `fail` with the error's kind.
 """
 
-from . import http1
+from .. import http1
 from .errors import error_kind
 
 

@@ -4,7 +4,7 @@ import asyncio
 import time
 from urllib.parse import urlsplit
 
-from .errors import ProtocolError
+from .clients.errors import ProtocolError
 
 HEADER_END = b"\r\n\r\n"
 
