@@ -7,7 +7,7 @@ import pytest
 from test_servers import follows_contract
 
 from iolab import registry, servers
-from iolab.rawhttp import ResponseReader, get_request
+from iolab.http1 import AnswerReader, get_request
 
 TIMEOUT_S = 10
 UVICORN_VARIANTS = [("asyncio", "h11"), ("uvloop", "httptools"), ("asyncio", "httptools"), ("uvloop", "h11")]
@@ -36,7 +36,7 @@ def test_pipelined_requests_are_answered_in_order(name, options):
     with servers.serve(name, **options) as server:
         with socket.create_connection((server.host, server.port), timeout=TIMEOUT_S) as sock:
             sock.sendall(b"".join(get_request(path) for path in paths))
-            reader = ResponseReader(sock)
+            reader = AnswerReader(sock)
             answers = [reader.read() for _ in paths]
         server.check()
     assert [(status, body) for status, _, body in answers] == [

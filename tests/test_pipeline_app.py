@@ -12,7 +12,7 @@ import pytest
 from test_servers import follows_contract
 
 from iolab import load, metrics, servers, syscalls, wrk_lua
-from iolab.rawhttp import ResponseReader, get_request
+from iolab.http1 import AnswerReader, get_request
 
 TIMEOUT_S = 10
 # (loop, parser, write): the teaching default, the fast one, and each switch flipped once.
@@ -86,7 +86,7 @@ def test_32_requests_in_one_write_are_answered_in_order(variant):
     paths, bodies = mixed_batch(32)
     with start(variant) as server, connect(server) as sock:
         sock.sendall(b"".join(get_request(path) for path in paths))  # one write: the server reads them at once
-        reader = ResponseReader(sock)
+        reader = AnswerReader(sock)
         answers = [reader.read() for _ in paths]
     assert [body for _, _, body in answers] == bodies
     assert [status for status, _, _ in answers] == [404 if i % 4 == 3 else 200 for i in range(32)]
@@ -121,7 +121,7 @@ def test_a_broken_request_is_answered_in_its_place_then_the_connection_closes():
     for parser in ("ours", "httptools"):
         with start(("asyncio", parser, "batched")) as server, connect(server) as sock:
             sock.sendall(get_request("/async-sleep?ms=100") + get_request("/") + b"BLAH\r\n\r\n" + get_request("/"))
-            reader = ResponseReader(sock)
+            reader = AnswerReader(sock)
             assert reader.read()[2] == "waited 100 ms without blocking\n"
             assert reader.read()[2] == "hello world\n"
             status, headers, body = reader.read()
@@ -133,23 +133,23 @@ def test_a_broken_request_is_answered_in_its_place_then_the_connection_closes():
 def test_connection_close_head_and_http_1_0(parser):
     with start(("asyncio", parser, "batched")) as server:
         with connect(server) as sock:
-            sock.sendall(get_request("/async-sleep?ms=50", close=True) + get_request("/"))  # the second is never answered
-            reader = ResponseReader(sock)
+            sock.sendall(get_request("/async-sleep?ms=50", keep_alive=False) + get_request("/"))  # the second is never answered
+            reader = AnswerReader(sock)
             status, headers, _ = reader.read()
             assert status == 200 and headers["connection"] == "close"
             assert reader.closed_by_server() and reader.buffer == b""
         with connect(server) as sock:
             sock.sendall(b"HEAD / HTTP/1.1\r\n\r\n" + get_request("/"))
-            reader = ResponseReader(sock)
+            reader = AnswerReader(sock)
             assert reader.read(head_only=True)[1]["content-length"] == "12"
             assert reader.read()[2] == "hello world\n"  # HEAD sent no body, or this would be garbled
         with connect(server) as sock:
             sock.sendall(b"GET / HTTP/1.0\r\n\r\n")  # HTTP/1.0 closes unless asked not to
-            reader = ResponseReader(sock)
+            reader = AnswerReader(sock)
             assert reader.read()[1]["connection"] == "close" and reader.closed_by_server()
         with connect(server) as sock:
             sock.sendall(b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n" * 2)  # ab -k
-            reader = ResponseReader(sock)
+            reader = AnswerReader(sock)
             assert [reader.read()[1]["connection"] for _ in range(2)] == ["keep-alive", "keep-alive"]
 
 
@@ -163,9 +163,9 @@ def test_a_wait_first_in_a_batch_of_8_holds_back_all_8(variant):
         began = time.perf_counter()
         held.sendall(b"".join(get_request(path) for path in batch))
         other.sendall(get_request("/"))  # another connection is not behind the wait
-        assert ResponseReader(other).read()[2] == "hello world\n"
+        assert AnswerReader(other).read()[2] == "hello world\n"
         other_after = time.perf_counter() - began
-        reader = ResponseReader(held)
+        reader = AnswerReader(held)
         arrivals, bodies = [], []
         for _ in batch:
             bodies.append(reader.read()[2])
@@ -185,7 +185,7 @@ def test_1000_waits_in_one_write_are_all_answered_in_order_within_the_bound():
     with start(VARIANTS[0], "--max-waiting", max_waiting) as server, connect(server) as sock:
         began = time.perf_counter()
         sock.sendall(b"".join(get_request(path) for path in paths))
-        reader = ResponseReader(sock)
+        reader = AnswerReader(sock)
         bodies = [reader.read()[2] for _ in paths]
         elapsed = time.perf_counter() - began
         server.check()
@@ -212,13 +212,13 @@ def test_a_pipeline_of_waits_deeper_than_memory_is_not_read_ahead():
             assert growth < RSS_GROWTH_AT_MOST, f"the server grew by {growth / 2**20:.0f} MB"
             with connect(server) as other:  # and it still serves everyone else
                 other.sendall(get_request("/"))
-                assert ResponseReader(other).read()[2] == "hello world\n"
+                assert AnswerReader(other).read()[2] == "hello world\n"
         finally:
             greedy.close()  # the sender fails out of sendall; the server drops the connection and its timers
             sender.join(TIMEOUT_S)
         with connect(server) as after:
             after.sendall(get_request("/"))
-            assert ResponseReader(after).read()[2] == "hello world\n"
+            assert AnswerReader(after).read()[2] == "hello world\n"
         server.check()
 
 
@@ -238,9 +238,9 @@ def test_a_client_that_does_not_read_is_buffered_and_others_go_on():
         with connect(server) as other:
             began = time.perf_counter()
             other.sendall(get_request("/"))
-            assert ResponseReader(other).read()[2] == "hello world\n"
+            assert AnswerReader(other).read()[2] == "hello world\n"
             assert time.perf_counter() - began < NOT_HELD_UP_BY_A_GREEDY_CLIENT_S
-        reader = ResponseReader(greedy)
+        reader = AnswerReader(greedy)
         bodies = {reader.read()[2] for _ in range(depth)}
         sender.join(TIMEOUT_S)
     assert bodies == {"hello world\n"}
@@ -255,14 +255,14 @@ def test_half_a_batch_is_answered_as_far_as_it_goes(variant):
     last = get_request("/async-sleep?ms=1")
     with start(variant) as server, connect(server) as dawdler:
         dawdler.sendall(whole + last[:20])  # three requests and a third of the fourth, then nothing
-        reader = ResponseReader(dawdler)
+        reader = AnswerReader(dawdler)
         assert [reader.read()[2] for _ in range(3)] == [
             "hello world\n", "waited 20 ms without blocking\n", "burned 0 ms of CPU\n",
         ]
         with connect(server) as other:  # the half request holds nobody else up
             began = time.perf_counter()
             other.sendall(get_request("/"))
-            assert ResponseReader(other).read()[2] == "hello world\n"
+            assert AnswerReader(other).read()[2] == "hello world\n"
             assert time.perf_counter() - began < NOT_HELD_UP_S
         dawdler.settimeout(0.2)
         with pytest.raises(TimeoutError):
@@ -276,7 +276,7 @@ def test_the_client_stopping_after_a_batch_still_gets_every_answer():
     with start(VARIANTS[1]) as server, connect(server) as sock:
         sock.sendall(get_request("/async-sleep?ms=100") + get_request("/"))
         sock.shutdown(socket.SHUT_WR)  # EOF: nothing more is coming, but answers may still go back
-        reader = ResponseReader(sock)
+        reader = AnswerReader(sock)
         assert [reader.read()[2] for _ in range(2)] == ["waited 100 ms without blocking\n", "hello world\n"]
         assert reader.closed_by_server()
 
@@ -291,7 +291,7 @@ def test_batched_writes_make_one_write_per_batch(loop):
     writes = {}
     for write in ("batched", "per-response"):
         with start((loop, "httptools", write)) as server, connect(server) as sock:
-            reader = ResponseReader(sock)
+            reader = AnswerReader(sock)
             sock.sendall(get_request("/"))
             reader.read()  # the connection is up before we start counting
             try:

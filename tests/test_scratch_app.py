@@ -16,7 +16,7 @@ import requests
 
 from helpers import wait_until
 from iolab import servers
-from iolab.rawhttp import ResponseReader, get_request
+from iolab.http1 import AnswerReader, get_request
 
 TIMEOUT_S = 10
 # 30 overlapping 300 ms waits take one wait, not 30: three times the wait allows a loaded machine.
@@ -170,7 +170,7 @@ def test_pipelined_requests_are_answered_in_order(server):
     )
     with connect(server) as sock:
         sock.sendall(pipeline)  # one write: the server sees them all at once
-        reader = ResponseReader(sock)
+        reader = AnswerReader(sock)
         answers = [reader.read() for _ in range(7)]
     assert [body for _, _, body in answers] == [
         "waited 200 ms without blocking\n",
@@ -188,9 +188,9 @@ def test_a_slow_request_holds_up_only_its_own_connection(server):
         slow.sendall(get_request("/async-sleep?ms=500") + get_request("/"))
         began = time.perf_counter()
         other.sendall(get_request("/"))
-        assert ResponseReader(other).read()[2] == "hello world\n"
+        assert AnswerReader(other).read()[2] == "hello world\n"
         assert time.perf_counter() - began < NOT_HELD_UP_S
-        reader = ResponseReader(slow)
+        reader = AnswerReader(slow)
         assert [reader.read()[2] for _ in range(2)] == ["waited 500 ms without blocking\n", "hello world\n"]
 
 
@@ -213,7 +213,7 @@ def test_a_slow_request_holds_up_only_its_own_connection(server):
 def test_malformed_request_gets_400_and_the_connection_closes(server, request_bytes):
     with connect(server) as sock:
         sock.sendall(request_bytes + get_request("/"))  # the request after a broken one is never answered
-        reader = ResponseReader(sock)
+        reader = AnswerReader(sock)
         status, headers, body = reader.read()
         assert status == 400 and body.startswith("400 ") and body.count("\n") == 1
         assert headers.get("connection") == "close"
@@ -223,7 +223,7 @@ def test_malformed_request_gets_400_and_the_connection_closes(server, request_by
 def test_oversized_headers_get_431_and_the_connection_closes(server):
     with connect(server) as sock:
         sock.sendall(b"GET / HTTP/1.1\r\nX-Padding: " + b"a" * 7000 + b"\r\n\r\n")  # under 8 KiB: fine
-        reader = ResponseReader(sock)
+        reader = AnswerReader(sock)
         assert reader.read()[0] == 200
         sock.sendall(b"GET / HTTP/1.1\r\nX-Padding: " + b"a" * 9000 + b"\r\n\r\n")
         status, headers, body = reader.read()
@@ -234,7 +234,7 @@ def test_oversized_headers_get_431_and_the_connection_closes(server):
 def test_headers_that_never_end_get_431_before_they_fill_memory(server):
     with connect(server) as sock:
         sock.sendall(b"GET / HTTP/1.1\r\n" + b"X-Endless: yes\r\n" * 600)  # ~9.6 KB, no blank line
-        status, _, _ = ResponseReader(sock).read()
+        status, _, _ = AnswerReader(sock).read()
         assert status == 431
 
 
@@ -249,7 +249,7 @@ def test_headers_that_never_end_get_431_before_they_fill_memory(server):
 def test_bodies_the_server_will_not_take(server, request_bytes, status):
     with connect(server) as sock:
         sock.sendall(request_bytes)
-        reader = ResponseReader(sock)
+        reader = AnswerReader(sock)
         assert reader.read()[0] == status
         assert reader.closed_by_server()
 
@@ -257,21 +257,21 @@ def test_bodies_the_server_will_not_take(server, request_bytes, status):
 def test_head_http_1_0_and_connection_close(server):
     with connect(server) as sock:
         sock.sendall(b"HEAD / HTTP/1.1\r\n\r\n" + get_request("/"))
-        reader = ResponseReader(sock)
+        reader = AnswerReader(sock)
         status, headers, _ = reader.read(head_only=True)
         assert status == 200 and headers["content-length"] == "12"
         assert reader.read()[2] == "hello world\n"  # HEAD sent no body, or this would be garbled
     with connect(server) as sock:
         sock.sendall(b"GET / HTTP/1.0\r\n\r\n")  # HTTP/1.0 closes unless asked not to
-        reader = ResponseReader(sock)
+        reader = AnswerReader(sock)
         assert reader.read()[1].get("connection") == "close" and reader.closed_by_server()
     with connect(server) as sock:
         sock.sendall(b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n" * 2)
-        reader = ResponseReader(sock)
+        reader = AnswerReader(sock)
         assert [reader.read()[1].get("connection") for _ in range(2)] == ["keep-alive", "keep-alive"]
     with connect(server) as sock:
         sock.sendall(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n")
-        reader = ResponseReader(sock)
+        reader = AnswerReader(sock)
         assert reader.read()[1].get("connection") == "close" and reader.closed_by_server()
 
 
@@ -283,17 +283,17 @@ def test_a_half_sent_request_holds_nobody_up(server):
         assert response.text == "hello world\n"
         assert time.perf_counter() - began < NOT_HELD_UP_S
         dawdler.sendall(b"b\r\n\r\n")  # the rest arrives at last, and is answered
-        assert ResponseReader(dawdler).read()[2] == "waited 1 ms without blocking\n"
+        assert AnswerReader(dawdler).read()[2] == "waited 1 ms without blocking\n"
 
 
 def test_idle_and_half_sent_connections_time_out(quick_timeout_server):
     with connect(quick_timeout_server) as idle, connect(quick_timeout_server) as dawdler:
         idle.sendall(get_request("/"))
-        idle_reader = ResponseReader(idle)
+        idle_reader = AnswerReader(idle)
         assert idle_reader.read()[0] == 200
         dawdler.sendall(b"GET / HTTP/1.1\r\nHo")
         began = time.perf_counter()
-        status, headers, body = ResponseReader(dawdler).read()
+        status, headers, body = AnswerReader(dawdler).read()
         assert status == 408 and headers.get("connection") == "close"
         assert idle_reader.closed_by_server(wait_s=3)
         assert IDLE_TIMEOUT_AT_LEAST_S < time.perf_counter() - began < IDLE_TIMEOUT_AT_MOST_S
@@ -302,7 +302,7 @@ def test_idle_and_half_sent_connections_time_out(quick_timeout_server):
 def test_a_waiting_request_is_not_an_idle_connection(quick_timeout_server):
     with connect(quick_timeout_server) as sock:
         sock.sendall(get_request("/async-sleep?ms=1200"))  # longer than the 0.5 s idle timeout
-        assert ResponseReader(sock).read()[0] == 200
+        assert AnswerReader(sock).read()[0] == 200
 
 
 def test_a_client_that_does_not_read_is_buffered_and_others_go_on(server):
@@ -314,7 +314,7 @@ def test_a_client_that_does_not_read_is_buffered_and_others_go_on(server):
         began = time.perf_counter()
         assert requests.get(server.url + "/", timeout=TIMEOUT_S).text == "hello world\n"
         assert time.perf_counter() - began < NOT_HELD_UP_BY_A_GREEDY_CLIENT_S
-        reader = ResponseReader(greedy)
+        reader = AnswerReader(greedy)
         bodies = {reader.read()[2] for _ in range(depth)}
         sender.join(TIMEOUT_S)
     assert bodies == {"hello world\n"}
@@ -366,9 +366,9 @@ def test_sync_sleep_blocks_the_loop_and_the_loop_says_so(server):
         time.sleep(0.05)
         began = time.perf_counter()
         victim.sendall(get_request("/"))
-        assert ResponseReader(victim).read()[2] == "hello world\n"
+        assert AnswerReader(victim).read()[2] == "hello world\n"
         waited = time.perf_counter() - began
-        assert ResponseReader(blocker).read()[0] == 200
+        assert AnswerReader(blocker).read()[0] == 200
     assert waited > HELD_BY_SYNC_SLEEP_AT_LEAST_S, f"/ answered after {waited * 1000:.0f} ms: the sync sleep did not block the loop"
     wait_until(lambda: "GET /sync-sleep?ms=300" in server.stderr_tail(), within_s=2, poll_s=0.05)
     warning = re.search(r"callback (.+) took (\d+) ms, blocking the loop", server.stderr_tail())
@@ -448,7 +448,7 @@ def test_a_handler_that_raises_gets_a_500_and_the_connection_lives_on(capsys, mo
     try:
         with socket.create_connection(http_server.address, timeout=TIMEOUT_S) as sock:
             sock.sendall(get_request("/boom") + b"POST /echo HTTP/1.1\r\nContent-Length: 4\r\n\r\nbody" + get_request("/stop"))
-            reader = ResponseReader(sock)
+            reader = AnswerReader(sock)
             status, _, body = reader.read()
             assert status == 500 and "stderr" in body
             assert reader.read()[2] == "POST /echo body\n"

@@ -1,27 +1,29 @@
-"""HTTP/1.1 for the raw clients: the bytes of a GET, and a protocol that cuts what it receives into answers by Content-Length."""
+"""HTTP/1.1 from the client's side: GET requests as bytes, answers cut apart by Content-Length (standard library only)."""
 
-import asyncio
 import time
 from urllib.parse import urlsplit
 
-from .clients.errors import ProtocolError
-
 HEADER_END = b"\r\n\r\n"
-
-
-def get_request(url, keep_alive=True, path=None):
-    """The bytes of a GET for `url` (or for `path` on the url's server)."""
-    parts = urlsplit(url)
-    target = path or (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    close = b"" if keep_alive else b"Connection: close\r\n"
-    return f"GET {target} HTTP/1.1\r\nHost: {parts.netloc}\r\n".encode() + close + b"\r\n"
-
-
 CONTENT_LENGTH = (b"Content-Length:", b"content-length:")  # (the usual spelling, lower case)
 CONNECTION = (b"Connection:", b"connection:")
 
 
-def _slow_header(data, start, header_end, spellings, missing=None):
+class ProtocolError(ValueError):
+    """The server's bytes are not an HTTP/1.1 answer this client can read (no Content-Length, a bad status line)."""
+
+
+def get_request(url, keep_alive=True, path=None):
+    """The bytes of a GET for `url` (or for `path` on the url's server); a bare path ("/cpu?ms=5") goes to Host: lab."""
+    if url.startswith("/"):
+        host, target = "lab", path or url
+    else:
+        parts = urlsplit(url)
+        host, target = parts.netloc, path or (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    close = b"" if keep_alive else b"Connection: close\r\n"
+    return f"GET {target} HTTP/1.1\r\nHost: {host}\r\n".encode() + close + b"\r\n"
+
+
+def header(data, start, header_end, spellings, missing=None):
     """The value of a header between start and header_end, however it is spelled; `missing` if there is none
     (for Content-Length, an error)."""
     usual, name = spellings
@@ -36,16 +38,74 @@ def _slow_header(data, start, header_end, spellings, missing=None):
     return head[at : line_end if line_end > 0 else len(head)].strip()
 
 
-def _closes(data, start, header_end):
-    return _slow_header(data, start, header_end, CONNECTION, b"").lower() == b"close"
+def closes(data, start, header_end):
+    """True when the answer whose head lies between start and header_end says the server will close the connection."""
+    if data.startswith(b"HTTP/1.0 ", start):
+        return header(data, start, header_end, CONNECTION, b"").lower() != b"keep-alive"
+    return header(data, start, header_end, CONNECTION, b"").lower() == b"close"
 
 
-class AnswerReader(asyncio.Protocol):
-    """A client connection that hands each complete answer to `owner.answered(status, length, closes, body)`.
+def answer_length(data, start=0):
+    """Bytes of the complete answer at `start` of `data`, head and body, or 0 while it is incomplete."""
+    header_end = data.find(HEADER_END, start)
+    if header_end < 0:
+        return 0
+    end = header_end + 4 + int(header(data, start, header_end, CONTENT_LENGTH))
+    return end - start if len(data) >= end else 0
+
+
+class AnswerReader:
+    """Reads HTTP/1.1 answers one at a time off a blocking socket, keeping any bytes of the next one (pipelining)."""
+
+    def __init__(self, sock):
+        self.sock = sock
+        self.buffer = b""
+
+    def _fill(self):
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            raise EOFError(f"server closed the connection with {len(self.buffer)} bytes unread")
+        self.buffer += chunk
+
+    def read(self, head_only=False):
+        """(status, headers with lower-case names, body text) of the next answer; `head_only` for a HEAD's answer."""
+        while HEADER_END not in self.buffer:
+            self._fill()
+        head, self.buffer = self.buffer.split(HEADER_END, 1)
+        lines = head.decode("latin-1").split("\r\n")
+        status = int(lines[0].split(" ")[1])
+        headers = {name.lower(): value.strip() for name, _, value in (line.partition(":") for line in lines[1:])}
+        length = 0 if head_only else int(headers["content-length"])
+        while len(self.buffer) < length:
+            self._fill()
+        body, self.buffer = self.buffer[:length], self.buffer[length:]
+        return status, headers, body.decode()
+
+    def body(self):
+        """The next answer's body text."""
+        return self.read()[2]
+
+    def closed_by_server(self, wait_s=10.0):
+        """True once the server has closed its end (recv returns b'' or the connection was reset)."""
+        self.sock.settimeout(wait_s)
+        try:
+            return self.sock.recv(1) == b""
+        except ConnectionResetError:
+            return True
+        except TimeoutError:
+            return False
+
+
+class AnswerProtocol:
+    """An asyncio protocol for a client connection: hands each complete answer to `owner.answered(status, length,
+    closes, body)`.
 
     `closes` is True when the server says it will close the connection after this
     answer. The body is passed only when `keep_bodies` is set (the pipelined
-    client compares bodies); otherwise None, to keep the hot path cheap.
+    client compares bodies); otherwise None, to keep the hot path cheap. asyncio
+    and uvloop take any object with a protocol's methods: not subclassing
+    asyncio.Protocol keeps asyncio out of the processes that read answers off a
+    blocking socket.
     """
 
     keep_bodies = False
@@ -61,7 +121,7 @@ class AnswerReader(asyncio.Protocol):
         self.transport = transport
 
     def data_received(self, data):
-        # The hot path of every raw client: a few searches per answer, every other case in _slow_header.
+        # The hot path of every raw client: a few searches per answer, every other case in header().
         self.read_at = time.perf_counter()
         if self.buffer:
             data = self.buffer + data
@@ -77,20 +137,20 @@ class AnswerReader(asyncio.Protocol):
                 if at >= 0:
                     length = int(data[at + 18 : find(b"\r", at + 18, header_end + 1)])
                 else:
-                    length = int(_slow_header(data, start, header_end, CONTENT_LENGTH))
+                    length = int(header(data, start, header_end, CONTENT_LENGTH))
                 body_start = header_end + 4
                 body_end = body_start + length
                 if body_end > size:
                     break
                 if data.startswith(b"HTTP/1.1 ", start):
                     # HTTP/1.1 keeps the connection unless the answer says close: rare, so looked for by one search.
-                    closes = find(b"lose", start, header_end) >= 0 and _closes(data, start, header_end)
+                    closing = find(b"lose", start, header_end) >= 0 and closes(data, start, header_end)
                 elif data.startswith(b"HTTP/1.0 ", start):
-                    closes = _slow_header(data, start, header_end, CONNECTION, b"").lower() != b"keep-alive"
+                    closing = closes(data, start, header_end)
                 else:
                     raise ProtocolError(f"an answer that does not start with HTTP/1.x: {data[start:start + 20]!r}")
                 self.answered(
-                    int(data[start + 9 : start + 12]), length, closes,
+                    int(data[start + 9 : start + 12]), length, closing,
                     data[body_start:body_end] if self.keep_bodies else None,
                 )
                 start = body_end
@@ -100,9 +160,18 @@ class AnswerReader(asyncio.Protocol):
             return
         self.buffer = data[start:] if start < size else b""
 
+    def eof_received(self):
+        return None  # let the transport close itself; connection_lost follows
+
+    def pause_writing(self):
+        pass  # the clients write one small request at a time: nothing to hold back
+
+    def resume_writing(self):
+        pass
+
     def connection_lost(self, error):
         self.owner.lost(self, error)
 
 
-class BodyKeepingReader(AnswerReader):
+class BodyKeepingProtocol(AnswerProtocol):
     keep_bodies = True

@@ -8,10 +8,6 @@ OUT_OF_ORDER = "out of order"  # a pipelined answer that belongs to another requ
 TIMEOUT = "timeout"
 
 
-class ProtocolError(ValueError):
-    """The server's bytes are not an HTTP/1.1 answer this client can read (no Content-Length, a bad status line)."""
-
-
 def error_kind(error):
     """The kind of `error`: "timeout", "refused", "disconnected", "connect", or the exception's class name."""
     # Each client imports only its own library: aiohttp alone takes most of a second to import.

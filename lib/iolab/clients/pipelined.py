@@ -45,7 +45,7 @@ async def learn_answers(host, port, requests, timeout_s):
         for request in requests:
             waiter = FirstAnswer()
             transport, _ = await asyncio.wait_for(
-                loop.create_connection(lambda waiter=waiter: http1.BodyKeepingReader(waiter), host, port), timeout_s
+                loop.create_connection(lambda waiter=waiter: http1.BodyKeepingProtocol(waiter), host, port), timeout_s
             )
             try:
                 transport.write(request)
@@ -127,7 +127,7 @@ class PipelinedConnection(RawConnection):
     """One user: a connection with up to `depth` requests in flight, their paths remembered in order."""
 
     __slots__ = ("number", "run", "reader", "connection", "start", "waiting", "sent", "attempt")
-    reader_type = http1.BodyKeepingReader  # each answer's body too, to check it is its own request's
+    reader_type = http1.BodyKeepingProtocol  # each answer's body too, to check it is its own request's
 
     def __init__(self, number, run):
         self.number = number

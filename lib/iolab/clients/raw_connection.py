@@ -19,7 +19,7 @@ class RawConnection:
     """
 
     __slots__ = ()  # the clients keep their per-request objects small: no __dict__
-    reader_type = http1.AnswerReader  # parses each answer and calls self.answered(...)
+    reader_type = http1.AnswerProtocol  # parses each answer and calls self.answered(...)
 
     def in_flight(self):
         raise NotImplementedError

@@ -6,8 +6,8 @@ Started by `iolab.lessons.c10k.holding` as `python -m iolab.lessons.c10k.holder 
 for the parent to say `next` (or `stop`) on stdin, still watching every held
 connection, so the parent can measure the server while they are all open. End
 of file on stdin, like `stop`, closes every socket and ends the process; it dies
-with its parent as every child of the lab does. Standard library and
-iolab.contract only.
+with its parent as every child of the lab does. Standard library, iolab.contract
+and iolab.http1 only.
 """
 
 import errno
@@ -18,6 +18,8 @@ import selectors
 import socket
 import sys
 import time
+
+from iolab.http1 import HEADER_END, answer_length, closes, get_request
 
 # socket.IP_BIND_ADDRESS_NO_PORT (Linux 4.2+): bind() to a source address without taking a port
 # yet, so connect() can pick one per destination (a port is then shared by every 4-tuple it can).
@@ -31,25 +33,6 @@ STOP_AFTER_FAILURES = 10  # the server has hit a limit: give up opening after th
 # Message kinds on stdout, one JSON object a line; `holding` reads them by these names.
 STEP = "step"  # a step is held (or has failed): what it took, what went wrong
 CLOSED = "closed"  # every socket is closed; the last line
-
-
-def request_bytes(path, host):
-    return f"GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode()
-
-
-def response_length(buffer):
-    """Bytes of the first complete HTTP answer in `buffer` (with its Content-Length body), or 0 if incomplete."""
-    header_end = buffer.find(b"\r\n\r\n")
-    if header_end < 0:
-        return 0
-    head = buffer[:header_end].lower()
-    at = head.find(b"\r\ncontent-length:")
-    if at < 0:
-        raise ValueError("answer without Content-Length")
-    end = head.find(b"\r\n", at + 2)
-    length = int(head[at + 17 : end if end > 0 else len(head)])
-    total = header_end + 4 + length
-    return total if len(buffer) >= total else 0
 
 
 def error_name(number):
@@ -75,7 +58,7 @@ class Holder:
     def __init__(self, spec):
         self.spec = spec
         self.server = (spec["host"], spec["port"])
-        self.request = request_bytes(spec["path"], f"{spec['host']}:{spec['port']}")
+        self.request = get_request(f"http://{spec['host']}:{spec['port']}{spec['path']}")
         self.selector = selectors.EpollSelector() if hasattr(selectors, "EpollSelector") else selectors.DefaultSelector()
         self.pending = {}  # fd -> Connection, not answered yet
         self.held = {}  # fd -> Connection, answered and idle
@@ -196,13 +179,12 @@ class Holder:
             return
         connection.buffer += data
         try:
-            complete = response_length(connection.buffer)
+            complete = answer_length(connection.buffer)
         except ValueError as error:
             self.fail(connection, "bad answer", str(error))
             return
         if complete:
-            head = connection.buffer[: connection.buffer.find(b"\r\n\r\n")].lower()
-            if b"\r\nconnection: close" in head:  # answered, but the server will not keep the connection
+            if closes(connection.buffer, 0, connection.buffer.find(HEADER_END)):  # answered, but not kept
                 self.fail(connection, CLOSE_ANSWER, "the server answered with 'Connection: close'")
                 return
             connection.state, connection.buffer, connection.answered_at = "held", b"", now
@@ -267,7 +249,7 @@ class Holder:
                     began = time.perf_counter()
                     sock.sendall(self.request)
                     buffer = b""
-                    while not response_length(buffer):
+                    while not answer_length(buffer):
                         chunk = sock.recv(65536)
                         if not chunk:
                             raise ConnectionResetError("the server closed the fresh connection")

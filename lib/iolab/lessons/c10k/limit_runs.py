@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, field
 
 from iolab import servers
-from iolab.rawhttp import ResponseReader, get_request
+from iolab.http1 import AnswerReader, get_request
 
 from . import holding, limits
 
@@ -90,8 +90,8 @@ def _block_loop(server, block_ms):
 
     def ask():
         with socket.create_connection((server.host, server.port), timeout=block_ms / 1000 + 10) as sock:
-            sock.sendall(get_request(f"/sync-sleep?ms={block_ms}", close=True))
-            ResponseReader(sock).body()
+            sock.sendall(get_request(f"/sync-sleep?ms={block_ms}", keep_alive=False))
+            AnswerReader(sock).body()
 
     blocker = threading.Thread(target=ask, name="block-the-loop", daemon=True)
     blocker.start()

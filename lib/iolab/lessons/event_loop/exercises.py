@@ -121,7 +121,7 @@ class PipelinedBehindAWait(checks.NumberExercise):
     }
     too_high_text = "/ costs nothing by itself: what is it waiting for?"
     too_low_text = "an HTTP/1.1 connection answers in order: can / overtake the request in front of it?"
-    hint_text = ["Responses carry no request id: how would the client know which answer is which?", "So they come in order."]
+    hint_text = ["Answers carry no request id: how would the client know which answer is which?", "So they come in order."]
     solution_text = "About 300 ms: / is parsed only after the sleep's answer has been sent, so it waits its turn (head-of-line blocking)."
 
 

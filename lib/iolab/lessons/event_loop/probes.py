@@ -11,7 +11,7 @@ import psutil
 
 from iolab import contract, load, metrics
 from iolab.contract import check_loopback
-from iolab.rawhttp import ResponseReader, get_request
+from iolab.http1 import AnswerReader, get_request
 
 TIMEOUT_S = 10.0
 
@@ -26,8 +26,8 @@ def _timed_get(address, path):
     """Seconds until `path` is answered on a fresh connection, with its body."""
     began = time.perf_counter()
     with socket.create_connection(address, timeout=TIMEOUT_S) as sock:
-        sock.sendall(get_request(path, close=True))
-        body = ResponseReader(sock).body()
+        sock.sendall(get_request(path, keep_alive=False))
+        body = AnswerReader(sock).body()
     return time.perf_counter() - began, body
 
 
@@ -43,7 +43,7 @@ def half_sent_wait_s(url, finish_after_s=0.5):
             waited, body = _timed_get(address, "/")
         finally:
             finisher.join()
-        ResponseReader(dawdler).body()
+        AnswerReader(dawdler).body()
     if body != "hello world\n":
         raise RuntimeError(f"/ answered {body!r}")
     return waited
@@ -53,10 +53,10 @@ def blocked_wait_s(url, blocking_path="/sync-sleep?ms=300", gap_s=0.05):
     """How long `/` waits when sent `gap_s` after a request for `blocking_path` on another connection."""
     address = _address(url)
     with socket.create_connection(address, timeout=TIMEOUT_S) as blocker:
-        blocker.sendall(get_request(blocking_path, close=True))
+        blocker.sendall(get_request(blocking_path, keep_alive=False))
         time.sleep(gap_s)
         waited, _ = _timed_get(address, "/")
-        ResponseReader(blocker).body()
+        AnswerReader(blocker).body()
     return waited
 
 
@@ -64,8 +64,8 @@ def pipelined_wait_s(url, first_path="/async-sleep?ms=300"):
     """Send `first_path` and `/` in one write on one connection; seconds until `/` is answered."""
     with socket.create_connection(_address(url), timeout=TIMEOUT_S) as sock:
         began = time.perf_counter()
-        sock.sendall(get_request(first_path) + get_request("/", close=True))
-        answers = ResponseReader(sock)
+        sock.sendall(get_request(first_path) + get_request("/", keep_alive=False))
+        answers = AnswerReader(sock)
         answers.body()
         if answers.body() != "hello world\n":
             raise RuntimeError("the second pipelined answer was not /'s")

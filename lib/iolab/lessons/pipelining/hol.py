@@ -4,7 +4,7 @@ import socket
 import time
 from dataclasses import dataclass
 
-from iolab.rawhttp import ResponseReader, get_request
+from iolab.http1 import AnswerReader, get_request
 
 TIMEOUT_S = 10
 
@@ -26,7 +26,7 @@ def time_batch(server, paths):
     """Write every request of `paths` in one send on a fresh connection, and time each answer as it arrives."""
     with socket.create_connection((server.host, server.port), timeout=TIMEOUT_S) as sock:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        reader = ResponseReader(sock)
+        reader = AnswerReader(sock)
         sock.sendall(get_request("/"))  # one answer first, so the connection is accepted and warm
         reader.read()
         began = time.perf_counter()

@@ -6,6 +6,8 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 
+from iolab.http1 import answer_length, get_request
+
 
 @dataclass(frozen=True)
 class QueueReading:
@@ -63,7 +65,7 @@ def knock_while_asleep(host, port, sleep_ms, knocks=5, gap_ms=40, timeout_s=10.0
     sender = socket.create_connection((host, port), timeout=timeout_s)
     try:
         start = time.perf_counter()
-        sender.sendall(f"GET /sync-sleep?ms={sleep_ms} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+        sender.sendall(get_request(f"http://{host}:{port}/sync-sleep?ms={sleep_ms}"))
         sender.setblocking(False)
         deadline = start + timeout_s
         answer = b""
@@ -77,13 +79,13 @@ def knock_while_asleep(host, port, sleep_ms, knocks=5, gap_ms=40, timeout_s=10.0
             reading = listen_queue(port, now_ms)
             if reading is not None:
                 result.readings.append(reading)
-            if b"\r\n\r\n" in answer:
+            if answer_length(answer):
                 if len(opened) == knocks and now_ms >= result.answered_ms + 2 * gap_ms:
                     break  # the answer has come, and the readings since show what the server did next
             else:
                 try:
                     answer += sender.recv(65536)
-                    if b"\r\n\r\n" in answer:
+                    if answer_length(answer):
                         result.answered_ms = (time.perf_counter() - start) * 1000
                 except BlockingIOError:
                     pass

@@ -7,7 +7,7 @@ import threading
 import time
 from urllib.parse import urlsplit
 
-from iolab import rawhttp, usage
+from iolab import http1, usage
 
 
 def _connect(url, timeout_s):
@@ -28,8 +28,8 @@ class _Asker:
     def send(self, path):
         if self.sock is None:
             self.sock = _connect(self.url, self.timeout_s)
-            self.reader = rawhttp.ResponseReader(self.sock)
-        self.sock.sendall(rawhttp.get_request(path))
+            self.reader = http1.AnswerReader(self.sock)
+        self.sock.sendall(http1.get_request(path))
 
     def answer(self):
         status, headers, _ = self.reader.read()
@@ -100,7 +100,7 @@ def hello_latencies_ms(url, busy_threads, probes=50, cpu_ms=500, pid=None, gap_s
                 time.sleep(gap_s)
                 if asker.sock is None:
                     asker.sock = _connect(url, timeout_s)  # connected before the clock starts
-                    asker.reader = rawhttp.ResponseReader(asker.sock)
+                    asker.reader = http1.AnswerReader(asker.sock)
                 began = time.perf_counter()
                 asker.send("/")
                 status = asker.answer()
