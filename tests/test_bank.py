@@ -105,9 +105,9 @@ def test_at_returns_the_state_in_force():
     [
         (("queue", 10, 2, 100), "bank must be one of"),
         (("threaded", 10, 2, 100), "needs tellers=k"),
-        (("sync", 0, 2, 100), "requests must be a whole number >= 1, got 0"),
-        (("sync", 10, 0, 100), "concurrency must be a whole number >= 1, got 0"),
-        (("sync", 10, 2, -5), "delay_ms must be >= 0 ms, got -5"),
+        (("sync", 0, 2, 100), "requests must be at least 1, a whole number, got 0"),
+        (("sync", 10, 0, 100), "concurrency must be at least 1, a whole number, got 0"),
+        (("sync", 10, 2, -5), "delay_ms must be at least 0, got -5"),
         (("sync", 10, 2, 0), r"delay_ms \+ cpu_ms must be > 0"),
     ],
 )

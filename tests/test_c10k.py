@@ -7,7 +7,7 @@ import psutil
 import pytest
 
 from helpers import kill_the_parent, wait_until
-from iolab import registry, servers
+from iolab import listening, registry, servers
 from iolab.lessons.c10k import holder, holding, limit_runs, limits, lineup, sizing
 
 SERVERS = lineup.servers()
@@ -151,7 +151,7 @@ def test_ephemeral_ports():
 def test_listen_backlog():
     meeting = limit_runs.listen_backlog("tornado_app", burst=400, block_ms=300)
     check_meeting(meeting, "SYN", "backlog")
-    assert meeting.details["backlog"] == min(128, limits.somaxconn())
+    assert meeting.details["backlog"] == min(128, listening.somaxconn())
     assert sum(1 for ms in meeting.met.connect_ms if ms < 300) <= meeting.details["backlog"] + 1
     assert max(meeting.met.connect_ms) >= 900 and max(meeting.fixed.connect_ms) < 900
 

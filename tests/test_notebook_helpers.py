@@ -2,7 +2,7 @@
 
 import pytest
 
-from iolab import environment, params, show, tables
+from iolab import environment, params, show, tables, theory
 from iolab.lessons.ordering import timeline_view as gantt
 from iolab.load import Sample
 
@@ -10,12 +10,13 @@ from iolab.load import Sample
 @pytest.mark.parametrize(
     "call, words",
     [
-        (lambda: params.check_range("requests", 0, 1, 2000), ["requests=0", "from 1 to 2000"]),
+        (lambda: params.check_range("requests", 0, 1, 2000), ["requests must be between 1 and 2000", "got 0"]),
         (lambda: params.check_range("requests", 2.5, 1, 2000), ["a whole number"]),
-        (lambda: params.check_range("requests", True, 1, 2000), ["requests=True"]),
-        (lambda: params.check_choice("client", "curl", ("async", "sync")), ["client='curl'", "['async', 'sync']"]),
-        (lambda: params.check_flag("quick", "yes"), ["quick='yes'", "True or False"]),
-        (lambda: params.check_common(False, False, 42), ["results_path=42"]),
+        (lambda: params.check_range("requests", True, 1, 2000), ["requests", "got True"]),
+        (lambda: params.check_range("timeout_s", 0, 0, 60, integer=False, above=True), ["more than 0 and at most 60"]),
+        (lambda: params.check_choice("client", "curl", ("async", "sync")), ["client must be one of", "'curl'", "['async', 'sync']"]),
+        (lambda: params.check_flag("quick", "yes"), ["quick", "'yes'", "True or False"]),
+        (lambda: params.check_common(False, False, 42), ["results_path", "42"]),
     ],
 )
 def test_bad_parameters_name_parameter_value_and_range(call, words):
@@ -55,3 +56,13 @@ def test_gantt_draws_one_panel_per_order():
     runs = {"A,C": [Sample(0, 1.0, 200, 1, None, 0), Sample(0.1, 1.01, 200, 1, None, 1)]}
     image = gantt.request_timelines(runs, 1000, {"A,C": "C waits"})
     assert image.data.startswith(b"\x89PNG")
+
+
+def test_one_error_type_for_every_bad_parameter():
+    from iolab import load
+
+    assert issubclass(load.LoadParameterError, params.ParameterError)
+    with pytest.raises(params.ParameterError, match="throughput must be more than 0"):
+        theory.response_time(4, 0)
+    with pytest.raises(load.LoadParameterError, match="rate_rps must be between"):
+        load.LoadSpec("http://127.0.0.1:9/", loop="open", rate_rps=-1).validate()

@@ -10,7 +10,7 @@ import time
 import psutil
 import pytest
 
-from iolab import load, metrics, servers, usage
+from iolab import listening, load, metrics, servers, usage
 
 # A process that starts children which burn a known amount of CPU: three that exit (and are reaped) during the
 # window, and one still running at its end. Its own start-up happens before it prints "ready".
@@ -101,7 +101,7 @@ def test_use_table_has_a_row_per_run():
 
 
 def test_listen_drops_counts_connects_a_full_accept_queue_turned_away():
-    before = usage.listen_drops()
+    before = listening.listen_drops()
     if before is None:
         pytest.skip("this system has no /proc/net/netstat to count dropped connection attempts")
     with socket.socket() as listener:
@@ -116,4 +116,4 @@ def test_listen_drops_counts_connects_a_full_accept_queue_turned_away():
         finally:
             for client in clients:
                 client.close()
-    assert usage.listen_drops() > before
+    assert listening.listen_drops() > before

@@ -2,9 +2,9 @@
 
 import re
 import shutil
-import subprocess
 from urllib.parse import urlsplit
 
+from .children import run
 from .contract import check_loopback
 
 PACKAGES = {"ab": "apache2-utils", "wrk": "wrk"}
@@ -48,7 +48,7 @@ def run_ab(url, requests, concurrency, keep_alive=False, timeout_s=30, deadline_
     args = ["ab", "-q", "-n", str(requests), "-c", str(concurrency), "-s", str(max(1, round(timeout_s)))]
     if keep_alive:
         args.append("-k")
-    completed = subprocess.run(args + [_checked(url)], capture_output=True, text=True, timeout=deadline_s)
+    completed = run(args + [_checked(url)], timeout_s=deadline_s)
     if completed.returncode != 0:
         raise RuntimeError(f"ab exited with code {completed.returncode}: {completed.stderr.strip()[-500:]}")
     return parse_ab(completed.stdout)
@@ -79,16 +79,22 @@ def parse_wrk(text):
     }
 
 
-def run_wrk(url, connections, duration_s, threads=1, script=None, timeout_s=10, latency=False):
-    """`wrk -t threads -c connections -d duration [-s script] [--latency] --timeout timeout url`, bounded in time."""
+def wrk_output(url, connections, duration_s, threads=1, script=None, timeout_s=10, latency=False):
+    """What `wrk -t threads -c connections -d duration [-s script] [--latency] --timeout timeout url` prints.
+
+    The one place wrk runs, bounded in time; a failure raises RuntimeError with the end of wrk's stderr.
+    """
     args = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{duration_s}s", f"--timeout={timeout_s}s"]
     if script:
         args += ["-s", str(script)]
     if latency:
         args.append("--latency")
-    completed = subprocess.run(
-        args + [_checked(url)], capture_output=True, text=True, timeout=duration_s + timeout_s + 30
-    )
+    completed = run(args + [_checked(url)], timeout_s=duration_s + timeout_s + 30)
     if completed.returncode != 0:
         raise RuntimeError(f"wrk exited with code {completed.returncode}: {completed.stderr.strip()[-500:]}")
-    return parse_wrk(completed.stdout)
+    return completed.stdout
+
+
+def run_wrk(url, connections, duration_s, threads=1, script=None, timeout_s=10, latency=False):
+    """wrk's report (parse_wrk) of a run of wrk_output's arguments."""
+    return parse_wrk(wrk_output(url, connections, duration_s, threads, script, timeout_s, latency))

@@ -17,6 +17,9 @@ LOOPBACK = "127.0.0.1"
 PARENT_ENV = "IOLAB_PARENT_PID"  # set by iolab.children.spawn, so a child knows whom it must not outlive
 MAX_MS = 60_000  # a single request may ask for at most a minute of sleep or CPU
 HELLO_BODY = "hello world\n"  # what `/` answers on every server, nginx included
+# File descriptors a process of the lab holds besides its connections (stdio, pipes, epoll, Python's own
+# files): what every check of a run's size against RLIMIT_NOFILE leaves aside, client or server.
+FDS_BESIDES_CONNECTIONS = 64
 _PR_SET_PDEATHSIG = 1
 
 

@@ -25,7 +25,8 @@ from .children import python, spawn
 from .clients import wire
 from .clients.aggregate import Aggregate
 from .clients.process import EVENT_LOOPS, split
-from .contract import check_loopback
+from .contract import FDS_BESIDES_CONNECTIONS, check_loopback
+from .params import ParameterError, check_choice, check_range
 
 LIMITS = {
     "requests": (1, 1_000_000_000),
@@ -43,13 +44,12 @@ PIPELINE_DEPTH_LIMITS = (1, 1000)
 SAMPLES_LIMIT = 1_000_000  # a run keeping every request as a Sample object stays below a few hundred MB
 AGGREGATE_ABOVE = 100_000  # record="auto" keeps samples up to here, an Aggregate beyond
 SYNC_CLIENT_MAX_THREADS = 1000
-FDS_BESIDES_CONNECTIONS = 64  # a process's own files, pipes and sockets
 STARTUP_S = 15.0  # how long client processes may take to import and connect before the run's clock starts
 STOP_GRACE_S = 5.0  # after the run's own bounds, how long before the client processes are killed
 GO_MARGIN_S = 0.01  # time zero is this far after the last process is ready, so every process starts on it
 
 
-class LoadParameterError(ValueError):
+class LoadParameterError(ParameterError):
     """A load run asked for something outside its allowed range; the text names parameter, value and range."""
 
 
@@ -94,16 +94,6 @@ def samples_of(rows, error_names):
         columns[name] = rows[name].astype(int).tolist()
     columns["error"] = [error_names[code] for code in rows["error"].astype(int).tolist()]
     return list(map(Sample, *(columns[name] for name in Sample._fields)))
-
-
-def _check_range(name, value, low, high):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-        raise LoadParameterError(f"{name} must be between {low} and {high}, got {value!r}")
-
-
-def _check_choice(name, value, choices):
-    if value not in choices:
-        raise LoadParameterError(f"{name} must be one of {choices}, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -156,20 +146,20 @@ class LoadSpec:
             check_loopback(parts.hostname)
         except ValueError as error:
             raise LoadParameterError(f"url {self.url!r}: {error}") from None
-        _check_choice("loop", self.loop, LOOPS)
+        check_choice("loop", self.loop, LOOPS, error=LoadParameterError)
         if self.loop == "closed":
-            _check_choice("client", self.client, CLIENTS)
+            check_choice("client", self.client, CLIENTS, error=LoadParameterError)
         elif self.client != "raw":
             raise LoadParameterError(
                 f"client must be 'raw' for the {self.loop} loop, which runs on raw connections, got {self.client!r}"
             )
         for name, (low, high) in LIMITS.items():
-            _check_range(name, getattr(self, name), low, high)
+            check_range(name, getattr(self, name), low, high, integer=False, error=LoadParameterError)
         for name in ("requests", "concurrency", "processes"):
             if not isinstance(getattr(self, name), int):
                 raise LoadParameterError(f"{name} must be a whole number, got {getattr(self, name)!r}")
-        _check_choice("record", self.record, RECORDS)
-        _check_choice("event_loop", self.event_loop, EVENT_LOOPS)
+        check_choice("record", self.record, RECORDS, error=LoadParameterError)
+        check_choice("event_loop", self.event_loop, EVENT_LOOPS, error=LoadParameterError)
         if self.event_loop == "uvloop" and not _uvloop_installed():
             raise LoadParameterError("event_loop 'uvloop' was asked for, but uvloop is not installed here")
         if not self.aggregated and self.requests > SAMPLES_LIMIT:
@@ -205,8 +195,8 @@ class LoadSpec:
         if self.loop == "open":
             if self.rate_rps is None:
                 raise LoadParameterError("rate_rps is required for the open loop: how many requests per second to send")
-            _check_range("rate_rps", self.rate_rps, *RATE_LIMITS)
-            _check_choice("schedule", self.schedule, SCHEDULES)
+            check_range("rate_rps", self.rate_rps, *RATE_LIMITS, integer=False, error=LoadParameterError)
+            check_choice("schedule", self.schedule, SCHEDULES, error=LoadParameterError)
             if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int)):
                 raise LoadParameterError(f"seed must be a whole number (or None for fresh arrivals), got {self.seed!r}")
         elif self.rate_rps is not None:
@@ -214,7 +204,7 @@ class LoadSpec:
         if self.loop == "pipelined":
             if self.pipeline_depth is None:
                 raise LoadParameterError("pipeline_depth is required for a pipelined run: requests in flight per connection")
-            _check_range("pipeline_depth", self.pipeline_depth, *PIPELINE_DEPTH_LIMITS)
+            check_range("pipeline_depth", self.pipeline_depth, *PIPELINE_DEPTH_LIMITS, integer=False, error=LoadParameterError)
             if not self.keep_alive:
                 raise LoadParameterError("keep_alive must be True for a pipelined run: pipelining needs a kept connection")
             for path in self.pipeline_paths or ():

@@ -8,27 +8,42 @@ QUICK_ENV = "IOLAB_QUICK"
 
 
 class ParameterError(ValueError):
-    """A notebook parameter outside its allowed range."""
+    """A parameter (of a notebook, or of a call into the lab) outside what it allows; the text names both."""
 
 
-def check_range(name, value, low, high, integer=True):
-    """`value` must be a number (a whole one if `integer`) from `low` to `high` inclusive."""
-    kind = "a whole number" if integer else "a number"
+def _bounds(low, high, above):
+    if low is not None and high is not None:
+        return f"more than {low} and at most {high}" if above else f"between {low} and {high}"
+    if low is not None:
+        return f"more than {low}" if above else f"at least {low}"
+    return f"at most {high}"
+
+
+def check_range(name, value, low=None, high=None, integer=True, above=False, error=ParameterError):
+    """`value` must be a number (a whole one if `integer`) from `low` to `high` inclusive, or more than `low` if
+    `above`; None is no bound. Returns it, or raises `error` (ParameterError or a subclass) naming name, value and range."""
     valid_type = numbers.Integral if integer else numbers.Real
-    if isinstance(value, bool) or not isinstance(value, valid_type) or not low <= value <= high:
-        raise ParameterError(f"parameter {name}={value!r} is out of range: it must be {kind} from {low} to {high}")
+    valid = not isinstance(value, bool) and isinstance(value, valid_type)
+    if valid and low is not None:
+        valid = value > low if above else value >= low
+    if valid and high is not None:
+        valid = value <= high
+    if not valid:
+        kind = ", a whole number" if integer else ""
+        raise error(f"{name} must be {_bounds(low, high, above)}{kind}, got {value!r}")
     return value
 
 
-def check_choice(name, value, choices):
+def check_choice(name, value, choices, error=ParameterError):
+    """`value` must be one of `choices`; returns it, or raises `error` naming name, value and choices."""
     if value not in choices:
-        raise ParameterError(f"parameter {name}={value!r} is not allowed: it must be one of {list(choices)}")
+        raise error(f"{name} must be one of {list(choices)}, got {value!r}")
     return value
 
 
 def check_flag(name, value):
     if not isinstance(value, bool):
-        raise ParameterError(f"parameter {name}={value!r} must be True or False")
+        raise ParameterError(f"{name} must be True or False, got {value!r}")
     return value
 
 
@@ -42,5 +57,5 @@ def check_common(quick, solutions, results_path):
     check_flag("quick", quick)
     check_flag("solutions", solutions)
     if results_path is not None and not isinstance(results_path, str):
-        raise ParameterError(f"parameter results_path={results_path!r} must be None or a file path")
+        raise ParameterError(f"results_path must be None or a file path, got {results_path!r}")
     return quick or quick_from_environment()

@@ -18,22 +18,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .metrics import percentile
+from .params import check_range
+
 # asyncio rounds the timeout it gives epoll up to a whole millisecond, so a timer fires up to 1 ms late.
 TIMER_SLACK_S = 0.001
 # A connection attempt dropped by a full accept queue is retried by TCP after 1 s, then 2 s more (Linux's initial
 # retransmission timeout, doubling): a run in which any were dropped may lose that long, which no CPU model covers.
 SYN_RETRY_S = 1.0
 SYN_RETRIES_S = SYN_RETRY_S + 2 * SYN_RETRY_S
-
-
-def _positive(name, value):
-    if not value > 0:
-        raise ValueError(f"{name} must be positive, got {value!r}")
-
-
-def _at_least(name, value, low):
-    if not value >= low:
-        raise ValueError(f"{name} must be at least {low}, got {value!r}")
 
 
 def little(throughput, response_s):
@@ -58,7 +51,7 @@ def utilization(throughput, demand_s, servers=1):
 
 def service_demand(utilization_, throughput):
     """The service demand law: D = U / X, the time a centre spends on each request (CPU seconds per request)."""
-    _positive("throughput", throughput)
+    check_range("throughput", throughput, 0, integer=False, above=True)
     return utilization_ / throughput
 
 
@@ -69,7 +62,7 @@ def response_time(users, throughput, delay_s=0.0):
     total time / requests = N / X. It is the mean latency only if all N users
     were in the system the whole run; otherwise it overstates it.
     """
-    _positive("throughput", throughput)
+    check_range("throughput", throughput, 0, integer=False, above=True)
     return users / throughput - delay_s
 
 
@@ -86,8 +79,8 @@ def optimistic_throughput(users, demand_s, delay_s=0.0, servers=1, bottleneck_s=
     second term is 1 / D_max, `bottleneck_s` being the busiest centre's demand
     per server.
     """
-    _at_least("users", users, 1)
-    _positive("demand_s", demand_s)
+    check_range("users", users, 1, integer=False)
+    check_range("demand_s", demand_s, 0, integer=False, above=True)
     return min(users / (delay_s + demand_s), 1 / _bottleneck(demand_s, servers, bottleneck_s))
 
 
@@ -103,8 +96,8 @@ def pessimistic_throughput(users, demand_s, delay_s=0.0, servers=1):
     D + (N - 1) D / k); for very unequal demands it is the usual mean-value
     approximation. With several centres in series, D is their sum.
     """
-    _at_least("users", users, 1)
-    _positive("demand_s", demand_s)
+    check_range("users", users, 1, integer=False)
+    check_range("demand_s", demand_s, 0, integer=False, above=True)
     return users / (delay_s + demand_s + (users - 1) * demand_s / servers)
 
 
@@ -119,7 +112,7 @@ def in_step_throughput(users, path_s, turn_s, delay_s=0.0, servers=1):
     lies between the two asymptotic bounds. Users drift out of step over many
     short rounds, and the throughput then climbs towards the optimistic bound.
     """
-    _at_least("users", users, 1)
+    check_range("users", users, 1, integer=False)
     return users / (delay_s + path_s + (users - 1) * turn_s / servers)
 
 
@@ -163,7 +156,7 @@ def knee(demand_s, delay_s=0.0, servers=1, bottleneck_s=None):
     saturated and each added user only makes everyone wait D / k longer. With
     several centres it is (Z + D) / D_max.
     """
-    _positive("demand_s", demand_s)
+    check_range("demand_s", demand_s, 0, integer=False, above=True)
     return (delay_s + demand_s) / _bottleneck(demand_s, servers, bottleneck_s)
 
 
@@ -205,11 +198,11 @@ def mva(users, demand_s, delay_s=0.0, servers=1):
     starts all its users together keeps them in step; so MVA is a prediction to
     set beside the measurement, between the bounds, not a bound.
     """
-    _at_least("users", users, 1)
-    _at_least("servers", servers, 1)
+    check_range("users", users, 1, integer=False)
+    check_range("servers", servers, 1, integer=False)
     demands = list(demand_s) if isinstance(demand_s, (list, tuple)) else [demand_s]
     for demand in demands:
-        _positive("demand_s", demand)
+        check_range("demand_s", demand, 0, integer=False, above=True)
     if servers == 1:
         return _mva_single_servers(users, demands, delay_s)
     if len(demands) != 1:
@@ -266,9 +259,8 @@ class Simulated:
         return len(self.latencies_s) / self.duration_s
 
     def percentile_s(self, fraction):
-        """Nearest-rank percentile, as metrics.percentile computes it for a measured run."""
-        ordered = sorted(self.latencies_s)
-        return ordered[min(len(ordered), max(1, math.ceil(fraction * len(ordered)))) - 1]
+        """Nearest-rank percentile, by the same function as a measured run's (metrics.percentile)."""
+        return percentile(sorted(self.latencies_s), fraction)
 
 
 def simulate(users, requests, demand_s, delay_s=0.0, servers=1):
@@ -282,9 +274,9 @@ def simulate(users, requests, demand_s, delay_s=0.0, servers=1):
     D, 2D, ... N D, and every later one is N D. It gives the percentiles the
     asymptotic bounds cannot.
     """
-    _at_least("users", users, 1)
-    _at_least("requests", requests, users)
-    _positive("demand_s", demand_s)
+    check_range("users", users, 1, integer=False)
+    check_range("requests", requests, users, integer=False)
+    check_range("demand_s", demand_s, 0, integer=False, above=True)
     free = [0.0] * servers  # when each server is next free
     ticket = itertools.count()
     arrivals = [(0.0, next(ticket)) for _ in range(users)]  # (time the request reaches the centre, order)
@@ -370,8 +362,8 @@ def predict(users, wait_s, demand_s, queued_s=0.0, path_s=None, blocking=False, 
     last answer; the server's thread can be busy for the whole window, and the
     capacity terms of the optimistic bound grow by that ratio.
     """
-    _at_least("users", users, 1)
-    _positive("demand_s", demand_s)
+    check_range("users", users, 1, integer=False)
+    check_range("demand_s", demand_s, 0, integer=False, above=True)
     queued_s = _number_or_zero(queued_s)
     busy_s = demand_s + queued_s  # the server's thread per request: running, or ready and waiting for a CPU
     path_s = busy_s if path_s is None or math.isnan(path_s) else max(path_s, busy_s)

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import psutil
 
+from . import listening
+
 SNAPSHOT_ATTEMPTS = 5  # a process that exits mid-snapshot moves its CPU to its parent's counters: read again
 
 
@@ -192,18 +194,6 @@ def measure(server_or_pid):
     return CpuMeter(getattr(server_or_pid, "pid", server_or_pid)).start()
 
 
-def listen_drops():
-    """Connection attempts this machine's TCP dropped because a listening socket's accept queue was full (Linux's
-    TcpExt ListenDrops, for every socket), or None where unknown. Each one waits for TCP to retry: 1 s, then 2 s."""
-    try:
-        with open("/proc/net/netstat") as netstat:
-            lines = [line.split() for line in netstat if line.startswith("TcpExt:")]
-        names, values = lines[0], lines[1]
-        return int(values[names.index("ListenDrops")])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
 def _process_reading(pid):
     """(CPU seconds, seconds queued for a CPU) of one live process, or None once it has exited."""
     try:
@@ -251,7 +241,7 @@ class RunMeter:
             except (psutil.Error, OSError, RuntimeError):
                 self.server = None  # it died before the run (the run will say so): measuring must never stop a run
         self._lab_before = time.process_time()
-        self._drops_before = listen_drops()
+        self._drops_before = listening.listen_drops()
         self._began = time.monotonic()
         return self
 
@@ -276,7 +266,7 @@ class RunMeter:
             server = self.server.stop() if self.server is not None else None
         except (psutil.Error, OSError, RuntimeError):
             server = None
-        drops_after = listen_drops()
+        drops_after = listening.listen_drops()
         drops = drops_after - self._drops_before if None not in (drops_after, self._drops_before) else 0
         self.usage = RunUsage(
             server=server,

@@ -2,10 +2,9 @@
 
 import re
 import shutil
-import subprocess
 from urllib.parse import urlsplit
 
-from .benchtools import parse_wrk
+from .benchtools import parse_wrk, wrk_output
 from .contract import check_loopback
 
 _ORDER_LINE = re.compile(r"^ORDER checked (\d+) wrong (\d+)$", re.MULTILINE)
@@ -83,15 +82,10 @@ def run_pipelined(url, paths, connections, duration_s, script_path, expected_bod
         raise FileNotFoundError("wrk is not installed (Debian package wrk)")
     with open(script_path, "w") as script:
         script.write(pipeline_script(paths, expected_bodies))
-    command = [
-        "wrk", f"-t{threads}", f"-c{connections}", f"-d{duration_s}s", f"--timeout={timeout_s}s", "-s", str(script_path), url,
-    ]
-    completed = subprocess.run(command, capture_output=True, text=True, timeout=duration_s + timeout_s + 30)
-    if completed.returncode != 0:
-        raise RuntimeError(f"wrk exited with code {completed.returncode}: {completed.stderr.strip()[-500:]}")
-    report = parse_wrk(completed.stdout)
+    output = wrk_output(url, connections, duration_s, threads, script_path, timeout_s)
+    report = parse_wrk(output)
     report["depth"] = len(paths)
-    order = parse_order(completed.stdout)
+    order = parse_order(output)
     report["checked"], report["order_errors"] = order if order else (None, None)
-    report["output"] = completed.stdout
+    report["output"] = output
     return report

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 import simpy
 
-from iolab import metrics
+from iolab import metrics, params
 
 BANKS = ("sync", "threaded", "ticket")
 PLACES = ("hall", "working", "waiting", "lounge")  # where a customer in the bank is; see Snapshot
@@ -183,22 +183,19 @@ def simulate(bank, requests, concurrency, delay_ms, cpu_ms=0.0, tellers=None):
     such tellers: a pool of threads) or "ticket" (one teller by default; errands
     in the lounge). Each visit needs cpu_ms of a teller's work and delay_ms of errands.
     """
-    if bank not in BANKS:
-        raise ValueError(f"bank must be one of {BANKS}, got {bank!r}")
+    params.check_choice("bank", bank, BANKS)
     if tellers is None:
         tellers = 1
         if bank == "threaded":
-            raise ValueError("the threaded bank needs tellers=k (the size of the thread pool), got None")
+            raise params.ParameterError("the threaded bank needs tellers=k (the size of the thread pool), got None")
     elif bank == "sync" and tellers != 1:
-        raise ValueError(f"the synchronous bank has exactly one teller, got tellers={tellers}")
-    for name, value, low in (("requests", requests, 1), ("concurrency", concurrency, 1), ("tellers", tellers, 1)):
-        if not isinstance(value, int) or value < low:
-            raise ValueError(f"{name} must be a whole number >= {low}, got {value!r}")
+        raise params.ParameterError(f"the synchronous bank has exactly one teller, got tellers={tellers}")
+    for name, value in (("requests", requests), ("concurrency", concurrency), ("tellers", tellers)):
+        params.check_range(name, value, 1)
     for name, value in (("delay_ms", delay_ms), ("cpu_ms", cpu_ms)):
-        if not value >= 0:
-            raise ValueError(f"{name} must be >= 0 ms, got {value!r}")
+        params.check_range(name, value, 0, integer=False)
     if delay_ms + cpu_ms <= 0:
-        raise ValueError("delay_ms + cpu_ms must be > 0: a visit that takes no time has no throughput")
+        raise params.ParameterError("delay_ms + cpu_ms must be > 0: a visit that takes no time has no throughput")
     run = BankRun(bank, tellers, requests, concurrency, float(delay_ms), float(cpu_ms))
     model = BankModel(run)
     for seat in range(min(concurrency, requests)):

@@ -24,7 +24,6 @@ from iolab.http1 import HEADER_END, answer_length, closes, get_request
 # socket.IP_BIND_ADDRESS_NO_PORT (Linux 4.2+): bind() to a source address without taking a port
 # yet, so connect() can pick one per destination (a port is then shared by every 4-tuple it can).
 IP_BIND_ADDRESS_NO_PORT = getattr(socket, "IP_BIND_ADDRESS_NO_PORT", 24)
-FDS_BESIDES_CONNECTIONS = 32  # our own stdin, stdout, epoll, the fresh connection and Python's files
 # Errors that come from this machine, not the server: once one happens, opening more only repeats it.
 LOCAL_ERRORS = {errno.EMFILE, errno.ENFILE, errno.EADDRNOTAVAIL, errno.EADDRINUSE, errno.ENOBUFS, errno.ENOMEM}
 CLOSE_ANSWER = "Connection: close"  # the failure kind of an answer that refuses to keep the connection alive

@@ -10,9 +10,9 @@ from dataclasses import asdict, dataclass, field
 
 import psutil
 
-from iolab import metrics
+from iolab import listening, metrics, params
 from iolab.children import python, spawn
-from iolab.contract import check_loopback
+from iolab.contract import FDS_BESIDES_CONNECTIONS, check_loopback
 
 from . import holder, limits
 
@@ -197,21 +197,21 @@ class HoldResult:
 def check_size(steps, nofile=None, sources=None, source_ports=None, server_pid=None):
     """Refuse, before anything starts, a run the client's or the server's file limit or the source ports cannot hold."""
     if not steps or any(not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_CONNECTIONS for n in steps):
-        raise ValueError(f"steps must be whole numbers of connections from 1 to {MAX_CONNECTIONS:,}, got {steps!r}")
+        raise params.ParameterError(f"steps must be whole numbers of connections from 1 to {MAX_CONNECTIONS:,}, got {steps!r}")
     if list(steps) != sorted(set(steps)):
-        raise ValueError(f"steps must grow, each larger than the last, got {steps!r}")
+        raise params.ParameterError(f"steps must grow, each larger than the last, got {steps!r}")
     largest = steps[-1]
     soft, hard = limits.file_limits()
     client_limit = hard if nofile is None else min(nofile, hard)
-    if largest + holder.FDS_BESIDES_CONNECTIONS > client_limit:
+    if largest + FDS_BESIDES_CONNECTIONS > client_limit:
         raise limits.LimitReached(limits.NOFILE_CLIENT, (
-            f"{largest:,} connections need {largest + holder.FDS_BESIDES_CONNECTIONS:,} file descriptors in the client,"
+            f"{largest:,} connections need {largest + FDS_BESIDES_CONNECTIONS:,} file descriptors in the client,"
             f" and its RLIMIT_NOFILE would be {client_limit:,} (hard limit {hard:,}). Ask for fewer connections,"
             " or raise the hard limit (ulimit -Hn, as root, or in /etc/security/limits.conf)."
         ))
     if server_pid is not None:
         server_soft, server_hard = limits.file_limits(server_pid)
-        if largest + holder.FDS_BESIDES_CONNECTIONS > server_soft:
+        if largest + FDS_BESIDES_CONNECTIONS > server_soft:
             raise limits.LimitReached(limits.NOFILE_SERVER, (
                 f"the server (pid {server_pid}) may open {server_soft:,} files (RLIMIT_NOFILE soft limit) and"
                 f" {largest:,} connections need more. Raise the limit in the process that starts it, before it starts"
@@ -239,14 +239,11 @@ class Holding:
             check_size(steps, nofile, sources, source_ports, server.pid)
         else:
             check_size(steps, nofile=10**9)  # the shape of `steps` only: the run is meant to meet a limit
-        if not 1 <= window <= MAX_CONNECTIONS:
-            raise ValueError(f"window must be from 1 to {MAX_CONNECTIONS:,} connections, got {window}")
+        params.check_range("window", window, 1, MAX_CONNECTIONS)
         for name, value in (("connect_timeout_s", connect_timeout_s), ("answer_timeout_s", answer_timeout_s),
                             ("step_deadline_s", step_deadline_s), ("hold_s", hold_s)):
-            if not 0 < value <= 3600:
-                raise ValueError(f"{name} must be more than 0 and at most 3600 seconds, got {value}")
-        if not 0 <= fresh_requests <= 100_000:
-            raise ValueError(f"fresh_requests must be from 0 to 100,000, got {fresh_requests}")
+            params.check_range(name, value, 0, 3600, integer=False, above=True)
+        params.check_range("fresh_requests", fresh_requests, 0, 100_000)
         self.server = server
         self.label = label or server.name  # what the results call this server
         self.spec = {
@@ -295,7 +292,7 @@ class Holding:
             except psutil.NoSuchProcess:
                 step.footprint = None
         step.tcp_inuse, step.tcp_mem_kb, step.slab_kb = kernel_memory()
-        overflows_after = limits.listen_overflows()
+        overflows_after = listening.listen_overflows()
         if self._overflows_mark is not None and overflows_after is not None:
             step.listen_overflows = overflows_after - self._overflows_mark
         if self.baseline is None:
@@ -313,7 +310,7 @@ class Holding:
     def _mark(self):
         """Where the server's stderr and the kernel's overflow count stand before a step begins."""
         self._stderr_mark = len(self._server_stderr())
-        self._overflows_mark = limits.listen_overflows()
+        self._overflows_mark = listening.listen_overflows()
 
     def proceed(self, go_on=True):
         """Tell the client to open the next step (or to close everything)."""

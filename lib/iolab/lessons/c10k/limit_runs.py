@@ -7,7 +7,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from iolab import servers
+from iolab import listening, servers
 from iolab.http1 import AnswerReader, get_request
 
 from . import holding, limits
@@ -134,14 +134,14 @@ def burst_while_blocked(server, burst, block_ms):
 def listen_backlog(name="tornado_app", burst=600, block_ms=500, fixed_name="scratch_app"):
     """A burst of connects while the loop is busy: beyond the backlog the SYNs are dropped and resent 1 s, 3 s later."""
     with servers.serve(name) as server:
-        backlog = limits.listen_backlog(server.port)
+        backlog = listening.listen_backlog(server.port)
         met = burst_while_blocked(server, burst, block_ms)
     with servers.serve(fixed_name, idle_timeout=600) as server:
-        fixed_backlog = limits.listen_backlog(server.port)
+        fixed_backlog = listening.listen_backlog(server.port)
         fixed = burst_while_blocked(server, burst, block_ms)
     return Meeting(limits.BACKLOG, f"{name} (backlog {backlog}), {burst:,} connects while its loop sleeps {block_ms} ms",
                    met, f"a backlog larger than the burst: {fixed_name} listens with {fixed_backlog}", fixed,
-                   {"backlog": backlog, "fixed_backlog": fixed_backlog, "somaxconn": limits.somaxconn(),
+                   {"backlog": backlog, "fixed_backlog": fixed_backlog, "somaxconn": listening.somaxconn(),
                     "block_ms": block_ms, "burst": burst})
 
 

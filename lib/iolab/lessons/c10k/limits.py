@@ -3,11 +3,11 @@
 import math
 import os
 import resource
-import shutil
-import subprocess
 from pathlib import Path
 
 import psutil
+
+from iolab.listening import somaxconn
 
 # The names the lesson's table uses, one per limit.
 NOFILE_CLIENT = "RLIMIT_NOFILE (client)"
@@ -75,11 +75,6 @@ def cap_address_space(pid, extra_kb):
     _, hard = resource.prlimit(pid, resource.RLIMIT_AS)
     resource.prlimit(pid, resource.RLIMIT_AS, (cap_kb * 1024, hard))
     return cap_kb
-
-
-def somaxconn():
-    """The kernel's ceiling on any listen() backlog (net.core.somaxconn)."""
-    return int(_read("/proc/sys/net/core/somaxconn", "4096"))
 
 
 def port_range():
@@ -153,40 +148,6 @@ def report():
         "kernel.threads-max": threads_max(),
         "memory available": f"{(memory_available_bytes() or 0) / 2**20:,.0f} MiB",
     }
-
-
-# --- What the kernel says about listening sockets ---------------------------------------------------
-
-def listen_overflows():
-    """TcpExt ListenOverflows: connections dropped, machine-wide, because an accept queue was full."""
-    text = _read("/proc/net/netstat", "") or ""
-    lines = [line.split() for line in text.splitlines() if line.startswith("TcpExt:")]
-    if len(lines) < 2:
-        return None
-    return int(dict(zip(lines[0][1:], lines[1][1:])).get("ListenOverflows", 0))
-
-
-def accept_queue(port):
-    """Connections completed by the kernel and waiting for the server listening on `port` to accept them."""
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for line in (_read(table, "") or "").splitlines()[1:]:
-            fields = line.split()
-            local, state = fields[1], fields[3]
-            if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:  # 0A is LISTEN
-                return int(fields[4].split(":")[1], 16)  # rx_queue of a listener: its accept queue
-    return None
-
-
-def listen_backlog(port):
-    """The backlog the kernel gave the listener on `port` (min of what it asked and somaxconn), from `ss`; None without ss."""
-    if not shutil.which("ss"):
-        return None
-    listing = subprocess.run(["ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True, timeout=10)
-    for line in listing.stdout.splitlines():
-        fields = line.split()
-        if len(fields) >= 3 and fields[0] == "LISTEN":
-            return int(fields[2])  # Send-Q of a listener is its maximum backlog
-    return None
 
 
 # --- Which limit a run hit ----------------------------------------------------------------------------

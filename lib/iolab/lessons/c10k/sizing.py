@@ -4,7 +4,9 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import holder, limits
+from iolab.contract import FDS_BESIDES_CONNECTIONS
+
+from . import limits
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,8 @@ def plan(wanted, per_connection_kb, memory_share=0.5, threads_needed=True, avail
     bounds = {
         "what the lesson asks for": int(wanted),
         f"{memory_share:.0%} of the free memory": int(budget_kb / per_connection_kb),
-        "the file limit (RLIMIT_NOFILE's hard limit)": hard - holder.FDS_BESIDES_CONNECTIONS - 64,
+        # The holding client's own descriptors, and as many again as a margin.
+        "the file limit (RLIMIT_NOFILE's hard limit)": hard - 2 * FDS_BESIDES_CONNECTIONS,
     }
     if threads_needed:
         bounds["threads one process may start"] = thread_bound()
@@ -94,7 +97,7 @@ def first_limit_ahead(kb_per_connection, kernel_kb=0.0, client_kb=0.0, thread_pe
     _, hard = limits.file_limits()
     bounds = {
         limits.MEMORY: int((available or 0) / 1024 * memory_share / per_connection),
-        "RLIMIT_NOFILE": hard - holder.FDS_BESIDES_CONNECTIONS - 64,
+        "RLIMIT_NOFILE": hard - 2 * FDS_BESIDES_CONNECTIONS,
     }
     if thread_per_connection:
         bounds[limits.THREADS] = thread_bound()

@@ -1,11 +1,10 @@
 """Lesson 02's look at the listen backlog: the kernel completes connections while the server's one thread sleeps."""
 
-import shutil
 import socket
-import subprocess
 import time
 from dataclasses import dataclass, field
 
+from iolab import listening
 from iolab.http1 import answer_length, get_request
 
 
@@ -21,20 +20,8 @@ class QueueReading:
 
 def listen_queue(port, at_ms=0.0):
     """The QueueReading of the socket listening on 127.0.0.1:`port`, from `ss -ltn` or else /proc/net/tcp; None if none."""
-    if shutil.which("ss"):
-        out = subprocess.run(["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True, timeout=5).stdout
-        for line in out.splitlines():
-            fields = line.split()
-            if len(fields) >= 4 and fields[3].endswith(f":{port}"):
-                return QueueReading(at_ms, int(fields[1]), int(fields[2]), " ".join(fields[:5]))
-    # /proc/net/tcp (iproute2 not installed): for a listening socket (state 0A), rx_queue is its accept queue.
-    with open("/proc/net/tcp") as table:
-        next(table)
-        for line in table:
-            fields = line.split()
-            if fields[3] == "0A" and int(fields[1].split(":")[1], 16) == port:
-                return QueueReading(at_ms, int(fields[4].split(":")[1], 16), None, line.strip())
-    return None
+    found = listening.listen_queue(port)
+    return QueueReading(at_ms, *found) if found else None
 
 
 @dataclass
