@@ -42,7 +42,7 @@ def client_name():
 
 
 def _children_cpu_s():
-    # wrk's CPU, once subprocess.run has reaped it.
+    # wrk's CPU, once children.run has reaped it.
     times = resource.getrusage(resource.RUSAGE_CHILDREN)
     return times.ru_utime + times.ru_stime
 
