@@ -11,8 +11,9 @@ from matplotlib.figure import Figure
 from nbclient import NotebookClient
 
 from iolab import figures
-from iolab.lessons.event_loop import trace_view
-from iolab.lessons.io_models import blocking, draw
+from iolab.lessons.event_loop import view as event_loop_view
+from iolab.lessons.io_models import blocking
+from iolab.lessons.io_models import view as io_models_view
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -56,13 +57,13 @@ def test_render_is_a_png_of_the_figure_at_the_asked_resolution():
 
 def test_lesson_drawings_build_through_figures_without_pyplot():
     run = blocking.run(20)
-    timeline = draw.timeline(run)
+    timeline = io_models_view.timeline(run)
     assert isinstance(timeline.canvas, FigureCanvasAgg) and run.model in timeline.axes[0].get_title(loc="left")
-    axes = draw.wait_cost_plot([{"fds": 1, "poll_us": 1.0}, {"fds": 100, "poll_us": 3.0}], {"poll": 20.0})
+    axes = io_models_view.wait_cost_plot([{"fds": 1, "poll_us": 1.0}, {"fds": 100, "poll_us": 3.0}], {"poll": 20.0})
     assert isinstance(axes.figure.canvas, FigureCanvasAgg)
     trace = [{"t": 1.0, "select_ms": 10.0, "callbacks_ms": 2.0, "events": 1, "ready": 0, "timers": 0}]
-    assert len(trace_view.trace_figure(trace).axes) == 2
-    for figure in (timeline, axes, trace_view.trace_figure(trace)):
+    assert len(event_loop_view.trace_figure(trace).axes) == 2
+    for figure in (timeline, axes, event_loop_view.trace_figure(trace)):
         assert png_size(figures.render(figure).data)[0] > 0
 
 

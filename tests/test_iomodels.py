@@ -12,11 +12,11 @@ import pytest
 from iolab.lessons.io_models import (
     blocking,
     completion,
-    draw,
     multiplexing,
     nonblocking,
     select_vs_epoll,
     signal_driven,
+    view,
 )
 from iolab.lessons.io_models.trace import ModelUnavailable, Peer, do_other_work
 
@@ -225,18 +225,18 @@ def test_slope_is_a_least_squares_fit():
 def test_drawings_come_from_the_trace():
     runs = [blocking.run(30), nonblocking.run(30), multiplexing.run(30, peers=2, mechanism="poll")]
     for run in runs:
-        fig = draw.timeline(run)
+        fig = view.timeline(run)
         full, zoom = fig.axes
         assert run.model in full.get_title(loc="left")
         assert len(full.patches) + len(full.collections) >= len(run.spans)
-    rows = draw.comparison_rows(runs)
-    assert [len(row) for row in rows] == [len(draw.COMPARISON_HEADERS)] * len(runs)
+    rows = view.comparison_rows(runs)
+    assert [len(row) for row in rows] == [len(view.COMPARISON_HEADERS)] * len(runs)
     assert rows[1][1].startswith("nobody: the application spins") and rows[1][-2] == runs[1].calls
     rows = [
         {"fds": 1, "select_us": 2.0, "poll_us": 1.8, "epoll_us": 1.5},
         {"fds": 2000, "select_us": None, "poll_us": 90.0, "epoll_us": 1.6},
     ]
-    ax = draw.wait_cost_plot(rows, {"select": None, "poll": 44.0, "epoll": 0.05})
+    ax = view.wait_cost_plot(rows, {"select": None, "poll": 44.0, "epoll": 0.05})
     labels = [line.get_label() for line in ax.lines[:3]]
     assert labels == ["select", "poll: 44.00 µs per 1000 fds", "epoll: 0.05 µs per 1000 fds"]
 

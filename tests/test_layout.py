@@ -20,13 +20,13 @@ OUR_FILES = sorted(
 )
 
 # The only modules that may import a drawing library. The core's are named here;
-# a lesson's drawing modules are known by their names (view.py, timeline_view.py, draw.py).
+# a lesson's drawing module is its view.py.
 DRAWING_LIBRARIES = {"matplotlib", "IPython", "ipywidgets"}
 CORE_DRAWING_MODULES = {"live", "controls", "show", "tables", "figures"}
 
 
 def is_lesson_drawing_module(name):
-    return name.startswith(("view", "draw")) or name.endswith("_view")
+    return name == "view"
 
 
 def module_name(path):
@@ -88,7 +88,7 @@ def test_the_layout_is_what_these_rules_expect():
     assert {f"iolab.{name}" for name in CORE_DRAWING_MODULES} <= set(CORE)
     assert len({lesson_of(name) for name in LESSON_MODULES}) >= 6
     lesson_drawing = [name for name in LESSON_MODULES if is_drawing_module(name)]
-    assert "iolab.lessons.io_models.draw" in lesson_drawing and "iolab.lessons.bank.view" in lesson_drawing
+    assert "iolab.lessons.io_models.view" in lesson_drawing and "iolab.lessons.bank.view" in lesson_drawing
     assert "iolab.lessons.bank.measure" in imported_modules("iolab.lessons.bank.exercises")
     assert "iolab.checks" in imported_modules("iolab.lessons.bank.exercises")
 

@@ -3,7 +3,7 @@
 import pytest
 
 from iolab import environment, params, show, tables, theory
-from iolab.lessons.ordering import timeline_view as gantt
+from iolab.lessons.ordering import view as ordering_view
 from iolab.load import Sample
 
 
@@ -54,7 +54,7 @@ def test_environment_report_has_what_lesson_00_shows():
 
 def test_gantt_draws_one_panel_per_order():
     runs = {"A,C": [Sample(0, 1.0, 200, 1, None, 0), Sample(0.1, 1.01, 200, 1, None, 1)]}
-    image = gantt.request_timelines(runs, 1000, {"A,C": "C waits"})
+    image = ordering_view.request_timelines(runs, 1000, {"A,C": "C waits"})
     assert image.data.startswith(b"\x89PNG")
 
 

@@ -3,7 +3,7 @@
 import requests
 
 from iolab import load
-from iolab.lessons.ordering import timeline_view
+from iolab.lessons.ordering import view
 
 DELAY_MS, GAP_MS = 300, 30
 TIMEOUT_S = 10
@@ -41,6 +41,6 @@ def test_offload_sleep_validates_like_the_contract_routes(tornado):
 
 def test_timelines_draw_the_new_handlers_in_their_own_colours(tornado):
     runs = {"D,C": fire(tornado, "/cpu?ms=20", "/"), "A′,C": fire(tornado, "/offload-sleep?ms=20", "/")}
-    image = timeline_view.request_timelines(runs, 20, {"D,C": "C waits", "A′,C": "C at once"})
+    image = view.request_timelines(runs, 20, {"D,C": "C waits", "A′,C": "C at once"})
     assert image.data.startswith(b"\x89PNG")
-    assert {"D", "A′"} <= set(timeline_view.HANDLER_COLORS)
+    assert {"D", "A′"} <= set(view.HANDLER_COLORS)
