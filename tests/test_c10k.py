@@ -8,7 +8,7 @@ import pytest
 
 from helpers import kill_the_parent, wait_until
 from iolab import listening, registry, servers
-from iolab.lessons.c10k import holder, holding, limit_runs, limits, lineup, sizing
+from iolab.lessons.c10k import client, holding, limits, lineup, provoke, sizing
 
 SERVERS = lineup.servers()
 
@@ -90,7 +90,7 @@ def test_the_client_refuses_what_its_file_limit_cannot_hold_before_starting():
         with pytest.raises(limits.LimitReached, match="inherits") as refused:
             holding.Holding(server, [500])
         assert refused.value.limit == limits.NOFILE_SERVER
-    assert not [p for p in psutil.Process().children(recursive=True) if "holder" in " ".join(p.cmdline())]
+    assert not [p for p in psutil.Process().children(recursive=True) if client.__name__ in " ".join(p.cmdline())]
 
 
 @pytest.mark.parametrize("steps, words", [([], "whole numbers"), ([0], "whole numbers"), ([100, 50], "grow"),
@@ -129,13 +129,13 @@ def check_meeting(meeting, *words):
 
 def test_client_file_limit():
     with servers.serve("scratch_app") as server:
-        meeting = limit_runs.client_files(server, connections=300, soft_limit=200)
+        meeting = provoke.client_files(server, connections=300, soft_limit=200)
     check_meeting(meeting, "EMFILE", "RLIMIT_NOFILE", "setrlimit")
     assert meeting.met.held < 200 and meeting.held_when_met < 200
 
 
 def test_server_file_limit_and_inheritance():
-    meeting = limit_runs.server_files("scratch_app", connections=300, soft_limit=200, idle_timeout=600)
+    meeting = provoke.server_files("scratch_app", connections=300, soft_limit=200, idle_timeout=600)
     check_meeting(meeting, "Too many open files", "RLIMIT_NOFILE", "inherits")
     assert meeting.details["inherited"] == limits.file_limits()
     assert meeting.met.errors.get("no answer")  # connected by the kernel, never accepted by the server
@@ -143,13 +143,13 @@ def test_server_file_limit_and_inheritance():
 
 def test_ephemeral_ports():
     with servers.serve("scratch_app") as server:
-        meeting = limit_runs.ephemeral_ports(server, ports=50, sources=2)
+        meeting = provoke.ephemeral_ports(server, ports=50, sources=2)
     check_meeting(meeting, "EADDRNOTAVAIL", "source address")
     assert meeting.held_when_met == 50
 
 
 def test_listen_backlog():
-    meeting = limit_runs.listen_backlog("tornado_app", burst=400, block_ms=300)
+    meeting = provoke.listen_backlog("tornado_app", burst=400, block_ms=300)
     check_meeting(meeting, "SYN", "backlog")
     assert meeting.details["backlog"] == min(128, listening.somaxconn())
     assert sum(1 for ms in meeting.met.connect_ms if ms < 300) <= meeting.details["backlog"] + 1
@@ -157,13 +157,13 @@ def test_listen_backlog():
 
 
 def test_thread_stacks():
-    meeting = limit_runs.thread_stacks(budget_mb=128, connections=100, small_stack_kb=256)
+    meeting = provoke.thread_stacks(budget_mb=128, connections=100, small_stack_kb=256)
     check_meeting(meeting, "can't start new thread", "stack")
     assert meeting.held_when_met <= meeting.details["predicted_threads"] + 2
 
 
 def test_memory():
-    meeting = limit_runs.memory(10.0, "tornado_app", budget_mb=12)
+    meeting = provoke.memory(10.0, "tornado_app", budget_mb=12)
     check_meeting(meeting, "MemoryError")
 
 
@@ -195,7 +195,7 @@ def test_the_holder_alone_exits_when_its_stdin_closes():
         run.next_step()
         run.close()  # end of file on its stdin: it closes every socket and goes
         assert run.process.returncode == 0
-        assert run.closed is not None and run.closed["kind"] == holder.CLOSED
+        assert run.closed is not None and run.closed["kind"] == client.CLOSED
 
 
 # --- choosing N ---------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from iolab import listening, metrics, params
 from iolab.children import python, spawn
 from iolab.contract import FDS_BESIDES_CONNECTIONS, check_loopback
 
-from . import holder, limits
+from . import client, limits
 
 MAX_CONNECTIONS = 60_000  # far beyond a laptop's file limit; the lesson picks N from what fits
 PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
@@ -256,7 +256,7 @@ class Holding:
         self.deadline_s = (step_deadline_s + hold_s + 10 + fresh_requests * answer_timeout_s) * (len(steps) + 1)
         self._stderr = tempfile.TemporaryFile()
         self._mark()
-        self.process = spawn(python("-m", holder.__name__, json.dumps(self.spec)),
+        self.process = spawn(python("-m", client.__name__, json.dumps(self.spec)),
                              stdin=subprocess.PIPE, stderr=self._stderr)
         self._killer = threading.Timer(self.deadline_s, self.process.kill)
         self._killer.daemon = True
@@ -279,7 +279,7 @@ class Holding:
         if self.closed is not None:
             return None
         message = self._message()
-        if message["kind"] == holder.CLOSED:
+        if message["kind"] == client.CLOSED:
             self.closed = message
             return None
         step = Step(self.label, **{k: message[k] for k in (
@@ -348,7 +348,7 @@ class Holding:
                 # Drain its last lines so it never blocks writing them.
                 for line in self.process.stdout:
                     message = json.loads(line)
-                    if message.get("kind") == holder.CLOSED:
+                    if message.get("kind") == client.CLOSED:
                         self.closed = message
                 self.process.wait(timeout=30)
             except subprocess.TimeoutExpired:

@@ -1,6 +1,6 @@
 """The connection-holding client, run in its own process: open N keep-alive connections, keep them idle, time fresh requests beside them.
 
-Started by `iolab.lessons.c10k.holding` as `python -m iolab.lessons.c10k.holder SPEC`
+Started by `iolab.lessons.c10k.holding` as `python -m iolab.lessons.c10k.client SPEC`
 (SPEC is JSON). It grows its connections step by step, in the order of
 `spec["steps"]`. After each step it writes one JSON line to stdout and waits
 for the parent to say `next` (or `stop`) on stdin, still watching every held
