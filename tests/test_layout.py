@@ -170,3 +170,24 @@ def test_servers_readme_table_matches_the_registry():
         missing = [flag for flag in flags if f"`{flag}" not in options]
         assert not missing, f"servers/README.md: {name}'s options leave out {missing}"
         assert flags or options == "none", f"servers/README.md: {name} takes no options"
+
+
+LESSON_FOLDERS = sorted(path.name for path in (PACKAGE / "lessons").iterdir() if (path / "__init__.py").exists())
+
+
+def test_the_readme_layout_names_every_lesson_folder():
+    text = (REPO / "README.md").read_text()
+    layout = text[text.index("lessons/<topic>/"):].split("\nservers/", 1)[0]
+    missing = [folder for folder in LESSON_FOLDERS if not re.search(rf"\b{folder}\b", layout)]
+    assert not missing, f"README.md's layout leaves out the lesson folders {missing}"
+
+
+@pytest.mark.parametrize("lesson", LESSON_FOLDERS)
+def test_a_lesson_names_each_module_by_its_role_without_twins(lesson):
+    # Twins such as holder.py and holding.py, or limits.py and limit_runs.py, make a reader guess which is which.
+    names = sorted(module.rsplit(".", 1)[-1] for module in LESSON_MODULES if lesson_of(module) == lesson)
+    names = [name for name in names if name != lesson]  # the package itself
+    twins = [(a, b) for i, a in enumerate(names) for b in names[i + 1:] if a[:4] == b[:4]]
+    assert not twins, f"lesson {lesson} has modules named alike: {twins}"
+    drawing = [name for name in names if "view" in name or "draw" in name]
+    assert drawing in ([], ["view"]), f"lesson {lesson}'s drawing module must be view.py, found {drawing}"
