@@ -1,4 +1,4 @@
-"""Lesson 04's measured exercises and its statuses (fixed answers are checked with every lesson's in test_lesson_checks.py)."""
+"""Lesson 04's measured exercises and its statuses (fixed answers are checked with every lesson's in tests/lessons/test_exercises.py)."""
 
 import types
 

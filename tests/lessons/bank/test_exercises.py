@@ -1,4 +1,4 @@
-"""Lesson 01's measured exercise and its statuses (fixed answers are checked with every lesson's in test_lesson_checks.py)."""
+"""Lesson 01's measured exercise and its statuses (fixed answers are checked with every lesson's in tests/lessons/test_exercises.py)."""
 
 import pytest
 
