@@ -44,6 +44,8 @@ OFFLINE = [
     (lesson04.q4, 1023, 1024, "is FD_SETSIZE, the number of bits"),
     (lesson05.q2, "step2", "step1", "asleep in accept()"),
     (lesson05.q3, 500, 300, "side by side"),
+    (lesson05.q3, 500, 5000, "one after another"),
+    (lesson05.q3, 500, 2500, "at the same time"),
     (lesson05.q4, "select", "callbacks", "tens of microseconds"),
     (lesson05.q6, 300, 0, "in the order the requests were sent"),
     (lesson05.q6, 310, 600, "adds the waits"),
@@ -123,9 +125,11 @@ def test_statuses_list_every_exercise():
     (lesson07.q2, {"measured_mb": 49.4}, 47.9, 26.0, "base + N × slope"),
     (lesson07.q6, {"measured_s": 1.31}, 1.33, 0.51, "Little's law"),
     (lesson08.q1, {"measured": 0.13}, 0.125, 2.0, "too high"),
+    (lesson08.q1, {"measured": None}, 0.125, 2.0, "Count per batch"),
     (lesson08.q3, {"demand_us": 2.5}, 400_000, 800_000, "one core"),
     (lesson08.q4, {"last_ms": 305.0}, 300, 2100, "may not leave before"),
-], ids=["thread-server-rss", "wrk-hides-the-wait", "syscalls-at-depth-16", "one-core-ceiling", "behind-the-wait"])
+], ids=["thread-server-rss", "wrk-hides-the-wait", "syscalls-at-depth-16", "syscalls-not-measured", "one-core-ceiling",
+        "behind-the-wait"])
 def test_predictions_checked_against_what_the_notebook_measured(exercise, measured, right, wrong, reason, capsys):
     assert exercise.check(None, **measured) == "not attempted"
     assert exercise.check(wrong, **measured) == "incorrect"

@@ -33,13 +33,6 @@ def test_predictions_measure_the_real_servers():
         assert HELD_BY_SYNC_SLEEP_AT_LEAST_MS <= ex.q5.measure(url=scratch.url) < HELD_BY_SYNC_SLEEP_AT_MOST_MS
 
 
-@pytest.mark.parametrize("wrong, reason", [(300, "side by side"), (5000, "one after another"), (2500, "at the same time")])
-def test_two_sleeps_in_one_coroutine_follow_each_other_and_ten_coroutines_overlap(wrong, reason, capsys):
-    assert ex.q3.check(wrong) == core.INCORRECT
-    assert reason in capsys.readouterr().out
-    assert ex.q3.check(200 + 300) == core.CORRECT
-
-
 def test_the_exercises_come_in_the_notebooks_order():
     # Numbered as the notebook asks them: step 1, step 2, step 5's coroutines, then the traced loop.
     kinds = [type(exercise).__name__ for exercise in EXERCISES]
