@@ -1,4 +1,6 @@
-"""Aggregated recording keeps memory flat: the client processes' RSS through a ten-million-request run.
+"""Aggregated recording keeps memory flat.
+
+The client processes' RSS through a ten-million-request run.
 
 Against nginx_hello when nginx is installed (else scratch_app), a run recorded
 in aggregate (counts per time bin and latency histograms), bounded by a

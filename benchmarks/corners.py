@@ -1,4 +1,7 @@
-"""Lesson 02's experiment at the corners of its parameters: measured throughput against the bounds and the in-step prediction."""
+"""Lesson 02's experiment at the corners of its parameters.
+
+Measured throughput against the bounds and the in-step prediction.
+"""
 
 import argparse
 import json

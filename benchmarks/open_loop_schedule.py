@@ -1,4 +1,6 @@
-"""How well the open-loop client keeps its schedule: each request's actual send minus its intended send, at a fixed rate.
+"""How well the open-loop client keeps its schedule.
+
+Each request's actual send minus its intended send, at a fixed rate.
 
 Against `/` on scratch_app (the hand-built server), which answers a request in
 well under the 1 ms between sends, so no request waits for a free connection

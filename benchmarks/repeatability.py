@@ -1,4 +1,6 @@
-"""Identical runs of lesson 02's corners and lesson 06's cells: how far they spread, how close any prediction can come.
+"""Identical runs of lesson 02's corners and lesson 06's cells.
+
+How far they spread, how close any prediction can come.
 
 A prediction is one figure; runs of one experiment give several. If identical
 runs differ by more than a target allows, no model can meet that target on

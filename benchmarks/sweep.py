@@ -1,4 +1,7 @@
-"""Lesson 02's concurrency sweep on tornado_app: measured throughput against users, the bounds, and the knee predicted from D."""
+"""Lesson 02's concurrency sweep on tornado_app.
+
+Measured throughput against users, the bounds, and the knee predicted from D.
+"""
 
 import argparse
 import json

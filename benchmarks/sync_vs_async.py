@@ -1,4 +1,7 @@
-"""The article's experiment at full size: throughput of /sync-sleep and /async-sleep against the bounds from the measured CPU."""
+"""The article's experiment at full size.
+
+Throughput of /sync-sleep and /async-sleep against the bounds from the measured CPU.
+"""
 
 import argparse
 import json

@@ -1,4 +1,8 @@
-"""Lesson 06 at full size: every thread, process and matrix run against its prediction, the USL peak checked, nginx beside Python."""
+"""Lesson 06 at full size.
+
+Every thread, process and matrix run against its prediction, the USL peak checked, nginx beside
+Python.
+"""
 
 import argparse
 import json

@@ -1,4 +1,7 @@
-"""gunicorn's settings file for gunicorn_app.py: each worker says when it is ready, so LISTENING means all of them are."""
+"""gunicorn's settings file for gunicorn_app.py.
+
+Each worker says when it is ready, so LISTENING means all of them are.
+"""
 
 import os
 

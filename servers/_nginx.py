@@ -1,4 +1,6 @@
-"""What both nginx wrappers share: a temporary prefix, the configuration around their server block, and the start.
+"""What both nginx wrappers share.
+
+A temporary prefix, the configuration around their server block, and the start.
 
 nginx runs unprivileged and in the foreground, with everything it writes
 (pid, lock, temporary files) inside the prefix and its log on stderr. It does

@@ -1,4 +1,6 @@
-"""Just enough HTTP for lesson 05's teaching steps: find the end of a request, route it, format the answer.
+"""Just enough HTTP for lesson 05's teaching steps.
+
+Find the end of a request, route it, format the answer.
 
 The steps differ only in how they wait for sockets; this file is the part they
 share, so each step shows nothing but its way of doing IO. It is deliberately

@@ -1,4 +1,7 @@
-"""What a wrapper around programs not written here (gunicorn, nginx) does to speak the lab's server contract.
+"""The lab's contract around a program not written here.
+
+What a wrapper around programs not written here (gunicorn, nginx) does to speak the lab's server
+contract.
 
 The wrapper binds the listening socket itself and hands it to the program, so
 the port the LISTENING line names cannot be taken by anyone in between. It

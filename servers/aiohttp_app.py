@@ -1,4 +1,7 @@
-"""One aiohttp web server process serving the lab's common routes: an event loop on asyncio, as Tornado, with aiohttp's parser."""
+"""One aiohttp web server process serving the lab's common routes.
+
+An event loop on asyncio, as Tornado, with aiohttp's parser.
+"""
 
 import asyncio
 import signal

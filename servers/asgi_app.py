@@ -1,4 +1,6 @@
-"""The lab's common routes as one bare ASGI application, no framework: what uvicorn (uvicorn_app.py) runs.
+"""The lab's common routes as one bare ASGI application, no framework.
+
+What uvicorn (uvicorn_app.py) runs.
 
 ASGI is the interface between an async Python server and an application: the
 server calls `app(scope, receive, send)` once per request, and the application

@@ -1,4 +1,7 @@
-"""gunicorn serving wsgi_app.py under the lab's contract: --workers processes, each with --threads threads."""
+"""gunicorn serving wsgi_app.py under the lab's contract.
+
+--workers processes, each with --threads threads.
+"""
 
 import os
 import selectors

@@ -1,4 +1,7 @@
-"""nginx answering / by itself: hello world from C, an event loop in each worker process, under the lab's contract."""
+"""nginx answering / by itself.
+
+Hello world from C, an event loop in each worker process, under the lab's contract.
+"""
 
 import _nginx
 import _wrapper

@@ -1,4 +1,7 @@
-"""The lab's routes served by an event loop built from scratch on the standard library's selectors (epoll on Linux).
+"""The lab's routes on an event loop built from scratch.
+
+The lab's routes served by an event loop built from scratch on the standard library's selectors
+(epoll on Linux).
 
 Step 4 of lesson 05. Read step1_blocking.py, step2_busy_wait.py and
 step3_callbacks.py first: each adds one idea, and this server puts them together

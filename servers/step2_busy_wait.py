@@ -1,4 +1,6 @@
-"""Step 2 of lesson 05: a non-blocking server that busy-waits, asking every socket again and again.
+"""Step 2 of lesson 05: a non-blocking server that busy-waits.
+
+It asks every socket again and again.
 
 Read step1_blocking.py first. What this adds: every socket is non-blocking, so
 accept(), recv() and send() return at once, with data or with EAGAIN

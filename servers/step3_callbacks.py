@@ -1,4 +1,6 @@
-"""Step 3 of lesson 05: a loop with callbacks; the kernel tells us which sockets are ready.
+"""Step 3 of lesson 05: a loop with callbacks.
+
+The kernel tells us which sockets are ready.
 
 Read step2_busy_wait.py first. What this adds: instead of asking every socket
 in turn, we register each one with a selector (epoll on Linux) along with the

@@ -1,4 +1,6 @@
-"""Step 5 of lesson 05: handlers written as coroutines, run by a small Future and Task on the hand-built loop.
+"""Step 5 of lesson 05: handlers written as coroutines.
+
+They run by a small Future and Task on the hand-built loop.
 
 Read scratch_app.py (step 4) first. Its /async-sleep hands the loop a callback
 that sends the answer later, so whatever a handler does after a wait has to

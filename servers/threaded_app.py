@@ -1,4 +1,7 @@
-"""The standard library's threaded HTTP server: one thread per connection, or a bounded pool of k."""
+"""The standard library's threaded HTTP server.
+
+One thread per connection, or a bounded pool of k.
+"""
 
 import threading
 import time

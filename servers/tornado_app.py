@@ -1,4 +1,6 @@
-"""One Tornado process serving the lab's common routes: the article's handlers A, B and C, CPU work D, and A offloaded (A′).
+"""One Tornado process serving the lab's common routes.
+
+The article's handlers A, B and C, CPU work D, and A offloaded (A′).
 
 Besides the contract's routes, this server alone answers /offload-sleep?ms=N
 (lesson 03's handler A′: A's time.sleep run in a thread pool). It is not in

@@ -1,4 +1,7 @@
-"""uvicorn, the server most async Python applications run on in production, serving asgi_app.py under the lab's server contract.
+"""uvicorn serving asgi_app.py under the lab's contract.
+
+uvicorn, the server most async Python applications run on in production, serving asgi_app.py under
+the lab's server contract.
 
 The event loop and the HTTP parser are chosen by argument, as on uvicorn's own
 command line: --loop asyncio|uvloop|auto and --http h11|httptools|auto (auto

@@ -1,4 +1,6 @@
-"""The lab's routes as a plain WSGI application: one function per route, no framework, served by gunicorn.
+"""The lab's routes as a plain WSGI application.
+
+One function per route, no framework, served by gunicorn.
 
 WSGI is the contract between a Python web application and the server that runs
 it: the server parses HTTP and calls `application(environ, start_response)`

@@ -1,4 +1,7 @@
-"""Reads a word in a figure's title without OCR: the word drawn by matplotlib, matched against the figure's top strip."""
+"""Reads a word in a figure's title without OCR.
+
+The word drawn by matplotlib, matched against the figure's top strip.
+"""
 
 import io
 

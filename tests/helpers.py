@@ -1,4 +1,7 @@
-"""Helpers the tests share: a GET on a kept-alive connection, a server started by hand, waiting, a parent killed."""
+"""Helpers the tests share.
+
+A GET on a kept-alive connection, a server started by hand, waiting, a parent killed.
+"""
 
 import json
 import subprocess

@@ -1,4 +1,7 @@
-"""ab and wrk against a real server, and their reports parsed; skipped, with the reason, where a tool is missing."""
+"""ab and wrk against a real server, and their reports parsed.
+
+Skipped, with the reason, where a tool is missing.
+"""
 
 import pytest
 

@@ -1,4 +1,7 @@
-"""The exercise kinds in iolab.checks: right, wrong and missing answers, hints, disabled solutions."""
+"""The exercise kinds in iolab.checks.
+
+Right, wrong and missing answers, hints, disabled solutions.
+"""
 
 import pytest
 

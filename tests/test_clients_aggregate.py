@@ -1,4 +1,7 @@
-"""Aggregated recording: the same run summarized from its samples and from its bins and histograms agrees."""
+"""Aggregated recording.
+
+The same run summarized from its samples and from its bins and histograms agrees.
+"""
 
 import math
 

@@ -1,4 +1,7 @@
-"""The open loop against real servers: the schedule is kept, outstanding requests are bounded, coordinated omission shows."""
+"""The open loop against real servers.
+
+The schedule is kept, outstanding requests are bounded, coordinated omission shows.
+"""
 
 import statistics
 

@@ -1,4 +1,7 @@
-"""The pipelined client against real servers: depth d in flight, every answer matched to its own request."""
+"""The pipelined client against real servers.
+
+Depth d in flight, every answer matched to its own request.
+"""
 
 import contextlib
 import subprocess

@@ -1,4 +1,7 @@
-"""The three raw clients hold their connections the same way: a refusal, a hang-up or garbage is each request's named error, and nothing hangs."""
+"""The three raw clients hold their connections the same way.
+
+A refusal, a hang-up or garbage is each request's named error, and nothing hangs.
+"""
 
 import contextlib
 import socket

@@ -1,4 +1,7 @@
-"""The Run panel's button: one run per press, and a second press sent while a run goes starts nothing."""
+"""The Run panel's button.
+
+One run per press, and a second press sent while a run goes starts nothing.
+"""
 
 import textwrap
 

@@ -1,4 +1,7 @@
-"""iolab.http1, the client's side of HTTP/1.1: requests as bytes, answers cut apart on a socket and in a protocol."""
+"""iolab.http1, the client's side of HTTP/1.1.
+
+Requests as bytes, answers cut apart on a socket and in a protocol.
+"""
 
 import socket
 

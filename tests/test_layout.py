@@ -1,4 +1,7 @@
-"""The layout's rules, read from the source without importing it: core apart from lessons, drawing apart from measuring."""
+"""The layout's rules, read from the source without importing it.
+
+Core apart from lessons, drawing apart from measuring.
+"""
 
 import ast
 import re
@@ -23,6 +26,7 @@ OUR_FILES = sorted(
 # a lesson's drawing module is its view.py.
 DRAWING_LIBRARIES = {"matplotlib", "IPython", "ipywidgets"}
 CORE_DRAWING_MODULES = {"live", "controls", "show", "tables", "figures"}
+PURPOSE_LINE_MEDIAN = 65  # characters: a module's first docstring line, said at a glance
 
 
 def is_lesson_drawing_module(name):
@@ -136,6 +140,15 @@ def test_module_has_one_line_docstring(path):
     assert summary.strip(), f"{path.relative_to(REPO)}: the docstring's first line must say what the module is"
     # PEP 257: a longer docstring keeps its one-line summary, then a blank line.
     assert not rest or not rest[0].strip(), f"{path.relative_to(REPO)}: docstring summary runs past one line"
+
+
+def test_purpose_lines_are_short_enough_to_take_in_at_a_glance():
+    # tornado/ioloop.py: "An I/O event loop for non-blocking sockets." Detail goes in the paragraph below it.
+    lengths = sorted(
+        len(ast.get_docstring(ast.parse(path.read_text()), clean=False).strip().split("\n")[0]) for path in OUR_FILES
+    )
+    median = lengths[len(lengths) // 2]
+    assert median <= PURPOSE_LINE_MEDIAN, f"the median module purpose line is {median} characters"
 
 
 def servers_readme_rows():

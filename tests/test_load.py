@@ -1,4 +1,7 @@
-"""The load generator against real servers: every request recorded, every bound respected."""
+"""The load generator against real servers.
+
+Every request recorded, every bound respected.
+"""
 
 import socket
 import time

@@ -1,4 +1,7 @@
-"""tools/make_student.py on the real lessons: no solution left, every cell still compiles, solutions disabled."""
+"""tools/make_student.py on the real lessons.
+
+No solution left, every cell still compiles, solutions disabled.
+"""
 
 import ast
 import json

@@ -1,4 +1,7 @@
-"""The small modules lessons lean on: parameter checks, showing source, tables, the environment report, timelines."""
+"""The small modules lessons lean on.
+
+Parameter checks, showing source, tables, the environment report, timelines.
+"""
 
 import pytest
 

@@ -1,4 +1,7 @@
-"""Lesson 05's teaching steps, each run for real: what each one can do, and what it cannot."""
+"""Lesson 05's teaching steps, each run for real.
+
+What each one can do, and what it cannot.
+"""
 
 import ast
 import re

@@ -1,4 +1,7 @@
-"""gunicorn and nginx under the lab's contract: their options take effect, the proxy passes every route, nothing outlives them."""
+"""gunicorn and nginx under the lab's contract.
+
+Their options take effect, the proxy passes every route, nothing outlives them.
+"""
 
 import dataclasses
 import http.client

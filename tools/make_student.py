@@ -1,4 +1,6 @@
-"""Write student copies of the lessons: solutions cut out, outputs stripped, solution() disabled.
+"""Write student copies of the lessons.
+
+Solutions cut out, outputs stripped, solution() disabled.
 
 Usage: python tools/make_student.py NOTEBOOK_DIR OUT_DIR
 """

@@ -1,4 +1,7 @@
-"""ApacheBench and wrk, run against loopback and parsed into numbers, when they are installed."""
+"""ApacheBench and wrk, run on loopback and parsed.
+
+ApacheBench and wrk, run against loopback and parsed into numbers, when they are installed.
+"""
 
 import re
 import shutil

@@ -1,4 +1,7 @@
-"""Exercise machinery in the learntools style: declarative classes whose check() says why, bound to q1, q2, ... in one call."""
+"""Exercise machinery in the learntools style.
+
+Declarative classes whose check() says why, bound to q1, q2, ... in one call.
+"""
 
 import math
 import numbers

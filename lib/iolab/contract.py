@@ -1,4 +1,8 @@
-"""The server contract, written once for the launcher and every server in servers/ (standard library only)."""
+"""The server contract, for the launcher and every server.
+
+The server contract, written once for the launcher and every server in servers/ (standard library
+only).
+"""
 
 import argparse
 import ctypes

@@ -1,4 +1,8 @@
-"""Sliders and a Run button that replay an experiment on the live dashboard; inert, and harmless, under papermill."""
+"""Sliders and a Run button that replay an experiment live.
+
+Sliders and a Run button that replay an experiment on the live dashboard; inert, and harmless, under
+papermill.
+"""
 
 import time
 from datetime import datetime

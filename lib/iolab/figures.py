@@ -1,4 +1,7 @@
-"""One way to build and show a figure: a matplotlib Figure that pyplot never sees, shown as a static PNG."""
+"""One way to build and show a figure.
+
+A matplotlib Figure that pyplot never sees, shown as a static PNG.
+"""
 
 import io
 

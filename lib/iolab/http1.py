@@ -1,4 +1,7 @@
-"""HTTP/1.1 from the client's side: GET requests as bytes, answers cut apart by Content-Length (standard library only)."""
+"""HTTP/1.1 from the client's side.
+
+GET requests as bytes, answers cut apart by Content-Length (standard library only).
+"""
 
 import time
 from urllib.parse import urlsplit

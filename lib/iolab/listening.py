@@ -1,4 +1,7 @@
-"""What the kernel says about listening sockets: accept queues, backlogs, and connections dropped."""
+"""What the kernel says about listening sockets.
+
+Accept queues, backlogs, and connections dropped.
+"""
 
 import shutil
 from pathlib import Path

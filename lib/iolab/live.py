@@ -1,4 +1,7 @@
-"""Live dashboards of load runs: latency per request, throughput against its bound, requests in flight; draws, never measures."""
+"""Live dashboards of load runs.
+
+Latency per request, throughput against its bound, requests in flight; draws, never measures.
+"""
 
 import io
 import time

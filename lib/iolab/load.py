@@ -1,4 +1,6 @@
-"""Bounded load runs against the lab's servers, in client processes of their own; this module measures, never draws.
+"""Bounded load runs against the lab's servers.
+
+They run in client processes of their own; this module measures, never draws.
 
 Three kinds of load (`loop=`): closed (each user sends when its last answer is
 in), open (requests leave on a schedule, whatever the answers do), pipelined

@@ -1,4 +1,7 @@
-"""Validation for a notebook's parameters cell: every failure names the parameter, its value and what is allowed."""
+"""Validation for a notebook's parameters cell.
+
+Every failure names the parameter, its value and what is allowed.
+"""
 
 import numbers
 import os

@@ -1,4 +1,7 @@
-"""Every server the lab can start: its file, concurrency model, routes, how many requests it serves at once, its arguments."""
+"""Every server the lab can start.
+
+Its file, concurrency model, routes, how many requests it serves at once, its arguments.
+"""
 
 import importlib.util
 from collections.abc import Callable

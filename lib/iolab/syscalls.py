@@ -1,4 +1,8 @@
-"""Count the system calls a running process makes while something else runs, with `strace -c -f` (Linux, when installed and allowed)."""
+"""Count a running process's system calls with strace.
+
+Count the system calls a running process makes while something else runs, with `strace -c -f`
+(Linux, when installed and allowed).
+"""
 
 import contextlib
 import os

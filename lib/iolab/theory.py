@@ -1,4 +1,7 @@
-"""The operational laws of a closed system (Little, utilization, service demand, response time, asymptotic bounds) and mean-value analysis.
+"""The operational laws of a closed system, and mean-value analysis.
+
+The operational laws of a closed system (Little, utilization, service demand, response time,
+asymptotic bounds) and mean-value analysis.
 
 A closed system here is the lab's load run: `users` clients, each sending its
 next request as soon as the last one is answered. Every request spends

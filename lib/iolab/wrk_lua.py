@@ -1,4 +1,7 @@
-"""wrk driven by Lua scripts that pipeline: each connection sends `depth` requests in one write, and may check every answer's body in order."""
+"""wrk driven by Lua scripts that pipeline.
+
+Each connection sends `depth` requests in one write, and may check every answer's body in order.
+"""
 
 import re
 import shutil

@@ -1,1 +1,4 @@
-"""The hand-built server of lesson 05 in Tornado's three parts: loop (IOLoop), stream (IOStream), connection (HTTP1Connection)."""
+"""The hand-built server of lesson 05 in Tornado's three parts.
+
+Loop (IOLoop), stream (IOStream), connection (HTTP1Connection).
+"""

@@ -1,4 +1,7 @@
-"""HTTP/1.1 over a BufferedStream: read a request, hand it to the application with a reply callback, answer in order (Tornado's HTTP1Connection and HTTPServer in miniature).
+"""HTTP/1.1 over a BufferedStream.
+
+Read a request, hand it to the application with a reply callback, answer in order (Tornado's
+HTTP1Connection and HTTPServer in miniature).
 
 This file is the idea. What it takes to survive careless or hostile clients
 (strict parsing, 408/413/431/501, HEAD, backpressure, idle timeouts) lives in

@@ -1,4 +1,6 @@
-"""What HTTPConnection needs to survive real clients, kept out of its way: strict parsing, limits, timeouts, backpressure.
+"""What HTTPConnection needs to survive real clients, kept out of its way.
+
+Strict parsing, limits, timeouts, backpressure.
 
 connection.py carries the idea (read a request, hand it to the application
 with a reply callback, answer pipelined requests in order). Everything here is

@@ -1,4 +1,7 @@
-"""An event loop built from scratch: a selector, timers on a heap and a queue of ready callbacks (Tornado's IOLoop in miniature)."""
+"""An event loop built from scratch.
+
+A selector, timers on a heap and a queue of ready callbacks (Tornado's IOLoop in miniature).
+"""
 
 import collections
 import heapq

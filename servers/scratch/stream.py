@@ -1,4 +1,7 @@
-"""A buffered stream over one non-blocking socket: read and write buffers, and an interest set that follows them (Tornado's IOStream in miniature)."""
+"""A buffered stream over one non-blocking socket.
+
+Read and write buffers, and an interest set that follows them (Tornado's IOStream in miniature).
+"""
 
 from scratch.loop import EVENT_READ, EVENT_WRITE
 

@@ -1,4 +1,7 @@
-"""Every lesson's exercises: each accepts its right answer, explains a wrong one, and notices a missing one."""
+"""Every lesson's exercises.
+
+Each accepts its right answer, explains a wrong one, and notices a missing one.
+"""
 
 import pytest
 

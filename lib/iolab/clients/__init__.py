@@ -1,4 +1,6 @@
-"""The load clients behind iolab.load, one module per kind, each run inside a client process of its own.
+"""The load clients behind iolab.load, one module per kind.
+
+Each runs inside a client process of its own.
 
 closed_async, closed_raw, closed_sync   closed loop: each user sends when its last answer is in
 open_loop                               open loop: requests leave on a schedule, whatever the answers do

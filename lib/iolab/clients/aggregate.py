@@ -1,4 +1,8 @@
-"""A run kept in aggregate: counts per time bin and latency histograms (HdrHistogram), for runs too large for a sample per request."""
+"""A run kept in aggregate.
+
+Counts per time bin and latency histograms (HdrHistogram), for runs too large for a sample per
+request.
+"""
 
 import math
 from collections import Counter

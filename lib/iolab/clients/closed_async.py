@@ -1,4 +1,7 @@
-"""Closed loop with aiohttp: `concurrency` users on one event loop, each sending its next request when the last one answers."""
+"""Closed loop with aiohttp.
+
+`concurrency` users on one event loop, each sending its next request when the last one answers.
+"""
 
 import asyncio
 import weakref

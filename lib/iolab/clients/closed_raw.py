@@ -1,4 +1,6 @@
-"""Closed loop on raw connections: each user sends its next request the moment its last answer is in; the lab's fastest client.
+"""Closed loop on raw connections.
+
+Each user sends its next request the moment its last answer is in; the lab's fastest client.
 
 No coroutine, future or timer per request: an answer arrives in the connection's
 data_received, is recorded, and the next request is written from there. Request

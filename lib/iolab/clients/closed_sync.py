@@ -1,4 +1,7 @@
-"""Closed loop with requests: one thread per user, each with its own Session (a Session is not thread-safe)."""
+"""Closed loop with requests.
+
+One thread per user, each with its own Session (a Session is not thread-safe).
+"""
 
 import threading
 import time

@@ -1,4 +1,7 @@
-"""Short, stable names for what went wrong with a request, so metrics can count errors by kind."""
+"""Short, stable names for what went wrong with a request.
+
+Metrics count errors by these kinds.
+"""
 
 import errno
 import sys

@@ -1,4 +1,6 @@
-"""Open loop: requests leave on a schedule (a fixed rate or Poisson arrivals) whatever the answers do, at most `concurrency` outstanding.
+"""Open loop: requests leave on a schedule.
+
+A fixed rate or Poisson arrivals, whatever the answers do, with at most `concurrency` outstanding.
 
 Each request has an intended send time from the schedule and an actual one. When
 all connections are busy, the next request waits for one and leaves late: its

@@ -1,4 +1,6 @@
-"""One client process of a load run: takes its share of the run, waits for the parent's go, runs its client, reports.
+"""One client process of a load run.
+
+Takes its share of the run, waits for the parent's go, runs its client, reports.
 
 Started by iolab.load as `python -m iolab.clients.process SPEC`, where SPEC is
 the run's spec as JSON plus this process's index and the number of processes.

@@ -1,4 +1,6 @@
-"""One raw keep-alive connection's life, shared by the raw clients: connect for a request, survive a broken or lost one.
+"""One raw keep-alive connection's life, shared by the raw clients.
+
+Connect for a request, survive a broken or lost one.
 
 closed_raw's users, open_loop's slots and pipelined's connections differ in what
 they send and how they count answers, not in how they hold a connection. Each

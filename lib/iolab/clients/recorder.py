@@ -1,4 +1,7 @@
-"""A client process's side of a run: the clock every process shares, rows of finished requests, and frames to the parent."""
+"""A client process's side of a run.
+
+The clock every process shares, rows of finished requests, and frames to the parent.
+"""
 
 import asyncio
 import itertools

@@ -1,4 +1,7 @@
-"""What crosses the pipe between a client process and iolab.load: the row of one request, frames of rows, the start signal."""
+"""What crosses the pipe between a client process and iolab.load.
+
+The row of one request, frames of rows, the start signal.
+"""
 
 import functools
 import json

@@ -1,1 +1,4 @@
-"""One subpackage per lesson, named by topic: its model, probes, views and exercises. Each imports only the core."""
+"""One subpackage per lesson, named by topic.
+
+Its model, probes, views and exercises. Each imports only the core.
+"""

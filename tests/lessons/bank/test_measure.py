@@ -1,4 +1,7 @@
-"""The bank model against real servers: throughput within 5% and mean time within 10%, for more than one parameter set."""
+"""The bank model against real servers.
+
+Throughput within 5% and mean time within 10%, for more than one parameter set.
+"""
 
 import pytest
 

@@ -1,4 +1,7 @@
-"""Pictures of the bank: frames show who is where, strips have one row per bank, the player steps through time."""
+"""Pictures of the bank.
+
+Frames show who is where, strips have one row per bank, the player steps through time.
+"""
 
 import ipywidgets
 import pytest

@@ -1,4 +1,7 @@
-"""Lesson 07's holding client and limits: a thousand connections on every server, each limit hit with a clear message, nothing left open."""
+"""Lesson 07's holding client and limits.
+
+A thousand connections on every server, each limit hit with a clear message, nothing left open.
+"""
 
 import os
 import threading

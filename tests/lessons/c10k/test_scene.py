@@ -1,4 +1,8 @@
-"""Lesson 07's wrk scene: wrk's timeouts read from its report, and four blocking workers pushed past wrk's timeout as predicted."""
+"""Lesson 07's wrk scene.
+
+Wrk's timeouts read from its report, and four blocking workers pushed past wrk's timeout as
+predicted.
+"""
 
 import pytest
 

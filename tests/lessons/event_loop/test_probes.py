@@ -1,4 +1,7 @@
-"""iolab.lessons.event_loop.probes against real servers: half-sent requests, blocked loops, pipelining, CPU demand, traces, the alternating race."""
+"""iolab.lessons.event_loop.probes against real servers.
+
+Half-sent requests, blocked loops, pipelining, CPU demand, traces, the alternating race.
+"""
 
 import json
 import subprocess

@@ -1,4 +1,7 @@
-"""iolab.lessons.event_loop.view draws a loop trace: long waits spread over the bins they cover, phases shaded, empty traces refused."""
+"""iolab.lessons.event_loop.view draws a loop trace.
+
+Long waits spread over the bins they cover, phases shaded, empty traces refused.
+"""
 
 import matplotlib
 

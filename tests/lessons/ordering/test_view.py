@@ -1,4 +1,7 @@
-"""Lesson 03's handlers on tornado_app, fired in order: CPU work D holds the loop, A's sleep offloaded (A′) does not."""
+"""Lesson 03's handlers on tornado_app, fired in order.
+
+CPU work D holds the loop, A's sleep offloaded (A′) does not.
+"""
 
 import requests
 

@@ -1,4 +1,8 @@
-"""Lesson 08's package on real servers: a measured run, the order checks (and a server that breaks the order), a batch timed, the figures, the ladder's lineup."""
+"""Lesson 08's package on real servers.
+
+A measured run, the order checks (and a server that breaks the order), a batch timed, the figures,
+the ladder's lineup.
+"""
 
 import math
 import shutil

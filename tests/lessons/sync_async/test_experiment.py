@@ -1,4 +1,7 @@
-"""Lesson 02's experiment: every corner's throughput inside the bounds its own CPU gives; the listen backlog while A sleeps."""
+"""Lesson 02's experiment.
+
+Every corner's throughput inside the bounds its own CPU gives; the listen backlog while A sleeps.
+"""
 
 import socket
 

@@ -1,4 +1,7 @@
-"""Lesson 06's measurements on real servers: demands per party, the spread of connections, pinning, the GIL probe."""
+"""Lesson 06's measurements on real servers.
+
+Demands per party, the spread of connections, pinning, the GIL probe.
+"""
 
 import os
 import statistics

@@ -1,4 +1,7 @@
-"""Lesson 06's model (iolab.lessons.workers.model): each limit where it should bind, and the verdict on a run."""
+"""Lesson 06's model (iolab.lessons.workers.model).
+
+Each limit where it should bind, and the verdict on a run.
+"""
 
 import dataclasses
 

@@ -1,1 +1,4 @@
-"""Lesson 01, the bank queue: a simulation that predicts the servers, its measurements and its views."""
+"""Lesson 01, the bank queue.
+
+A simulation that predicts the servers, its measurements and its views.
+"""

@@ -1,4 +1,7 @@
-"""Exercises for lesson 01, the bank queue: `from iolab.lessons.bank import exercises as ex; ex.q1.check(answer)`."""
+"""Exercises for lesson 01, the bank queue.
+
+`from iolab.lessons.bank import exercises as ex; ex.q1.check(answer)`.
+"""
 
 from iolab import checks
 

@@ -1,4 +1,7 @@
-"""The bank-queue analogy as a discrete-event simulation (SimPy): tellers, a hall and a lounge."""
+"""The bank-queue analogy as a discrete-event simulation (SimPy).
+
+Tellers, a hall and a lounge.
+"""
 
 import bisect
 from dataclasses import dataclass, field

@@ -1,4 +1,8 @@
-"""Pictures of simulated banks: the hall, the tellers and the lounge at an instant, as frames, strips and a player; draws, never measures."""
+"""Pictures of simulated banks.
+
+The hall, the tellers and the lounge at an instant, as frames, strips and a player; draws, never
+measures.
+"""
 
 import math
 

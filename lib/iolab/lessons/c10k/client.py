@@ -1,4 +1,6 @@
-"""The connection-holding client, run in its own process: open N keep-alive connections, keep them idle, time fresh requests beside them.
+"""The connection-holding client, run in its own process.
+
+Open N keep-alive connections, keep them idle, time fresh requests beside them.
 
 Started by `iolab.lessons.c10k.holding` as `python -m iolab.lessons.c10k.client SPEC`
 (SPEC is JSON). It grows its connections step by step, in the order of

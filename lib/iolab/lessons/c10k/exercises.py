@@ -1,4 +1,7 @@
-"""Exercises for lesson 07, C10k: `from iolab.lessons.c10k import exercises as ex; ex.q1.check(answer)`."""
+"""Exercises for lesson 07, C10k.
+
+`from iolab.lessons.c10k import exercises as ex; ex.q1.check(answer)`.
+"""
 
 from iolab import checks
 

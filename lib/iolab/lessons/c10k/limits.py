@@ -1,4 +1,8 @@
-"""The limits that stop a machine holding ten thousand connections, read from the kernel, and a name and a sentence for whichever one a run hit."""
+"""The limits on holding ten thousand connections.
+
+The limits that stop a machine holding ten thousand connections, read from the kernel, and a name
+and a sentence for whichever one a run hit.
+"""
 
 import math
 import os

@@ -1,4 +1,7 @@
-"""The servers lesson 07 holds connections on, by registry name, with the options that let each keep idle connections open."""
+"""The servers lesson 07 holds connections on.
+
+Each by registry name, with the options that let it keep idle connections open.
+"""
 
 from iolab import registry
 

@@ -1,4 +1,7 @@
-"""The seed's `wrk -t10 -c1000` scene, scaled to this machine: wrk's report beside the lab's client, which records every request."""
+"""The seed's `wrk -t10 -c1000` scene, scaled to this machine.
+
+Wrk's report beside the lab's client, which records every request.
+"""
 
 from dataclasses import dataclass, field
 

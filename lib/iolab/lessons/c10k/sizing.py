@@ -1,4 +1,7 @@
-"""How many connections this machine can hold at once: N from what one connection cost in a probe, the memory free and the kernel's limits."""
+"""How many connections this machine can hold at once.
+
+N from what one connection cost in a probe, the memory free and the kernel's limits.
+"""
 
 import math
 from dataclasses import dataclass

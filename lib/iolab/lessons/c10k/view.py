@@ -1,4 +1,8 @@
-"""Lesson 07's figures: memory per connection by server, fresh latency against N, the thread server's growth, connect times, wrk's blind spot."""
+"""Lesson 07's figures.
+
+Memory per connection by server, fresh latency against N, the thread server's growth, connect times,
+wrk's blind spot.
+"""
 
 from iolab import figures
 

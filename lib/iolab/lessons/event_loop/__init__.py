@@ -1,1 +1,4 @@
-"""Lesson 05, an event loop from scratch: probes of the step servers, the loop's trace view and the exercises."""
+"""Lesson 05, an event loop from scratch.
+
+Probes of the step servers, the loop's trace view and the exercises.
+"""

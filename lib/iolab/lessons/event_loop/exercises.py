@@ -1,4 +1,7 @@
-"""Exercises for lesson 05, an event loop from scratch: `from iolab.lessons.event_loop import exercises as ex; ex.q1.check(answer)`."""
+"""Exercises for lesson 05, an event loop from scratch.
+
+`from iolab.lessons.event_loop import exercises as ex; ex.q1.check(answer)`.
+"""
 
 from iolab import checks
 

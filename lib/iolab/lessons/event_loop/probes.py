@@ -1,4 +1,7 @@
-"""Lesson 05's measurements of a running server: a half-sent request, a blocked loop, CPU while idle, the loop's trace, and a fair throughput race."""
+"""Lesson 05's measurements of a running server.
+
+A half-sent request, a blocked loop, CPU while idle, the loop's trace, and a fair throughput race.
+"""
 
 import selectors
 import socket

@@ -1,4 +1,7 @@
-"""Draws the hand-built loop's iteration trace: events per iteration, and time in select() against time in callbacks; never measures."""
+"""Draws the hand-built loop's iteration trace.
+
+Events per iteration, and time in select() against time in callbacks; never measures.
+"""
 
 import math
 

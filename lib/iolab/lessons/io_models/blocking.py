@@ -1,4 +1,7 @@
-"""Model 1, blocking IO: one recv() puts the thread to sleep through both phases (Stevens, figure 6.1). Read this first."""
+"""Model 1, blocking IO.
+
+One recv() puts the thread to sleep through both phases (Stevens, figure 6.1). Read this first.
+"""
 
 from .trace import RECV_BYTES, Meter, Peer, Trace
 

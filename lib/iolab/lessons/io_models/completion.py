@@ -1,4 +1,6 @@
-"""Model 5, asynchronous IO: hand over a buffer, get told when it is full (Stevens, figure 6.5). An honest emulation.
+"""Model 5, asynchronous IO.
+
+Hand over a buffer, get told when it is full (Stevens, figure 6.5). An honest emulation.
 
 Python's standard library has no completion API: no io_uring binding (Linux)
 and no IOCP (Windows). So a worker thread plays the kernel's part here. On

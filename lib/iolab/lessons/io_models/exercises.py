@@ -1,4 +1,7 @@
-"""Exercises for lesson 04, the five IO models: `from iolab.lessons.io_models import exercises as ex; ex.q1.check(answer)`."""
+"""Exercises for lesson 04, the five IO models.
+
+`from iolab.lessons.io_models import exercises as ex; ex.q1.check(answer)`.
+"""
 
 from iolab import checks
 

@@ -1,4 +1,7 @@
-"""Model 3, IO multiplexing: one thread sleeps in select/poll/epoll for many sockets at once (Stevens, figure 6.3)."""
+"""Model 3, IO multiplexing.
+
+One thread sleeps in select/poll/epoll for many sockets at once (Stevens, figure 6.3).
+"""
 
 import select
 

@@ -1,4 +1,7 @@
-"""Model 2, non-blocking IO: ask again and again until the data is there (Stevens, figure 6.2). Read after blocking.py."""
+"""Model 2, non-blocking IO.
+
+Ask again and again until the data is there (Stevens, figure 6.2). Read after blocking.py.
+"""
 
 from .trace import RECV_BYTES, Meter, Peer, Trace
 

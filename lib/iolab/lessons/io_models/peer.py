@@ -1,4 +1,7 @@
-"""The far end of the IO-model programs: connect, wait for "go", send each payload at its moment, report when."""
+"""The far end of the IO-model programs.
+
+Connect, wait for "go", send each payload at its moment, report when.
+"""
 
 # Runs as its own process (standard library and iolab.contract only), so the peer's timing never waits for the
 # application's GIL. Usage: python peer.py PORT DELAYS_MS PAYLOAD_BYTES

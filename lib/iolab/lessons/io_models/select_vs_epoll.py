@@ -1,4 +1,6 @@
-"""What one wait costs as the watched descriptors grow: select() and poll() rescan them all, epoll does not.
+"""What one wait costs as the watched descriptors grow.
+
+select() and poll() rescan them all, epoll does not.
 
 Read after multiplexing.py. Each measurement watches `n` descriptors of which
 exactly one is ready, so every call returns at once and all we time is the

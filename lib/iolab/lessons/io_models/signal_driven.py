@@ -1,4 +1,7 @@
-"""Model 4, signal-driven IO: the kernel sends SIGIO when data is ready; meanwhile the app works (Stevens, figure 6.4)."""
+"""Model 4, signal-driven IO.
+
+The kernel sends SIGIO when data is ready; meanwhile the app works (Stevens, figure 6.4).
+"""
 
 import fcntl
 import os

@@ -1,4 +1,7 @@
-"""Shared by the IO-model programs: a clock and trace of events and phases, a CPU meter, and a peer that sends late."""
+"""Shared by the IO-model programs.
+
+A clock and trace of events and phases, a CPU meter, and a peer that sends late.
+"""
 
 import dataclasses
 import hashlib

@@ -1,4 +1,7 @@
-"""Draws the IO-model runs: Stevens-style timelines, comparison-table rows, the select-vs-epoll plot. Never measures."""
+"""Draws the IO-model runs.
+
+Stevens-style timelines, comparison-table rows, the select-vs-epoll plot. Never measures.
+"""
 
 from matplotlib.collections import LineCollection
 from matplotlib.patches import Rectangle

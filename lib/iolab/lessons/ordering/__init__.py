@@ -1,1 +1,4 @@
-"""Lesson 03, handler ordering: timelines of two requests and the exercises."""
+"""Lesson 03, handler ordering.
+
+Timelines of two requests and the exercises.
+"""

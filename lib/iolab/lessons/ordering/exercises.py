@@ -1,4 +1,7 @@
-"""Exercises for lesson 03, handler ordering: `from iolab.lessons.ordering import exercises as ex; ex.q1.check(answer)`."""
+"""Exercises for lesson 03, handler ordering.
+
+`from iolab.lessons.ordering import exercises as ex; ex.q1.check(answer)`.
+"""
 
 from iolab import checks, load
 

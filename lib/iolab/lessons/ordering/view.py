@@ -1,4 +1,7 @@
-"""Timelines of a handful of requests as Gantt bars: when each was sent and when its answer came."""
+"""Timelines of a handful of requests as Gantt bars.
+
+When each was sent and when its answer came.
+"""
 
 
 from iolab import figures

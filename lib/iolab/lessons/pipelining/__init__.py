@@ -1,1 +1,4 @@
-"""Lesson 08, pipelining: what one request costs on every server, and how pipelining and batched writes remove most of it."""
+"""Lesson 08, pipelining.
+
+What one request costs on every server, and how pipelining and batched writes remove most of it.
+"""

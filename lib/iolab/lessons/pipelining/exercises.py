@@ -1,4 +1,7 @@
-"""Exercises for lesson 08, pipelining: `from iolab.lessons.pipelining import exercises as ex; ex.q1.check(answer)`."""
+"""Exercises for lesson 08, pipelining.
+
+`from iolab.lessons.pipelining import exercises as ex; ex.q1.check(answer)`.
+"""
 
 from iolab import checks
 

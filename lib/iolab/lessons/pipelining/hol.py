@@ -1,4 +1,7 @@
-"""Head-of-line blocking, timed: one batch written at once, and when each of its answers arrives."""
+"""Head-of-line blocking, timed.
+
+One batch written at once, and when each of its answers arrives.
+"""
 
 import socket
 import time

@@ -1,4 +1,7 @@
-"""The ladder: hello world with keep-alive on every server the lab has, from a thread per connection to nginx, and the write-ups' figures."""
+"""The ladder: hello world with keep-alive on every server.
+
+On every server the lab has, from a thread per connection to nginx, beside the write-ups' figures.
+"""
 
 from iolab import registry
 

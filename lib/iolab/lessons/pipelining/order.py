@@ -1,4 +1,7 @@
-"""Answers in order, checked: pipelined batches whose answers all differ, so an answer out of its place cannot pass unseen."""
+"""Answers in order, checked.
+
+Pipelined batches whose answers all differ, so an answer out of its place cannot pass unseen.
+"""
 
 import tempfile
 from dataclasses import dataclass

@@ -1,4 +1,6 @@
-"""One measured run: a client drives a server for a while; the server's CPU per request (D), split user/system, and its system calls per request.
+"""One measured run: a client drives a server for a while.
+
+The server's CPU per request (D), split user/system, and its system calls per request.
 
 The client is wrk when installed (C, the fastest there is), else the lab's own
 pipelined client in processes of its own. Speed and system calls come from two

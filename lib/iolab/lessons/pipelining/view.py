@@ -1,4 +1,8 @@
-"""Lesson 08's figures: the ladder of costs per request, throughput and system calls against depth, a batch's answers in time."""
+"""Lesson 08's figures.
+
+The ladder of costs per request, throughput and system calls against depth, a batch's answers in
+time.
+"""
 
 from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
 

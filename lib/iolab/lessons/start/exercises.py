@@ -1,4 +1,7 @@
-"""Exercises for lesson 00, the first experiment: `from iolab.lessons.start import exercises as ex; ex.q1.check(answer)`."""
+"""Exercises for lesson 00, the first experiment.
+
+`from iolab.lessons.start import exercises as ex; ex.q1.check(answer)`.
+"""
 
 from iolab import checks
 

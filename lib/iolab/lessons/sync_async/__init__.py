@@ -1,1 +1,4 @@
-"""Lesson 02, synchronous vs asynchronous: the article's figures and the exercises."""
+"""Lesson 02, synchronous vs asynchronous.
+
+The article's figures and the exercises.
+"""

@@ -1,4 +1,7 @@
-"""The figures the source articles published, to set beside what the lab measures on this machine."""
+"""The figures the source articles published.
+
+They stand beside what the lab measures on this machine.
+"""
 
 # Section 1 of the seed experiments: Tornado 4.2, one process, ab -n 200 -c 40, 1 s handlers.
 SYNC_VS_ASYNC = {

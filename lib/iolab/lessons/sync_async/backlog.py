@@ -1,4 +1,7 @@
-"""Lesson 02's look at the listen backlog: the kernel completes connections while the server's one thread sleeps."""
+"""Lesson 02's look at the listen backlog.
+
+The kernel completes connections while the server's one thread sleeps.
+"""
 
 import socket
 import time

@@ -1,4 +1,7 @@
-"""Exercises for lesson 02, sync vs async: `from iolab.lessons.sync_async import exercises as ex; ex.q1.check(answer)`."""
+"""Exercises for lesson 02, sync vs async.
+
+`from iolab.lessons.sync_async import exercises as ex; ex.q1.check(answer)`.
+"""
 
 from iolab import checks, load
 

@@ -1,4 +1,8 @@
-"""Lesson 02's experiment: one handler under a closed-loop load, with the server's CPU measured and theory's prediction beside it."""
+"""Lesson 02's experiment.
+
+One handler under a closed-loop load, with the server's CPU measured and theory's prediction beside
+it.
+"""
 
 import math
 from dataclasses import dataclass

@@ -1,4 +1,7 @@
-"""Lesson 02's concurrency sweep: throughput and latency against the number of users, for both handlers, with theory's curves."""
+"""Lesson 02's concurrency sweep.
+
+Throughput and latency against the number of users, for both handlers, with theory's curves.
+"""
 
 import math
 from dataclasses import dataclass

@@ -1,4 +1,8 @@
-"""Lesson 02's sweep drawn: throughput and mean latency against users, measured, with the bounds and the knee; draws, never measures."""
+"""Lesson 02's sweep drawn.
+
+Throughput and mean latency against users, measured, with the bounds and the knee; draws, never
+measures.
+"""
 
 from iolab import figures
 

@@ -1,1 +1,5 @@
-"""Lesson 06, workers, threads and processes: measured demands, the model that predicts each configuration, the GIL probe, the USL fit, views and exercises."""
+"""Lesson 06, workers, threads and processes.
+
+Measured demands, the model that predicts each configuration, the GIL probe, the USL fit, views and
+exercises.
+"""

@@ -1,4 +1,7 @@
-"""The deployment figures the source articles published, to set beside what this machine measures."""
+"""The deployment figures the source articles published.
+
+They stand beside what this machine measures.
+"""
 
 # Nginx in front of Tornado processes, ab -n 20000, the same hello-world service.
 TORNADO_BEHIND_NGINX = {

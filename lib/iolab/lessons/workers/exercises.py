@@ -1,4 +1,7 @@
-"""Exercises for lesson 06, workers, threads and processes: `from iolab.lessons.workers import exercises as ex`."""
+"""Exercises for lesson 06, workers, threads and processes.
+
+`from iolab.lessons.workers import exercises as ex`.
+"""
 
 from iolab import checks
 

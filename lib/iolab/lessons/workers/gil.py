@@ -1,4 +1,7 @@
-"""The GIL at work, as Beazley showed it: how long `/` takes while CPU-bound requests run in other threads of its process."""
+"""The GIL at work, as Beazley showed it.
+
+How long `/` takes while CPU-bound requests run in other threads of its process.
+"""
 
 import socket
 import sys

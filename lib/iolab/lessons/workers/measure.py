@@ -1,4 +1,7 @@
-"""One measured run of a server configuration on one handler: throughput, latency, and every party's CPU per request."""
+"""One measured run of a server configuration on one handler.
+
+Throughput, latency, and every party's CPU per request.
+"""
 
 import math
 import os

@@ -1,4 +1,8 @@
-"""Lesson 06's experiments: each configuration started once, every handler run on it, predicted from one worker, measured, judged."""
+"""Lesson 06's experiments.
+
+Each configuration started once, every handler run on it, predicted from one worker, measured,
+judged.
+"""
 
 import math
 from dataclasses import dataclass

@@ -1,4 +1,6 @@
-"""The Universal Scalability Law (Gunther): X(N) = λN / (1 + σ(N − 1) + κN(N − 1)), fitted by least squares with numpy.
+"""The Universal Scalability Law (Gunther).
+
+X(N) = λN / (1 + σ(N − 1) + κN(N − 1)), fitted by least squares with numpy.
 
 λ is the throughput of one worker, σ (contention) the fraction of the work
 that cannot overlap, so that workers queue for it, and κ (coherency) the cost

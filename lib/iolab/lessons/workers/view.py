@@ -1,4 +1,8 @@
-"""Lesson 06's pictures: scaling curves, the GIL's delays, the matrix, the USL fit, nginx as reference; draws, never measures."""
+"""Lesson 06's pictures.
+
+Scaling curves, the GIL's delays, the matrix, the USL fit, nginx as reference; draws, never
+measures.
+"""
 
 import math
 
