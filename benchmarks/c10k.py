@@ -1,4 +1,7 @@
-"""Ten thousand idle connections held at once on each of lesson 07's servers: memory per connection, fresh latency, time to open them.
+"""Ten thousand idle connections held on each of lesson 07's servers.
+
+Ten thousand idle connections held at once on each of lesson 07's servers: memory per connection,
+fresh latency, time to open them.
 
 Each server holds --connections (default 10,000) idle keep-alive connections,
 opened in one go from none, while one more connection times

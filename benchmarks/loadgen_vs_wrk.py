@@ -50,7 +50,8 @@ def measured(server, run):
     """(rps, errors, server CPU per second, client CPU per second) of run(), which returns (answers, errors, seconds)."""
     server_before, client_before = tree_cpu_s(server.pid), children_cpu_s()
     answered, errors, seconds = run()
-    return answered / seconds, errors, (tree_cpu_s(server.pid) - server_before) / seconds, (children_cpu_s() - client_before) / seconds
+    server_cpu = (tree_cpu_s(server.pid) - server_before) / seconds
+    return answered / seconds, errors, server_cpu, (children_cpu_s() - client_before) / seconds
 
 
 def wrk_run(url, connections, duration_s, threads):
@@ -130,7 +131,8 @@ def main():
         lab = row[f"lab_p{row['lab_processes']}"]
         print(f"{name:18} wrk {row['wrk_rps']:9,.0f}  lab {row['lab_rps']:9,.0f} (p={row['lab_processes']})"
               f"  ratio {row['ratio']}  server CPU {row['wrk']['server_cpu']:.2f} / {lab['server_cpu']:.2f}"
-              f"  client CPU {row['wrk']['client_cpu']:.2f} / {lab['client_cpu']:.2f}  errors {row['wrk']['errors']} / {lab['errors']}",
+              f"  client CPU {row['wrk']['client_cpu']:.2f} / {lab['client_cpu']:.2f}"
+              f"  errors {row['wrk']['errors']} / {lab['errors']}",
               flush=True)
     ratios = [row["ratio"] for row in results.values() if row["ratio"] is not None]
     print(json.dumps({"connections": args.connections, "duration_s": args.duration, "rounds": args.rounds,

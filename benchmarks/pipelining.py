@@ -1,4 +1,7 @@
-"""Hello world pipelined 16 deep on pipeline_app (uvloop, httptools, one write per batch), against the same without pipelining and tornado.
+"""Hello world pipelined 16 deep on pipeline_app, against the rest.
+
+Hello world pipelined 16 deep on pipeline_app (uvloop, httptools, one write per batch), against the
+same without pipelining and tornado.
 
 Every run is wrk with the same connections, threads and duration; the pipelined
 one sends each connection's requests in batches of --depth with a Lua script

@@ -40,7 +40,8 @@ def main():
               file=sys.stderr)
     scratch_rps = statistics.median(rps["scratch_app"])
     tornado_rps = statistics.median(rps["tornado_app"])
-    print(f"{args.repetitions} alternating runs of {args.requests} requests, {args.concurrency} connections, {args.client} client")
+    print(f"{args.repetitions} alternating runs of {args.requests} requests, {args.concurrency} connections,"
+          f" {args.client} client")
     print(json.dumps({"scratch_rps": round(scratch_rps, 1), "tornado_rps": round(tornado_rps, 1),
                       "ratio": round(scratch_rps / tornado_rps, 3)}))
 

@@ -41,7 +41,8 @@ def main():
         "path_ms_lone": measured.path_s() * 1000, "cores": measured.busiest.summary.cores,
         "knee_predicted": predicted, "knee_measured": bent, "knee_off": bent / predicted - 1,
     }
-    print(f"knee predicted from D: {predicted:.1f} users; where the measured curve bends: {bent:.1f} ({bent / predicted - 1:+.1%})")
+    print(f"knee predicted from D: {predicted:.1f} users;"
+          f" where the measured curve bends: {bent:.1f} ({bent / predicted - 1:+.1%})")
     print(json.dumps(summary))
 
 

@@ -1,4 +1,6 @@
-"""A pipelining HTTP/1.1 server on a raw asyncio Protocol: every request in a read parsed, answered in order, written back in one call.
+"""A pipelining HTTP/1.1 server on a raw asyncio Protocol.
+
+Every request in a read parsed, answered in order, written back in one call.
 
 Lesson 08's server, and the idea that made Japronto answer a million requests a
 second from one Python process. A client that pipelines sends many requests

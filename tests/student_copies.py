@@ -1,4 +1,7 @@
-"""Student copies filled in as a student would (right, wrong or not at all): written once here, run by papermill or in the browser."""
+"""Student copies filled in as a student would.
+
+(right, wrong or not at all): written once here, run by papermill or in the browser.
+"""
 
 import re
 import sys

@@ -1,4 +1,8 @@
-"""aiohttp_app and uvicorn_app (with each loop and parser) under the server contract, and answering pipelined requests in order."""
+"""aiohttp_app and uvicorn_app under the server contract.
+
+aiohttp_app and uvicorn_app (with each loop and parser) under the server contract, and answering
+pipelined requests in order.
+"""
 
 import socket
 import subprocess

@@ -1,4 +1,8 @@
-"""Every lesson run in JupyterLab in headless Chromium as a student runs it in class: their copy, answers typed in, Run All, widgets, Shut Down Kernel."""
+"""Every lesson run in JupyterLab in headless Chromium, as in class.
+
+Every lesson run in JupyterLab in headless Chromium as a student runs it in class: their copy,
+answers typed in, Run All, widgets, Shut Down Kernel.
+"""
 
 import base64
 import json

@@ -11,7 +11,8 @@ from iolab import children
 from iolab.contract import PARENT_ENV
 
 # A child that arms the lab's one mechanism, then prints whom it must not outlive and waits.
-CHILD = "from iolab.contract import die_with_parent; import os, sys, time; die_with_parent(); print(os.environ[{!r}], flush=True); time.sleep(60)"
+CHILD = ("from iolab.contract import die_with_parent; import os, time;"
+         " die_with_parent(); print(os.environ[{!r}], flush=True); time.sleep(60)")
 
 
 def test_a_child_knows_its_parent_and_outlives_the_thread_that_asked_for_it():

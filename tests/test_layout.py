@@ -175,7 +175,9 @@ def test_servers_readme_table_matches_the_registry():
         _, file, _, routes, at_once, options = rows[name]
         assert f"`{info.script}`" in file, f"servers/README.md: {name} is served by {info.script}"
         listed = set(re.findall(r"`(/[^`]*)`", routes))
-        assert listed == set(info.routes), f"servers/README.md: {name}'s routes are {list(info.routes)}, the table says {sorted(listed)}"
+        assert listed == set(info.routes), (
+            f"servers/README.md: {name}'s routes are {list(info.routes)}, the table says {sorted(listed)}"
+        )
         default = info.at_once()
         expected = "no fixed limit" if default is None else str(default)
         assert at_once.startswith(expected), f"servers/README.md: {name} serves {expected} at once by default"

@@ -1,4 +1,7 @@
-"""pipeline_app, the pipelining server of lesson 08: answers in order, head-of-line blocking, deep pipelines, half batches, one write per batch."""
+"""pipeline_app, the pipelining server of lesson 08.
+
+Answers in order, head-of-line blocking, deep pipelines, half batches, one write per batch.
+"""
 
 import math
 import shutil

@@ -156,7 +156,9 @@ def test_make_lab_opens_the_first_lesson_with_the_labs_own_settings():
 def test_binder_badge_the_repo2docker_image_and_the_start_notebook_agree():
     readme = (REPO / "README.md").read_text()
     badges = list(BINDER_BADGE.finditer(readme))
-    assert len(badges) == 1, "README.md needs exactly one Binder badge, [![Binder](...badge_logo.svg)](...v2/gh/ORG/REPO/REF?urlpath=...)"
+    assert len(badges) == 1, (
+        "README.md needs exactly one Binder badge, [![Binder](...badge_logo.svg)](...v2/gh/ORG/REPO/REF?urlpath=...)"
+    )
     badge = badges[0]
     # One place names the repository: no other Binder or GitHub link in the README or binder/.
     texts = [readme, *(path.read_text() for path in sorted((REPO / "binder").iterdir()) if path.is_file())]

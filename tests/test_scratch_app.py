@@ -1,4 +1,8 @@
-"""scratch_app, the server on a hand-built event loop, against real clients: HTTP/1.1 in full, limits, timeouts, 1000 connections."""
+"""scratch_app, the server on a hand-built loop, against real clients.
+
+scratch_app, the server on a hand-built event loop, against real clients: HTTP/1.1 in full, limits,
+timeouts, 1000 connections.
+"""
 
 import asyncio
 import json
@@ -369,7 +373,9 @@ def test_sync_sleep_blocks_the_loop_and_the_loop_says_so(server):
         assert AnswerReader(victim).read()[2] == "hello world\n"
         waited = time.perf_counter() - began
         assert AnswerReader(blocker).read()[0] == 200
-    assert waited > HELD_BY_SYNC_SLEEP_AT_LEAST_S, f"/ answered after {waited * 1000:.0f} ms: the sync sleep did not block the loop"
+    assert waited > HELD_BY_SYNC_SLEEP_AT_LEAST_S, (
+        f"/ answered after {waited * 1000:.0f} ms: the sync sleep did not block the loop"
+    )
     wait_until(lambda: "GET /sync-sleep?ms=300" in server.stderr_tail(), within_s=2, poll_s=0.05)
     warning = re.search(r"callback (.+) took (\d+) ms, blocking the loop", server.stderr_tail())
     assert warning and "GET /sync-sleep?ms=300" in warning.group(1)

@@ -1,4 +1,8 @@
-"""iolab.wrk_lua: the pipelining scripts it writes for wrk, and the order check it reads back (wrk itself runs in test_pipeline_app)."""
+"""iolab.wrk_lua: the Lua scripts it writes for wrk, and the check.
+
+iolab.wrk_lua: the pipelining scripts it writes for wrk, and the order check it reads back (wrk
+itself runs in test_pipeline_app).
+"""
 
 import pytest
 

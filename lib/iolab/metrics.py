@@ -135,7 +135,9 @@ def summarize(result, latency_from="send", usage=None):
 
 
 def _mean(sorted_latencies):
-    return sorted_latencies.mean() if isinstance(sorted_latencies, SortedLatenciesMs) else sum(sorted_latencies) / len(sorted_latencies)
+    if isinstance(sorted_latencies, SortedLatenciesMs):
+        return sorted_latencies.mean()
+    return sum(sorted_latencies) / len(sorted_latencies)
 
 
 def throughput_over_time(samples, bin_s=0.25, until_s=None):

@@ -1,4 +1,8 @@
-"""The CPU a load run took (the server's processes, the client processes, this notebook) and the time spent queued for one; measures, never draws."""
+"""The CPU a load run took, and the time spent queued for one.
+
+The CPU a load run took (the server's processes, the client processes, this notebook) and the time
+spent queued for one; measures, never draws.
+"""
 
 import math
 import os

@@ -1,4 +1,8 @@
-"""The bytes of an HTTP/1.1 answer, and the clock that keeps its Date header (and hello world's whole answer) current once a second."""
+"""The bytes of an HTTP/1.1 answer, and the clock for its Date.
+
+The bytes of an HTTP/1.1 answer, and the clock that keeps its Date header (and hello world's whole
+answer) current once a second.
+"""
 
 import time
 from email.utils import formatdate

@@ -1,4 +1,7 @@
-"""Lesson 01's measured exercise and its statuses (fixed answers are checked with every lesson's in tests/lessons/test_exercises.py)."""
+"""Lesson 01's measured exercise and its statuses.
+
+Fixed answers are checked with every lesson's in tests/lessons/test_exercises.py.
+"""
 
 import pytest
 

@@ -14,7 +14,11 @@ from helpers import trace_iteration
 from iolab import figures
 from iolab.lessons.event_loop import view
 
-TRACE = [trace_iteration(100.0, 120.0, 5.0), trace_iteration(100.125, 0.0, 30.0, events=3, ready=2), trace_iteration(100.155, 45.0, 0.0)]
+TRACE = [
+    trace_iteration(100.0, 120.0, 5.0),
+    trace_iteration(100.125, 0.0, 30.0, events=3, ready=2),
+    trace_iteration(100.155, 45.0, 0.0),
+]
 
 
 def test_binned_shares_split_a_long_wait_across_its_bins():

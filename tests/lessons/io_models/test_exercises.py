@@ -1,4 +1,7 @@
-"""Lesson 04's measured exercises and its statuses (fixed answers are checked with every lesson's in tests/lessons/test_exercises.py)."""
+"""Lesson 04's measured exercises and their statuses.
+
+Fixed answers are checked with every lesson's in tests/lessons/test_exercises.py.
+"""
 
 import types
 

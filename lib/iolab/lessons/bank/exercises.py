@@ -73,7 +73,8 @@ class TellersToMatch(checks.NumberExercise):
     too_high_text = "more tellers than customers: the extra tellers have nobody to serve."
     too_low_text = "with fewer tellers than customers, someone waits in the hall while every teller waits through an errand."
     hint_text = ["A teller of the threaded bank serves one customer per second. How many per second does the ticket bank serve?"]
-    solution_text = "40: one waiting teller (thread) per customer in the hall. Threads buy concurrency by the dozen; an event loop waits on all of them with one."
+    solution_text = ("40: one waiting teller (thread) per customer in the hall. Threads buy concurrency by the dozen;"
+                     " an event loop waits on all of them with one.")
 
 
 class CounterWorkFromArticle(checks.NumberExercise):
@@ -85,7 +86,8 @@ class CounterWorkFromArticle(checks.NumberExercise):
     rel_tol = 0.10
     unit = "ms"
     mistakes = {
-        1000 * (40 / 39.35 - 1): "is how much longer than 1 s a whole round took; the teller spent it on the round's 40 customers.",
+        1000 * (40 / 39.35 - 1): "is how much longer than 1 s a whole round took;"
+        " the teller spent it on the round's 40 customers.",
         1000 / 39.35: "is ab's 'time per request across all concurrent requests', total time / requests: the errands are in it.",
         40 - 39.35: "is the shortfall in customers per second, not a time.",
     }

@@ -342,7 +342,8 @@ def main():
                 break
     finally:
         holder.close_all()
-        write({"kind": CLOSED, "closed_by_server": holder.closed_by_server, "open_fds": len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None})
+        open_fds = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+        write({"kind": CLOSED, "closed_by_server": holder.closed_by_server, "open_fds": open_fds})
 
 
 if __name__ == "__main__":

@@ -287,7 +287,8 @@ class Holding:
             self.closed = message
             return None
         step = Step(self.label, **{k: message[k] for k in (
-            "target", "held", "accept_s", "errors", "first_error", "closed_by_server", "shortest_idle_close_s", "connect_ms", "answer_ms",
+            "target", "held", "accept_s", "errors", "first_error", "closed_by_server", "shortest_idle_close_s",
+            "connect_ms", "answer_ms",
             "fresh_ms", "fresh_error", "client_nofile", "client_max_rss_kb")})
         time.sleep(0.05)  # let the last thread or buffer settle before weighing
         if self.server.alive():

@@ -79,7 +79,8 @@ class WhereTheLoopSpendsItsTime(checks.ChoiceExercise):
     )
     choices = {
         "select": "",
-        "callbacks": "each callback takes tens of microseconds; 40 users each waiting a whole delay give it almost nothing to do.",
+        "callbacks": "each callback takes tens of microseconds;"
+        " 40 users each waiting a whole delay give it almost nothing to do.",
         "timers": "a heap push or pop costs about a microsecond; and the trace counts it inside the callbacks anyway.",
     }
     correct = "select"
@@ -125,7 +126,8 @@ class PipelinedBehindAWait(checks.NumberExercise):
     too_high_text = "/ costs nothing by itself: what is it waiting for?"
     too_low_text = "an HTTP/1.1 connection answers in order: can / overtake the request in front of it?"
     hint_text = ["Answers carry no request id: how would the client know which answer is which?", "So they come in order."]
-    solution_text = "About 300 ms: / is parsed only after the sleep's answer has been sent, so it waits its turn (head-of-line blocking)."
+    solution_text = ("About 300 ms: / is parsed only after the sleep's answer has been sent, so it waits its turn"
+                     " (head-of-line blocking).")
 
 
 # q1, q2, ... in the order the notebook asks them, and statuses() for the results file.

@@ -157,13 +157,14 @@ def _overlap_ms(start, duration_s, window_start, window_end):
 
 
 def trace_summary(iterations, start=None, end=None):
-    """Where the loop's time went in the window [start, end) (the whole trace by default), and how many sockets each wakeup brought.
+    """Where the loop's time went in the window [start, end), and how many sockets each wakeup brought.
 
-    Each iteration's select() and callback intervals are clipped to the window,
+    The window is the whole trace by default. Each iteration's select() and callback intervals are clipped to the window,
     so a long idle select() before the window does not count inside it.
     """
     if start is None:
-        start, end = iterations[0]["t"], iterations[-1]["t"] + (iterations[-1]["select_ms"] + iterations[-1]["callbacks_ms"]) / 1000
+        last = iterations[-1]
+        start, end = iterations[0]["t"], last["t"] + (last["select_ms"] + last["callbacks_ms"]) / 1000
     select_ms = callbacks_ms = 0.0
     woken = []
     for it in iterations:

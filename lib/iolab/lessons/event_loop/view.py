@@ -43,7 +43,8 @@ def trace_figure(iterations, phases=(), bin_s=0.05, margin_s=0.1, title="the loo
     if phases:
         origin = min(start for start, _, _ in phases) - margin_s
         until = max(end for _, end, _ in phases) + margin_s
-        iterations = [it for it in iterations if origin <= it["t"] + (it["select_ms"] + it["callbacks_ms"]) / 1000 and it["t"] < until]
+        iterations = [it for it in iterations
+                      if origin <= it["t"] + (it["select_ms"] + it["callbacks_ms"]) / 1000 and it["t"] < until]
     else:
         origin = iterations[0]["t"]
         until = iterations[-1]["t"] + (iterations[-1]["select_ms"] + iterations[-1]["callbacks_ms"]) / 1000

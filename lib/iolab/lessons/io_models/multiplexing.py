@@ -82,7 +82,10 @@ WAITERS = {"select": SelectWaiter, "poll": PollWaiter, "epoll": EpollWaiter}
 
 
 def run(delay_ms=200, payload_bytes=4096, peers=4, mechanism="epoll"):
-    """read_all() traced, with a choice of waiter: serve `peers` connections from one thread; the last peer sends after delay_ms."""
+    """read_all() traced, with a choice of waiter.
+
+    It serves `peers` connections from one thread; the last peer sends after delay_ms.
+    """
     if mechanism == "epoll" and not hasattr(select, "epoll"):
         mechanism = "poll"  # epoll is Linux-only (BSD and macOS have kqueue instead)
     delays = [delay_ms * (index + 1) / peers for index in range(peers)]

@@ -74,7 +74,8 @@ class GilDelay(checks.ChoiceExercise):
     choices = {
         "idle": "the CPU-bound thread holds the GIL, and / needs it to run any Python at all.",
         "interval": "",
-        "cpu": "CPython does not let one thread keep the GIL for good: a thread that waits asks for it after the switch interval.",
+        "cpu": "CPython does not let one thread keep the GIL for good:"
+        " a thread that waits asks for it after the switch interval.",
     }
     correct = "interval"
     correct_text = (
