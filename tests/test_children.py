@@ -45,3 +45,28 @@ def test_a_child_dies_with_its_killed_parent():
 def test_run_bounds_a_program_by_its_timeout():
     with pytest.raises(subprocess.TimeoutExpired):
         children.run(["sleep", "5"], timeout_s=0.2)
+
+
+@pytest.mark.parametrize("script, said", [
+    ("print('one'); print('two', flush=True); import time; time.sleep(5)", b"one\n"),  # the marker, then it stops reading
+    ("print('no newline at the end', end='')", b"no newline at the end"),  # the end of the pipe
+])
+def test_read_until_stops_at_the_marker_or_the_end(script, said):
+    child = children.spawn(children.python("-c", script))
+    try:
+        assert children.read_until(child.stdout, b"\n", timeout_s=5).startswith(said)
+    finally:
+        child.kill()
+        child.wait()
+        child.stdout.close()
+
+
+def test_read_until_never_waits_past_its_timeout():
+    child = children.spawn(children.python("-c", "import time; time.sleep(5)"))
+    try:
+        with pytest.raises(TimeoutError):
+            children.read_until(child.stdout, b"\n", timeout_s=0.2)
+    finally:
+        child.kill()
+        child.wait()
+        child.stdout.close()

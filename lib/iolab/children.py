@@ -1,8 +1,10 @@
 """Start every child process the lab owns, so each can die with its parent."""
 
 import os
+import selectors
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from .contract import PARENT_ENV
@@ -40,3 +42,24 @@ def python(*argv):
 def run(argv, timeout_s):
     """Run a program that ends by itself (wrk, ab, ss) to its end, bounded by `timeout_s`: its CompletedProcess."""
     return subprocess.run([str(part) for part in argv], capture_output=True, text=True, timeout=timeout_s)
+
+
+def read_until(pipe, marker, timeout_s):
+    """What a child wrote to `pipe` up to `marker`, or all it wrote before closing it; never waits past `timeout_s`.
+
+    Raises TimeoutError when neither the marker nor the end came in time.
+    """
+    deadline = time.monotonic() + timeout_s
+    said = b""
+    with selectors.DefaultSelector() as selector:
+        selector.register(pipe, selectors.EVENT_READ)
+        while marker not in said:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"no {marker!r} within {timeout_s} s")
+            if selector.select(min(remaining, 0.05)):
+                chunk = os.read(pipe.fileno(), 4096)
+                if not chunk:  # the child closed its end: it has exited, or will
+                    break
+                said += chunk
+    return said

@@ -3,7 +3,6 @@
 import atexit
 import contextlib
 import os
-import selectors
 import signal
 import subprocess
 import tempfile
@@ -12,7 +11,7 @@ import time
 from pathlib import Path
 
 from . import registry
-from .children import python, spawn
+from .children import python, read_until, spawn
 from .contract import LOOPBACK, check_loopback, parse_listening
 
 SERVERS_DIR = Path(os.environ.get("IOLAB_SERVERS_DIR", Path(__file__).resolve().parents[2] / "servers"))
@@ -168,21 +167,13 @@ def stop_all():
 
 def _read_first_line(process, timeout):
     """Read stdout until the first newline, EOF or the deadline, never blocking past it."""
-    deadline = time.monotonic() + timeout
-    buffer = b""
-    with selectors.DefaultSelector() as selector:
-        selector.register(process.stdout, selectors.EVENT_READ)
-        while b"\n" not in buffer:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise ServerNotReady()
-            if selector.select(min(remaining, 0.05)):
-                chunk = os.read(process.stdout.fileno(), 4096)
-                if not chunk:  # stdout closed: the server has exited
-                    process.wait(timeout=STOP_GRACE_S * 3)
-                    break
-                buffer += chunk
-    return buffer.split(b"\n", 1)[0].decode(errors="replace").strip()
+    try:
+        said = read_until(process.stdout, b"\n", timeout)
+    except TimeoutError:
+        raise ServerNotReady() from None
+    if b"\n" not in said:  # stdout closed: the server has exited
+        process.wait(timeout=STOP_GRACE_S * 3)
+    return said.split(b"\n", 1)[0].decode(errors="replace").strip()
 
 
 def _explain_failure(name, port, line, returncode, stderr_tail):

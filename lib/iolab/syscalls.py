@@ -5,15 +5,13 @@ Count the system calls a running process makes while something else runs, with `
 """
 
 import contextlib
-import os
-import selectors
 import shutil
 import signal
 import subprocess
 import tempfile
 import time
 
-from .children import spawn
+from .children import read_until, spawn
 
 ATTACH_TIMEOUT_S = 10.0
 DETACH_TIMEOUT_S = 10.0
@@ -101,20 +99,13 @@ def counting(pid, only=None):
 
 def _wait_until_attached(tracer, pid):
     """strace says 'Process N attached' on stderr once it traces; anything else before that is why it cannot."""
-    deadline = time.monotonic() + ATTACH_TIMEOUT_S
-    said = b""
-    with selectors.DefaultSelector() as selector:
-        selector.register(tracer.stderr, selectors.EVENT_READ)
-        while b"attached" not in said:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise SyscallCountUnavailable(f"strace did not attach to pid {pid} within {ATTACH_TIMEOUT_S} s")
-            if selector.select(min(remaining, 0.05)):
-                chunk = os.read(tracer.stderr.fileno(), 4096)
-                if not chunk:  # strace closed stderr: it exited without tracing
-                    why = said.decode(errors="replace").strip() or f"exit code {tracer.wait()}"
-                    raise SyscallCountUnavailable(f"strace could not trace pid {pid}: {why}")
-                said += chunk
+    try:
+        said = read_until(tracer.stderr, b"attached", ATTACH_TIMEOUT_S)
+    except TimeoutError:
+        raise SyscallCountUnavailable(f"strace did not attach to pid {pid} within {ATTACH_TIMEOUT_S} s") from None
+    if b"attached" not in said:  # strace closed stderr: it exited without tracing
+        why = said.decode(errors="replace").strip() or f"exit code {tracer.wait()}"
+        raise SyscallCountUnavailable(f"strace could not trace pid {pid}: {why}")
 
 
 def _detach(tracer):
