@@ -206,3 +206,19 @@ def test_a_lesson_names_each_module_by_its_role_without_twins(lesson):
     assert not twins, f"lesson {lesson} has modules named alike: {twins}"
     drawing = [name for name in names if "view" in name or "draw" in name]
     assert drawing in ([], ["view"]), f"lesson {lesson}'s drawing module must be view.py, found {drawing}"
+
+
+# One module owns each mechanism: whatever else needs it calls that module.
+OWNERS = {
+    "starts a process": (r"subprocess\.(Popen|run|call|check_output)\(|os\.fork\(|create_subprocess_", "iolab.children"),
+    "runs wrk": (r"\[\s*\"wrk\"", "iolab.benchtools"),
+    "cuts HTTP answers apart": (r"[Cc]ontent-[Ll]ength:", "iolab.http1"),
+    "reads the kernel's listen counters": (r"/proc/net/netstat|\"ss\", \"-", "iolab.listening"),
+}
+
+
+@pytest.mark.parametrize("mechanism", sorted(OWNERS))
+def test_one_module_owns_each_mechanism(mechanism):
+    pattern, owner = OWNERS[mechanism]
+    doing = sorted(name for name, path in LIB_MODULES.items() if re.search(pattern, path.read_text()))
+    assert doing == [owner], f"only {owner} {mechanism}; found {doing}"
