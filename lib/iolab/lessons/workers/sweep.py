@@ -3,7 +3,7 @@
 import math
 from dataclasses import dataclass
 
-from iolab import params, registry
+from iolab import environment, params, registry
 
 from . import cores as core_info
 from . import measure, model
@@ -136,7 +136,8 @@ class Lab:
         self.handlers = tuple(handlers)
         # With `cpus`, everything this lab starts runs on those CPUs only: the stand-in for a one-CPU machine.
         self.cpus = set(cpus) if cpus is not None else set(core_info.usable_cores())
-        self.cores = len(self.cpus)
+        # Cores as the model counts them: these CPUs, or fewer under a container's CPU quota (Binder's is 1).
+        self.cores = environment.usable_cpus(len(self.cpus))
         self.cells = []
         self.baselines = {}  # (kind, handler) -> model.Demands
 
