@@ -3,11 +3,12 @@
 import math
 import os
 import resource
-import shutil
 import subprocess
 from pathlib import Path
 
 import psutil
+
+from iolab import contract, environment
 
 # The names the lesson's table uses, one per limit.
 NOFILE_CLIENT = "RLIMIT_NOFILE (client)"
@@ -123,20 +124,16 @@ def threads_max():
 
 
 def memory_available_bytes():
-    """Memory this process's cgroup may still use (Binder, Docker), or MemAvailable from /proc/meminfo, whichever is less."""
+    """Memory this process's container may still use (its cgroup's limit less its use: Binder, Docker, JupyterHub), or
+    MemAvailable from /proc/meminfo, whichever is less."""
     available = None
     for line in (_read("/proc/meminfo", "") or "").splitlines():
         if line.startswith("MemAvailable:"):
             available = int(line.split()[1]) * 1024
-    for limit_path, usage_path in (
-        ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
-        ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"),
-    ):
-        limit, usage = _read(limit_path), _read(usage_path)
-        if limit and usage and limit.isdigit() and int(limit) < 1 << 60:
-            headroom = int(limit) - int(usage)
-            available = headroom if available is None else min(available, headroom)
-            break
+    limit, use = environment.memory_limit_bytes(), environment.memory_use()
+    if limit is not None and use is not None:
+        headroom = max(0, limit - use.current)
+        available = headroom if available is None else min(available, headroom)
     return available
 
 
@@ -179,7 +176,7 @@ def accept_queue(port):
 
 def listen_backlog(port):
     """The backlog the kernel gave the listener on `port` (min of what it asked and somaxconn), from `ss`; None without ss."""
-    if not shutil.which("ss"):
+    if not contract.find_program("ss"):
         return None
     listing = subprocess.run(["ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True, timeout=10)
     for line in listing.stdout.splitlines():

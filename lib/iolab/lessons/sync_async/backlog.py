@@ -1,10 +1,11 @@
 """Lesson 02's look at the listen backlog: the kernel completes connections while the server's one thread sleeps."""
 
-import shutil
 import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
+
+from iolab import contract
 
 
 @dataclass(frozen=True)
@@ -19,7 +20,7 @@ class QueueReading:
 
 def listen_queue(port, at_ms=0.0):
     """The QueueReading of the socket listening on 127.0.0.1:`port`, from `ss -ltn` or else /proc/net/tcp; None if none."""
-    if shutil.which("ss"):
+    if contract.find_program("ss"):
         out = subprocess.run(["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True, timeout=5).stdout
         for line in out.splitlines():
             fields = line.split()

@@ -183,7 +183,7 @@ class Lab:
         users = self.users_for(config, handler)
         wait = self.wait_of(handler)
         # nginx alone is faster than one client process: give it one per core.
-        clients = self.cores if config.kind == "nginx" else 1
+        clients = max(1, math.ceil(self.cores - 1e-9)) if config.kind == "nginx" else 1  # whole processes
         guess = model.predict(first, config.setup(client_processes=clients), users, self.cores) if first else None
         expected_rps = guess.rps if guess else self._rough_rps(handler, users)
         requests = min(MAX_REQUESTS, max(3 * users, math.ceil(expected_rps * self.run_seconds)))
@@ -244,7 +244,7 @@ class Lab:
 
     def predict(self, config, handler):
         """The prediction for a configuration from its baseline's demands, without running it."""
-        clients = self.cores if config.kind == "nginx" else 1
+        clients = max(1, math.ceil(self.cores - 1e-9)) if config.kind == "nginx" else 1  # whole processes
         users = self.users_for(config, handler)
         return model.predict(self.demands(config, handler), config.setup(client_processes=clients), users, self.cores)
 
