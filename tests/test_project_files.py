@@ -2,6 +2,7 @@
 
 import ast
 import json
+import os
 import re
 import subprocess
 import sys
@@ -230,3 +231,17 @@ def test_the_lab_can_be_told_a_program_is_off(monkeypatch):
     assert contract.find_program("sh")
     monkeypatch.setenv(contract.TOOLS_OFF_VARIABLE, "nginx,sh")
     assert contract.find_program("sh") is None
+
+
+def test_the_papermill_runs_can_hide_every_optional_program():
+    import shutil
+
+    from helpers import without_optional_tools
+    from iolab import contract, environment
+
+    before = os.environ.get("PATH")
+    with without_optional_tools() as hidden:
+        assert set(hidden) == set(environment.DEBIAN_PACKAGES)
+        assert all(shutil.which(name) is None and contract.find_program(name) is None for name in hidden)
+        assert shutil.which("sh") and subprocess.run(["sh", "-c", "exit 0"], check=False).returncode == 0
+    assert os.environ.get("PATH") == before
