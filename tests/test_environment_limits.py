@@ -157,3 +157,15 @@ def test_the_lab_counts_the_quota(tmp_path, monkeypatch):
     monkeypatch.setattr(environment, "cgroups", lambda: groups)
     lab = sweep.Lab(wait_ms=20, cpu_ms=5, run_seconds=0.2, users=8)
     assert lab.cores == 0.5
+
+
+def test_a_short_window_may_catch_one_more_period_of_quota(tmp_path, monkeypatch):
+    groups = v1_tree(tmp_path, quota_us=50_000, period_us=100_000)
+    monkeypatch.setattr(environment, "cgroups", lambda: groups)
+    assert groups.quota_period_s() == 0.1
+    assert environment.cpus_within(10.0, cpus=2) == pytest.approx(0.505)
+    assert environment.cpus_within(0.25, cpus=2) == pytest.approx(0.7)
+    assert environment.cpus_within(0.01, cpus=2) == 2  # never more than the cores
+    free = v1_tree(tmp_path / "free")
+    monkeypatch.setattr(environment, "cgroups", lambda: free)
+    assert environment.cpus_within(0.25, cpus=2) == 2.0

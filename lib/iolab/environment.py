@@ -146,6 +146,17 @@ class Cgroups:
         quotas = [(q, g) for g in self.groups("cpu") if (q := self._quota_of(g)) is not None]
         return min(quotas, key=lambda found: found[0]) if quotas else (None, None)
 
+    def quota_period_s(self):
+        """The period, in seconds, of the tightest CFS quota (the quota is given afresh every period), or None."""
+        _, group = self.quota_group()
+        if group is None:
+            return None
+        if self.version == 2:
+            period = (_read(group / "cpu.max") or "").partition(" ")[2].strip()
+        else:
+            period = _read(group / "cpu.cfs_period_us") or ""
+        return int(period) / 1e6 if period.isdigit() else None
+
     def cpu_quota(self):
         """CPUs the container's CFS quota allows, as a float (1.5 for a quota of 1.5 CPUs), or None without one."""
         return self.quota_group()[0]
@@ -209,6 +220,19 @@ def usable_cpus(cpus=None):
     affinity = affinity_cores() if cpus is None else cpus
     quota = cgroups().cpu_quota()
     return float(min(affinity, quota)) if quota is not None else float(affinity)
+
+
+def cpus_within(seconds, cpus=None):
+    """The most CPU seconds per second a window of `seconds` can get: usable_cpus(), but a CFS quota is handed out
+    per period, so a short window may also catch the unused rest of the period before it (up to one period's
+    quota more), at most the affinity's cores. The ceiling of a short run under a quota; its prediction stays
+    usable_cpus()."""
+    affinity = affinity_cores() if cpus is None else cpus
+    limits = cgroups()
+    quota, period = limits.cpu_quota(), limits.quota_period_s()
+    if quota is None or not period or seconds <= 0:
+        return usable_cpus(cpus)
+    return float(min(affinity, quota * (1 + period / seconds)))
 
 
 def usable_cores():

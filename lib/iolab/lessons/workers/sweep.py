@@ -204,7 +204,8 @@ class Lab:
         own = model.Demands.of(run, wait, first.process_cores)
         predicted = model.predict(first, setup_at_go, users, self.cores)
         explained = model.predict(own, setup_as_run, users, self.cores)
-        most = model.ceiling(run, own, setup, users, self.cores)
+        # The most a run could do: under a quota a short run may catch a period's unused quota (environment.cpus_within).
+        most = model.ceiling(run, own, setup, users, environment.cpus_within(run.duration_s, len(self.cpus)))
         verdict = model.judge(run, predicted, explained, first, own, setup_as_run, most)
         cell = Cell(config, handler, users, predicted, explained, run, verdict, most, tuple(t.rps for t in tries))
         if keep:
