@@ -192,6 +192,8 @@ class Cgroups:
         used = None
         if accounting is not None and cpu_mount is not None:
             used = _read(accounting / group.relative_to(cpu_mount) / "cpuacct.usage")
+            if not used and self.groups("cpuacct"):  # no accounting group of that name: this process's own
+                used = _read(self.groups("cpuacct")[0] / "cpuacct.usage")
         if not used or not used.isdigit():
             return None
         return GroupCpu(int(used) / 1e9, stat.get("nr_periods", 0), stat.get("nr_throttled", 0),
