@@ -169,3 +169,17 @@ def test_a_short_window_may_catch_one_more_period_of_quota(tmp_path, monkeypatch
     free = v1_tree(tmp_path / "free")
     monkeypatch.setattr(environment, "cgroups", lambda: free)
     assert environment.cpus_within(0.25, cpus=2) == 2.0
+
+
+def test_a_short_run_above_the_quotas_average_is_explained_by_the_period():
+    demands = model.Demands(app_ms=0.2, client_ms=0.05)
+    setup = model.Setup(processes=2, threads=1, one_thread=True)
+    explained = model.predict(demands, setup, users=16, cores=1.0)
+    most = model.predict(demands, setup, users=16, cores=1.4)  # environment.cpus_within of a 0.25 s run
+
+    class Run:
+        rps = explained.rps * 1.25
+        others_share, idle_share, throttled, throttled_s = 0.0, 0.0, 0, 0.0
+
+    verdict = model.judge(Run, explained, explained, demands, demands, setup, most)
+    assert verdict.kind == "explained" and "caught the unused rest" in verdict.reason

@@ -195,6 +195,10 @@ def _judge(run, predicted, explained, first, own, setup, most):
         return Verdict("unexplained", f"{error(run.rps, most.rps):+.0%} above the most its own demands allow ({most.limit})")
     if abs(error(run.rps, explained.rps)) <= (EXPLAINED_TOLERANCE if setup.connections else TOLERANCE):
         return Verdict("explained", _what_changed(first, own, setup))
+    if run.rps > explained.rps * (1 + TOLERANCE) and explained.limit == "cores" and (
+            most.bounds.get("cores", 0) > explained.bounds["cores"] * (1 + CHANGED)):
+        return Verdict("explained", "above the cores' bound, within what a CPU quota allows a short run: the quota is"
+                                    " handed out per period, and this run caught the unused rest of one")
     if run.rps > explained.rps * (1 + TOLERANCE):  # above the bound with the first g, within its ceiling
         busy = run.rps * run.app_demand_ms / 1000 / max(setup.processes, 1)
         return Verdict("explained", f"each process kept {busy:.2f} cores busy, where one thread kept "
