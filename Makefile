@@ -18,7 +18,7 @@ PYTEST_ARGS ?=
 
 as_bool = $(if $(filter 1 true True yes,$(1)),True,False)
 
-.PHONY: all lab test regress student bench strip clean distclean venv
+.PHONY: all lab test regress binder-like student bench strip clean distclean venv
 
 all: test
 
@@ -63,6 +63,15 @@ regress: $(VENV_STAMP)
 	done; \
 	if [ -n "$$failed" ]; then echo "regress: failed:$$failed (executed copies in build/notebooks/)" >&2; exit 1; fi; \
 	echo "regress: all $(words $(NOTEBOOKS)) notebooks ran; executed copies in build/notebooks/, results in build/results/"
+
+# Every lesson in a cgroup limited as Binder limits a container: CPUS (a CFS quota) and MEMORY; needs root on Linux.
+# Reports each lesson's time and peak memory (benchmarks/binder_like.py); LOCK=/tmp/iolab-measure.lock to share.
+CPUS ?= 1
+MEMORY ?= 2G
+LOCK ?=
+binder-like: $(VENV_STAMP)
+	$(BIN)/python benchmarks/binder_like.py --cpus $(CPUS) --memory $(MEMORY) $(if $(filter 1 true True yes,$(QUICK)),--quick) \
+	  --cell-timeout $(CELL_TIMEOUT) $(if $(LOCK),--lock $(LOCK)) $(LESSONS)
 
 student: $(VENV_STAMP)
 	$(BIN)/python tools/make_student.py notebooks build/student

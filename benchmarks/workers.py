@@ -28,7 +28,10 @@ def main():
     parser.add_argument("--matrix-workers", type=counts, default=[1, 2, 4])
     parser.add_argument("--matrix-threads", type=counts, default=[1, 2, 4, 8])
     parser.add_argument("--usl-workers", type=counts, default=[1, 2, 3, 4, 6, 8, 12, 16])
-    parser.add_argument("--one-cpu", action="store_true", help="pin servers and clients to one CPU, as on Binder")
+    parser.add_argument(
+        "--one-cpu", action="store_true",
+        help="pin servers and clients to one CPU (taskset -c 0; Binder sets a quota instead: binder_like.py)",
+    )
     args = parser.parse_args()
     began = time.monotonic()
     cpus = cores.usable_cores()[:1] if args.one_cpu else None

@@ -1,20 +1,55 @@
 """Helpers the tests share.
 
-A GET on a kept-alive connection, a server started by hand, waiting, a parent killed.
+A GET on a kept-alive connection, a server started by hand, waiting, a parent killed, a PATH without tools.
 """
 
+import contextlib
 import json
+import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 
 import psutil
 
-from iolab import registry, servers
+from iolab import contract, environment, registry, servers
 
 GONE_WITHIN_S = 2.0  # how long a process may take to exit after its parent dies (the lab's promise)
 POLL_S = 0.02
+
+
+# A missing optional tool must never stop a lesson: the papermill runs of the lessons (test_notebooks.py,
+# test_make_student.py) run without them, while the browser runs (test_browser.py) keep them, so one CI run takes
+# both paths. IOLAB_WITH_TOOLS=1 keeps them for the papermill runs too.
+TOOLS_OFF = os.environ.get("IOLAB_WITH_TOOLS") != "1"
+
+
+@contextlib.contextmanager
+def without_optional_tools():
+    """Run what is inside on a PATH without the optional programs lessons call (wrk, ab, nginx, strace, ss, ...), and
+    with the lab told they are off (nginx lives in sbin, where find_program looks too). Yields their names."""
+    hidden = sorted(environment.DEBIAN_PACKAGES)
+    saved = {name: os.environ.get(name) for name in ("PATH", contract.TOOLS_OFF_VARIABLE)}
+    with tempfile.TemporaryDirectory(prefix="iolab-path-") as farm:
+        # Every other program stays reachable by name: one link to each, first on the PATH first.
+        for folder in (saved["PATH"] or os.defpath).split(os.pathsep):
+            with contextlib.suppress(OSError):
+                for name in os.listdir(folder):
+                    link = os.path.join(farm, name)
+                    if name not in hidden and not os.path.lexists(link):
+                        os.symlink(os.path.join(folder, name), link)
+        os.environ["PATH"] = farm
+        os.environ[contract.TOOLS_OFF_VARIABLE] = ",".join(hidden)
+        try:
+            yield hidden
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
 
 
 def get(connection, path):

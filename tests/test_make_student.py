@@ -4,6 +4,7 @@ No solution left, every cell still compiles, solutions disabled.
 """
 
 import ast
+import contextlib
 import json
 import os
 import subprocess
@@ -23,6 +24,7 @@ sys.path.insert(0, str(TOOL.parent))
 import student_copies  # noqa: E402
 
 import make_student  # noqa: E402  (tools/ is not a package)
+from helpers import TOOLS_OFF, without_optional_tools  # noqa: E402
 
 
 def solution_lines(source):
@@ -218,11 +220,13 @@ def run_student_copy(instructor_path, student_path, out_dir, answers="right"):
     filled = student_copies.write_filled(instructor_path, student_path, out_dir / f"{student_path.stem}.filled.ipynb", answers)
     results_path = out_dir / f"{student_path.stem}.json"
     try:
-        papermill.execute_notebook(
-            str(filled), str(out_dir / f"{student_path.stem}.executed.ipynb"),
-            parameters={"quick": True, "results_path": str(results_path)},  # solutions stays False
-            kernel_name="python3", cwd=str(REPO / "notebooks"), execution_timeout=200, progress_bar=False,
-        )
+        # Without the optional tools, as every papermill run of a lesson (test_notebooks.py says why).
+        with without_optional_tools() if TOOLS_OFF else contextlib.nullcontext():
+            papermill.execute_notebook(
+                str(filled), str(out_dir / f"{student_path.stem}.executed.ipynb"),
+                parameters={"quick": True, "results_path": str(results_path)},  # solutions stays False
+                kernel_name="python3", cwd=str(REPO / "notebooks"), execution_timeout=200, progress_bar=False,
+            )
     except papermill.PapermillExecutionError as error:
         pytest.fail(f"student copy of {instructor_path.name}, filled in: In [{error.exec_count}] raised "
                     f"{error.ename}: {error.evalue}", pytrace=False)

@@ -1,5 +1,6 @@
 """Every lesson runs to the end under papermill in quick mode, its own assertions hold and its checkers accept the solutions."""
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -8,6 +9,8 @@ import papermill
 import pytest
 import student_copies
 from nbclient.exceptions import CellTimeoutError
+
+from helpers import TOOLS_OFF, without_optional_tools
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = REPO / "notebooks"
@@ -37,15 +40,17 @@ def run_notebook(path, name, **parameters):
     executed = EXECUTED_DIR / f"{name}.ipynb"
     failure = None
     try:
-        papermill.execute_notebook(
-            str(path),
-            str(executed),
-            parameters={"quick": True, "results_path": str(results_path), **parameters},
-            kernel_name="python3",
-            cwd=str(NOTEBOOK_DIR),
-            execution_timeout=CELL_TIMEOUT_S,
-            progress_bar=False,
-        )
+        # A missing optional tool must never stop a lesson: papermill runs them here without (helpers.TOOLS_OFF).
+        with without_optional_tools() if TOOLS_OFF else contextlib.nullcontext():
+            papermill.execute_notebook(
+                str(path),
+                str(executed),
+                parameters={"quick": True, "results_path": str(results_path), **parameters},
+                kernel_name="python3",
+                cwd=str(NOTEBOOK_DIR),
+                execution_timeout=CELL_TIMEOUT_S,
+                progress_bar=False,
+            )
     except papermill.PapermillExecutionError as error:
         failure = f"In [{error.exec_count}] raised {error.ename}: {error.evalue}\n{error}"
     except CellTimeoutError as error:

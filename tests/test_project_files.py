@@ -2,6 +2,7 @@
 
 import ast
 import json
+import os
 import re
 import subprocess
 import sys
@@ -181,3 +182,68 @@ def test_binder_badge_the_repo2docker_image_and_the_start_notebook_agree():
     assert "RUN ./binder/postBuild" in dockerfile
     postbuild = (REPO / "binder" / "postBuild").read_text()
     assert f"cp {LAB_SETTINGS}/overrides.json " in postbuild and "/settings/overrides.json" in postbuild
+
+
+# Where lib/ and servers/ name a program they run: looked up (find_program, missing_reason, which), given as an
+# argument list (["ss", "-ltn", ...]), or needed by a registry entry (needs_programs=("nginx",)).
+PROGRAM_LOOKUP = re.compile(r'(?:find_program|missing_reason|which)\(\s*"([A-Za-z][\w.+-]*)"')
+PROGRAM_ARGV = re.compile(r'\[\s*"([A-Za-z][\w.+-]*)",\s*f?"-')
+PROGRAM_NEEDED = re.compile(r"needs_programs=\(([^)]*)\)")
+
+
+def programs_named():
+    """{program: [files that name it]} over lib/ and servers/."""
+    found = {}
+    for path in sorted((REPO / "lib").rglob("*.py")) + sorted((REPO / "servers").glob("*.py")):
+        text = path.read_text()
+        names = set(PROGRAM_LOOKUP.findall(text)) | set(PROGRAM_ARGV.findall(text))
+        names |= {name for group in PROGRAM_NEEDED.findall(text) for name in re.findall(r'"([\w.+-]+)"', group)}
+        for name in names:
+            found.setdefault(name, []).append(str(path.relative_to(REPO)))
+    return found
+
+
+def test_every_program_a_lesson_calls_is_in_apt_txt_and_in_ci():
+    from iolab import environment
+
+    apt = set(requirement_lines((REPO / "binder" / "apt.txt").read_text()))
+    ci = (REPO / ".ci" / "run").read_text()
+    named = programs_named()
+    assert {"wrk", "ab", "nginx", "strace", "ss"} <= set(named), named  # the scan still finds what it should
+    unknown = {name: files for name, files in named.items() if name not in environment.DEBIAN_PACKAGES}
+    assert not unknown, f"programs the lab runs with no Debian package in environment.DEBIAN_PACKAGES: {unknown}"
+    for program, package in environment.DEBIAN_PACKAGES.items():
+        assert package in apt, f"{program} is called by the lab but its package {package} is not in binder/apt.txt"
+        assert re.search(rf"\b{re.escape(package)}\b", ci), f"{package} is not in .ci/run's install list"
+
+
+def test_every_file_that_runs_a_program_can_skip_it_with_the_reason():
+    """A program run by name is looked up first in the same file, so a missing one is skipped with a sentence (the
+    papermill runs of the lessons then prove it, with every optional program off PATH: test_notebooks.py)."""
+    for path in sorted((REPO / "lib").rglob("*.py")) + sorted((REPO / "servers").glob("*.py")):
+        text = path.read_text()
+        for name in set(PROGRAM_ARGV.findall(text)):
+            looked_up = re.search(rf'(?:find_program|which)\(\s*"{re.escape(name)}"', text) or "def missing_reason(" in text
+            assert looked_up, f"{path.relative_to(REPO)} runs {name} without checking first that it is installed"
+
+
+def test_the_lab_can_be_told_a_program_is_off(monkeypatch):
+    from iolab import contract
+
+    assert contract.find_program("sh")
+    monkeypatch.setenv(contract.TOOLS_OFF_VARIABLE, "nginx,sh")
+    assert contract.find_program("sh") is None
+
+
+def test_the_papermill_runs_can_hide_every_optional_program():
+    import shutil
+
+    from helpers import without_optional_tools
+    from iolab import contract, environment
+
+    before = os.environ.get("PATH")
+    with without_optional_tools() as hidden:
+        assert set(hidden) == set(environment.DEBIAN_PACKAGES)
+        assert all(shutil.which(name) is None and contract.find_program(name) is None for name in hidden)
+        assert shutil.which("sh") and subprocess.run(["sh", "-c", "exit 0"], check=False).returncode == 0
+    assert os.environ.get("PATH") == before

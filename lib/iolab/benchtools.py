@@ -4,18 +4,17 @@ ApacheBench and wrk, run against loopback and parsed into numbers, when they are
 """
 
 import re
-import shutil
 from urllib.parse import urlsplit
 
 from .children import run
-from .contract import check_loopback
+from .contract import check_loopback, find_program
 
 PACKAGES = {"ab": "apache2-utils", "wrk": "wrk"}
 
 
 def missing_reason(tool):
     """None if `tool` is on PATH, else a sentence saying what is missing and how to get it."""
-    if shutil.which(tool):
+    if find_program(tool):
         return None
     return f"{tool} is not installed (Debian package {PACKAGES.get(tool, tool)}), so this comparison is skipped"
 

@@ -111,8 +111,15 @@ def burn_cpu(ms):
 SBIN_DIRS = ("/usr/local/sbin", "/usr/sbin", "/sbin")
 
 
+# Programs the lab treats as not installed, comma-separated: to see a lesson run as on a machine without them.
+TOOLS_OFF_VARIABLE = "IOLAB_TOOLS_OFF"
+
+
 def find_program(name):
-    """The full path of an installed program, looking in the sbin directories too; None if it is not installed."""
+    """The full path of an installed program, looking in the sbin directories too; None if it is not installed
+    (or is named in $IOLAB_TOOLS_OFF)."""
+    if name in os.environ.get(TOOLS_OFF_VARIABLE, "").split(","):
+        return None
     return shutil.which(name) or shutil.which(name, path=os.pathsep.join(SBIN_DIRS))
 
 

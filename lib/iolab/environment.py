@@ -1,10 +1,13 @@
-"""What this machine offers the lab: versions, cores, file-descriptor limit, Binder or local, optional tools."""
+"""What this machine offers the lab: versions, CPUs and memory (a container's cgroup limits too), files, optional tools."""
 
 import importlib.metadata
+import math
 import os
 import platform
 import resource
 import sys
+from dataclasses import dataclass
+from pathlib import Path
 
 from .contract import find_program
 
@@ -13,7 +16,11 @@ OPTIONAL_TOOLS = {
     "ab": "ApacheBench (apache2-utils): lesson 02 reruns its experiment with it",
     "wrk": "wrk: the lab's client is compared with it; lessons 05-09 use it",
     "nginx": "nginx: lesson 06 puts Tornado processes behind it",
+    "strace": "strace: lesson 08 counts system calls with it",
+    "ss": "ss (iproute2): lessons 02 and 07 read a listener's backlog with it",
 }
+# The Debian package of each program a lesson may call: binder/apt.txt installs them (a test keeps the two in step).
+DEBIAN_PACKAGES = {"ab": "apache2-utils", "wrk": "wrk", "nginx": "nginx", "strace": "strace", "ss": "iproute2"}
 MIN_FILES = 1024  # lesson 07 wants thousands; below this even lesson 02 is cramped
 
 
@@ -26,11 +33,235 @@ def where():
     return "local"
 
 
-def usable_cores():
+def affinity_cores():
+    """The CPUs this process may be scheduled on: 1 under `taskset -c 0`; every core of the node in a container."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
+
+
+# --- A container's limits, from its cgroup ---------------------------------------------------------------------
+# Binder and JupyterHub limit a student's container with a CFS quota and a memory limit. Neither shows in the
+# affinity or in os.cpu_count(): they are read here, from the cgroup filesystem (v1 or v2), and nowhere else.
+
+UNLIMITED = 1 << 60  # cgroup v1 writes "no limit" as a huge number near 2**63
+
+
+@dataclass(frozen=True)
+class GroupCpu:
+    """The container's cumulative CPU: seconds its processes ran, and the quota's throttling so far."""
+
+    used_s: float
+    periods: int  # quota periods in which the group wanted to run
+    throttled: int  # periods in which it used up its quota and was stopped until the next
+    throttled_s: float  # time it spent stopped so (v1 sums it over the CPUs the group waited on)
+
+
+@dataclass(frozen=True)
+class GroupMemory:
+    """The container's memory now and at its peak, in bytes (the peak is None where the kernel keeps none)."""
+
+    current: int
+    peak: int | None
+
+
+def _read(path):
+    try:
+        return Path(path).read_text().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _stat(path):
+    """A flat `key value` file (cpu.stat) as {key: int}."""
+    found = {}
+    for line in (_read(path) or "").splitlines():
+        key, _, value = line.partition(" ")
+        if value.strip().isdigit():
+            found[key] = int(value)
+    return found
+
+
+class Cgroups:
+    """This process's cgroups, under `root` (/sys/fs/cgroup) as /proc/self/cgroup names them; a fake tree in tests."""
+
+    def __init__(self, root="/sys/fs/cgroup", self_cgroup="/proc/self/cgroup"):
+        self.root = Path(root)
+        self.own = {}  # controller -> this process's group path; "" for the v2 hierarchy
+        for line in (_read(self_cgroup) or "").splitlines():
+            _, controllers, path = line.split(":", 2)
+            for controller in controllers.split(",") if controllers else [""]:
+                self.own[controller] = path
+
+    @property
+    def version(self):
+        """2 on a unified hierarchy, 1 where v1 controllers are mounted, None where no cgroup filesystem is readable."""
+        if (self.root / "cgroup.controllers").is_file():
+            return 2
+        if any(self._v1_mount(c) for c in ("cpu", "memory")):
+            return 1
+        return None
+
+    def _v1_mount(self, controller):
+        if not self.root.is_dir():
+            return None
+        for mount in sorted(self.root.iterdir()):  # "cpu", or a shared mount such as "cpu,cpuacct"
+            if mount.is_dir() and controller in mount.name.split(","):
+                return mount
+        return None
+
+    def groups(self, controller):
+        """This process's group of `controller` and its ancestors, innermost first (limits apply all the way up)."""
+        if self.version == 2:
+            mount, path = self.root, self.own.get("", "/")
+        else:
+            mount, path = self._v1_mount(controller), self.own.get(controller, "/")
+            if mount is None:
+                return []
+        group = mount / path.lstrip("/")
+        # In a container with a cgroup namespace (or its own mount) /proc names a path the mount does not show:
+        # the mount's root is then the container's own group.
+        if not group.is_dir():
+            group = mount
+        chain = [group]
+        while chain[-1] != mount and mount in chain[-1].parents:
+            chain.append(chain[-1].parent)
+        return chain
+
+    def _quota_of(self, group):
+        """CPUs a group's CFS quota allows (quota / period), or None if it sets none."""
+        if self.version == 2:
+            quota, _, period = (_read(group / "cpu.max") or "max").partition(" ")
+            if quota == "max" or not quota.isdigit() or not period.strip().isdigit():
+                return None
+            return int(quota) / int(period)
+        quota, period = _read(group / "cpu.cfs_quota_us"), _read(group / "cpu.cfs_period_us")
+        if not quota or not period or not quota.isdigit() or not period.isdigit() or int(period) == 0:
+            return None  # -1: no quota
+        return int(quota) / int(period)
+
+    def quota_group(self):
+        """(CPUs, group) of the tightest CFS quota on this process's groups, or (None, None) if none is set."""
+        quotas = [(q, g) for g in self.groups("cpu") if (q := self._quota_of(g)) is not None]
+        return min(quotas, key=lambda found: found[0]) if quotas else (None, None)
+
+    def quota_period_s(self):
+        """The period, in seconds, of the tightest CFS quota (the quota is given afresh every period), or None."""
+        _, group = self.quota_group()
+        if group is None:
+            return None
+        if self.version == 2:
+            period = (_read(group / "cpu.max") or "").partition(" ")[2].strip()
+        else:
+            period = _read(group / "cpu.cfs_period_us") or ""
+        return int(period) / 1e6 if period.isdigit() else None
+
+    def cpu_quota(self):
+        """CPUs the container's CFS quota allows, as a float (1.5 for a quota of 1.5 CPUs), or None without one."""
+        return self.quota_group()[0]
+
+    def memory_limit_bytes(self):
+        """The tightest memory limit on this process's groups (memory.max, memory.limit_in_bytes), or None."""
+        name = "memory.max" if self.version == 2 else "memory.limit_in_bytes"
+        limits = [int(v) for g in self.groups("memory") if (v := _read(g / name)) and v.isdigit() and int(v) < UNLIMITED]
+        return min(limits) if limits else None
+
+    def container(self):
+        """The group that stands for 'this container': the one with the quota, else this process's own."""
+        _, group = self.quota_group()
+        if group is not None:
+            return group
+        own = self.groups("cpu")
+        return own[0] if own else None
+
+    def cpu(self):
+        """The container's GroupCpu now, or None where no cgroup tells it."""
+        group = self.container()
+        if group is None:
+            return None
+        stat = _stat(group / "cpu.stat")
+        if self.version == 2:
+            if "usage_usec" not in stat:
+                return None
+            return GroupCpu(stat["usage_usec"] / 1e6, stat.get("nr_periods", 0), stat.get("nr_throttled", 0),
+                            stat.get("throttled_usec", 0) / 1e6)
+        # v1 keeps the usage in the cpuacct controller: the same group's path under its mount.
+        accounting = self._v1_mount("cpuacct")
+        cpu_mount = self._v1_mount("cpu")
+        used = None
+        if accounting is not None and cpu_mount is not None:
+            used = _read(accounting / group.relative_to(cpu_mount) / "cpuacct.usage")
+            if not used and self.groups("cpuacct"):  # no accounting group of that name: this process's own
+                used = _read(self.groups("cpuacct")[0] / "cpuacct.usage")
+        if not used or not used.isdigit():
+            return None
+        return GroupCpu(int(used) / 1e9, stat.get("nr_periods", 0), stat.get("nr_throttled", 0),
+                        stat.get("throttled_time", 0) / 1e9)
+
+    def memory(self):
+        """This process's memory group's GroupMemory now, or None where no cgroup tells it."""
+        own = self.groups("memory")
+        if not own:
+            return None
+        names = ("memory.current", "memory.peak") if self.version == 2 else (
+            "memory.usage_in_bytes", "memory.max_usage_in_bytes")
+        current, peak = (_read(own[0] / name) for name in names)
+        if not current or not current.isdigit():
+            return None
+        return GroupMemory(int(current), int(peak) if peak and peak.isdigit() else None)
+
+
+def cgroups():
+    return Cgroups()
+
+
+def usable_cpus(cpus=None):
+    """The CPUs this kernel may use, as a float: min(affinity, CFS quota / period). 1.0 under a 1-CPU quota, 0.5
+    under half of one, however many cores the node has. `cpus`: a CPU count to use instead of the affinity."""
+    affinity = affinity_cores() if cpus is None else cpus
+    quota = cgroups().cpu_quota()
+    return float(min(affinity, quota)) if quota is not None else float(affinity)
+
+
+def cpus_within(seconds, cpus=None):
+    """The most CPU seconds per second a window of `seconds` can get: usable_cpus(), but a CFS quota is handed out
+    per period, so a short window may also catch the unused rest of the period before it (up to one period's
+    quota more), at most the affinity's cores. The ceiling of a short run under a quota; its prediction stays
+    usable_cpus()."""
+    affinity = affinity_cores() if cpus is None else cpus
+    limits = cgroups()
+    quota, period = limits.cpu_quota(), limits.quota_period_s()
+    if quota is None or not period or seconds <= 0:
+        return usable_cpus(cpus)
+    return float(min(affinity, quota * (1 + period / seconds)))
+
+
+def usable_cores():
+    """Whole CPUs worth a process of their own: usable_cpus() rounded up, at least 1 (how many client processes)."""
+    return max(1, math.ceil(usable_cpus() - 1e-9))
+
+
+def memory_limit_bytes():
+    """The container's memory limit (cgroup v1 or v2), or None where none is set."""
+    return cgroups().memory_limit_bytes()
+
+
+def cpu_use():
+    """The container's GroupCpu (its CPU seconds and throttling so far), or None where no cgroup tells it."""
+    return cgroups().cpu()
+
+
+def memory_use():
+    """The container's GroupMemory (bytes now, and at its peak), or None where no cgroup tells it."""
+    return cgroups().memory()
+
+
+def throttled_between(before, after):
+    """(times throttled, seconds throttled) between two cpu_use() readings; (0, 0.0) where either is None."""
+    if before is None or after is None:
+        return 0, 0.0
+    return after.throttled - before.throttled, after.throttled_s - before.throttled_s
 
 
 def versions():
@@ -54,6 +285,10 @@ def report():
         "where": where(),
         "platform": f"{platform.system()} {platform.release()} ({platform.machine()})",
         "cores": usable_cores(),
+        "cpus": usable_cpus(),
+        "affinity": affinity_cores(),
+        "cpu_quota": cgroups().cpu_quota(),
+        "memory_limit_bytes": memory_limit_bytes(),
         "rlimit_nofile": {"soft": soft, "hard": hard},
         "versions": versions(),
         "tools": tools(),

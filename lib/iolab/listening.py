@@ -3,10 +3,10 @@
 Accept queues, backlogs, and connections dropped.
 """
 
-import shutil
 from pathlib import Path
 
 from .children import run
+from .contract import find_program
 
 
 def _read(path, default=None):
@@ -48,7 +48,7 @@ def listen_queue(port):
     somaxconn); line is what `ss -ltn` printed. Without ss, from /proc/net/tcp
     (state 0A is LISTEN, its rx_queue the accept queue), and backlog is None.
     """
-    if shutil.which("ss"):
+    if find_program("ss"):
         listing = run(["ss", "-ltnH", f"sport = :{port}"], timeout_s=10).stdout
         for line in listing.splitlines():
             fields = line.split()
@@ -64,5 +64,5 @@ def listen_queue(port):
 
 def listen_backlog(port):
     """The backlog the kernel gave the listener on `port` (min of what it asked and somaxconn), from `ss`; None without ss."""
-    found = listen_queue(port) if shutil.which("ss") else None
+    found = listen_queue(port) if find_program("ss") else None
     return found[1] if found else None

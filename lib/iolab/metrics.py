@@ -45,7 +45,7 @@ class Summary:
     client_demand_ms: float = math.nan  # the load client's CPU per request
     client_queued_ms: float = math.nan  # and its wait for a CPU per request
     lab_demand_ms: float = math.nan  # this notebook's CPU per request: reading the results, drawing
-    cores: int = 0  # CPUs the server may run on
+    cores: float = 0  # CPUs the server may use: its affinity, or fewer under a container's CPU quota
     listen_drops: int = 0  # connection attempts dropped by a full accept queue during the run (the whole machine's)
 
     def as_dict(self, *keys):

@@ -5,13 +5,13 @@ Count the system calls a running process makes while something else runs, with `
 """
 
 import contextlib
-import shutil
 import signal
 import subprocess
 import tempfile
 import time
 
 from .children import read_until, spawn
+from .contract import find_program
 
 ATTACH_TIMEOUT_S = 10.0
 DETACH_TIMEOUT_S = 10.0
@@ -26,7 +26,7 @@ class SyscallCountUnavailable(RuntimeError):
 
 def missing_reason():
     """None if strace can be used here, else a sentence saying why not."""
-    if shutil.which("strace") is None:
+    if find_program("strace") is None:
         return "strace is not installed (Debian package strace), so system calls are not counted"
     return None
 

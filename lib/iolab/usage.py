@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import psutil
 
-from . import listening
+from . import environment, listening
 
 SNAPSHOT_ATTEMPTS = 5  # a process that exits mid-snapshot moves its CPU to its parent's counters: read again
 
@@ -37,7 +37,8 @@ class Usage:
     queued_s: seconds its threads spent ready to run but waiting for a CPU
     (the scheduler's run-queue delay): the CPU's saturation. Threads that
     ended inside the window take their share with them, so it can undercount.
-    cores: the CPUs the server may run on (its affinity: 1 under `taskset -c 0`).
+    cores: the CPUs the server may use: its affinity (1 under `taskset -c 0`), or fewer under a container's
+    CPU quota (environment.usable_cpus: 1.0 on Binder, 0.5 under half a CPU).
     busiest_cpu_s, busiest_queued_s: the same two for the one thread that ran
     the most (an event loop's); its running and queueing can never add up to
     more than the window, which the other threads' waits (a watchdog's) could.
@@ -48,7 +49,7 @@ class Usage:
     wall_s: float
     processes: int
     threads: int
-    cores: int
+    cores: float
     busiest_cpu_s: float = math.nan
     busiest_queued_s: float = math.nan
 
@@ -137,11 +138,13 @@ def snapshot(pid):
 
 
 def cores_of(pid):
-    """The CPUs process `pid` may run on (its affinity), or this machine's count where affinity is unknown."""
+    """The CPUs process `pid` may use: its affinity (this machine's count where unknown), or the container's CPU quota
+    where that is less (this lab runs its servers in its own container, so the quota is theirs too)."""
     try:
-        return len(psutil.Process(pid).cpu_affinity())
+        affinity = len(psutil.Process(pid).cpu_affinity())
     except (AttributeError, psutil.Error):
-        return os.cpu_count() or 1
+        affinity = os.cpu_count() or 1
+    return environment.usable_cpus(affinity)
 
 
 class CpuMeter:
@@ -224,7 +227,7 @@ class RunUsage:
     client_queued_s: float
     lab_cpu_s: float
     wall_s: float
-    cores: int
+    cores: float
     listen_drops: int = 0
 
 

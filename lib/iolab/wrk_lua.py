@@ -4,11 +4,10 @@ Each connection sends `depth` requests in one write, and may check every answer'
 """
 
 import re
-import shutil
 from urllib.parse import urlsplit
 
 from .benchtools import parse_wrk, wrk_output
-from .contract import check_loopback
+from .contract import check_loopback, find_program
 
 _ORDER_LINE = re.compile(r"^ORDER checked (\d+) wrong (\d+)$", re.MULTILINE)
 
@@ -81,7 +80,7 @@ def run_pipelined(url, paths, connections, duration_s, script_path, expected_bod
         raise ValueError(f"threads must be between 1 and connections ({connections}), got {threads}")
     if expected_bodies is not None and threads != connections:
         raise ValueError("checking the order needs one connection per wrk thread (threads == connections)")
-    if shutil.which("wrk") is None:
+    if find_program("wrk") is None:
         raise FileNotFoundError("wrk is not installed (Debian package wrk)")
     with open(script_path, "w") as script:
         script.write(pipeline_script(paths, expected_bodies))

@@ -47,8 +47,8 @@ def test_the_bound_is_tight_where_theory_says_it_is(corners):
 @pytest.mark.parametrize("with_ss", [True, False], ids=["ss", "proc"])
 def test_the_listen_queue_counts_connections_not_yet_accepted(with_ss, monkeypatch):
     if not with_ss:
-        monkeypatch.setattr(listening.shutil, "which", lambda name: None)
-    elif listening.shutil.which("ss") is None:
+        monkeypatch.setattr(listening, "find_program", lambda name: None)
+    elif listening.find_program("ss") is None:
         pytest.skip("ss (iproute2) is not installed")
     with socket.create_server(("127.0.0.1", 0), backlog=7) as listener:
         port = listener.getsockname()[1]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import psutil
 
+from iolab import environment
 from iolab.listening import somaxconn
 
 # The names the lesson's table uses, one per limit.
@@ -122,20 +123,16 @@ def threads_max():
 
 
 def memory_available_bytes():
-    """Memory this process's cgroup may still use (Binder, Docker), or MemAvailable from /proc/meminfo, whichever is less."""
+    """Memory this process's container may still use (its cgroup's limit less its use: Binder, Docker, JupyterHub), or
+    MemAvailable from /proc/meminfo, whichever is less."""
     available = None
     for line in (_read("/proc/meminfo", "") or "").splitlines():
         if line.startswith("MemAvailable:"):
             available = int(line.split()[1]) * 1024
-    for limit_path, usage_path in (
-        ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
-        ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"),
-    ):
-        limit, usage = _read(limit_path), _read(usage_path)
-        if limit and usage and limit.isdigit() and int(limit) < 1 << 60:
-            headroom = int(limit) - int(usage)
-            available = headroom if available is None else min(available, headroom)
-            break
+    limit, use = environment.memory_limit_bytes(), environment.memory_use()
+    if limit is not None and use is not None:
+        headroom = max(0, limit - use.current)
+        available = headroom if available is None else min(available, headroom)
     return available
 
 

@@ -1,4 +1,4 @@
-"""What the cores this process may use did during a run: ours, the kernel's networking, other programs, idle."""
+"""What the cores this process may use did during a run: ours, the kernel's networking, other programs, idle, throttled."""
 
 import contextlib
 import os
@@ -6,13 +6,14 @@ from dataclasses import dataclass
 
 import psutil
 
-from iolab import usage
+from iolab import environment, usage
 
 TICK_S = 1 / os.sysconf("SC_CLK_TCK")  # /proc/stat counts in clock ticks (10 ms on most kernels)
 
 
 def usable_cores():
-    """The CPUs this process may run on (its affinity): 1 under `taskset -c 0`, as on a one-CPU Binder."""
+    """The CPUs this process may be scheduled on (its affinity): 1 under `taskset -c 0`. A container's CPU quota
+    does not show here: how much of them it may use is environment.usable_cpus()."""
     return sorted(os.sched_getaffinity(0))
 
 
@@ -49,6 +50,9 @@ class CoreTimes:
     stolen_s: float  # steal: a hypervisor ran another machine on these CPUs
     idle_s: float  # idle + iowait
     own_s: float  # this process and the children it has reaped (the load clients): user + system
+    # Under a CPU quota (Binder, JupyterHub) the container's own cgroup: its CPU seconds and its throttling so far.
+    # /proc/stat counts the whole node there, other users' containers included, which take nothing from our quota.
+    group: environment.GroupCpu | None = None
 
 
 def read(cpus=None):
@@ -63,12 +67,14 @@ def read(cpus=None):
                     totals[index] += int(value)
     user, nice, system, idle, iowait, irq, softirq, steal = (ticks * TICK_S for ticks in totals)
     own = os.times()
+    limits = environment.cgroups()
     return CoreTimes(
         tasks_s=user + nice + system,
         interrupts_s=irq + softirq,
         stolen_s=steal,
         idle_s=idle + iowait,
         own_s=own.user + own.system + own.children_user + own.children_system,
+        group=limits.cpu() if limits.cpu_quota() is not None else None,
     )
 
 
@@ -77,12 +83,14 @@ class CoreUse:
     """How the cores' time was spent between two readings, in core-seconds; `server_s` comes from the server's tree."""
 
     wall_s: float
-    cores: int
+    cores: float  # usable CPUs: the affinity's, or fewer under a quota (0.5 for half a CPU)
     server_s: float
     own_s: float  # this notebook and its load clients
     interrupts_s: float
-    others_s: float  # everything that was not ours: other programs, and time a hypervisor took
-    idle_s: float  # nobody ran at all
+    others_s: float  # everything that was not ours: other programs (in this container, under a quota), a hypervisor
+    idle_s: float  # nobody ran at all (under a quota: of the CPU time the quota allowed, what was not used)
+    throttled: int = 0  # quota periods in which the container used up its quota and was stopped
+    throttled_s: float = 0.0  # how long it was stopped so
 
     @property
     def idle_share(self):
@@ -98,10 +106,19 @@ class CoreUse:
 
 
 def between(before, after, wall_s, server_s, cores):
-    """The CoreUse of a window from two readings; ticks are coarse, so `others_s` is clipped at 0."""
+    """The CoreUse of a window from two readings; ticks are coarse, so `others_s` is clipped at 0.
+
+    Under a CPU quota the shares are of the quota (`cores` usable CPUs), from the container's own cgroup counter:
+    others are other programs in this container, not other users' containers on the node.
+    """
     own = after.own_s - before.own_s
     tasks = after.tasks_s - before.tasks_s
     interrupts = after.interrupts_s - before.interrupts_s
+    if before.group is not None and after.group is not None:
+        used = after.group.used_s - before.group.used_s
+        throttled, throttled_s = environment.throttled_between(before.group, after.group)
+        return CoreUse(wall_s, cores, server_s, own, interrupts, max(0.0, used - own - server_s),
+                       max(0.0, wall_s * cores - used), throttled, throttled_s)
     # Where the kernel does not account interrupt time apart (no IRQ_TIME_ACCOUNTING), a task's own CPU clock
     # includes the interrupts handled on its time, while /proc/stat files the ticks that land there as softirq.
     others = max(0.0, tasks + interrupts - own - server_s) + (after.stolen_s - before.stolen_s)

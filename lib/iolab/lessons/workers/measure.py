@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 
 import psutil
 
-from iolab import load, metrics, servers, usage
+from iolab import environment, load, metrics, servers, usage
 
 from . import cores
 
@@ -122,9 +122,11 @@ class Run:
     kernel_demand_ms: float  # interrupt work the kernel did (mostly loopback packets), for reference
     others_share: float  # taken by programs that are not this lesson's: the run's disturbance
     idle_share: float  # no one ran
-    cores: int
+    cores: float  # usable CPUs: the affinity's, or fewer under a container's CPU quota
     connections: tuple = ()  # client connections per application process, read during the run (largest first)
     connections_at_go: tuple = ()  # the same, read once every user had connected, before the run began
+    throttled: int = 0  # times the container's CPU quota stopped it during the run
+    throttled_s: float = 0.0  # how long in all
 
     def as_dict(self):
         return asdict(self)
@@ -173,7 +175,8 @@ def run(server, path, requests, users, handler="", keep_alive=True, client="raw"
     after_roles = cpu_by_role(server.pid)
     server.check()
     spent = {name: after_roles[name][0] - before_roles[name][0] for name in ROLES}
-    use = cores.between(before_cores, after_cores, wall_s, sum(spent.values()), len(cpus))
+    usable = environment.usable_cpus(len(cpus))
+    use = cores.between(before_cores, after_cores, wall_s, sum(spent.values()), usable)
     summary = metrics.summarize(result)
     done = summary.completed
 
@@ -202,9 +205,11 @@ def run(server, path, requests, users, handler="", keep_alive=True, client="raw"
         kernel_demand_ms=per_request_ms(use.interrupts_s),
         others_share=use.others_share,
         idle_share=use.idle_share,
-        cores=len(cpus),
+        cores=usable,
         connections=connections_held(idle_sockets, readings),
         connections_at_go=at_go[0] if at_go else (),
+        throttled=use.throttled,
+        throttled_s=use.throttled_s,
     )
 
 

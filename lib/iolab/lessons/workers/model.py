@@ -170,21 +170,44 @@ def ceiling(run, own, setup, users, cores):
     return predict(loosest, replace(setup, connections=()), users, cores)
 
 
+def throttled(run):
+    """A sentence if the container's CPU quota stopped the run (Binder, JupyterHub), else ''."""
+    times, seconds = getattr(run, "throttled", 0), getattr(run, "throttled_s", 0.0)
+    if not times:
+        return ""
+    return f"the CPU quota throttled this run {times} time{'s' if times != 1 else ''}, {seconds:.2f} s in all"
+
+
 def judge(run, predicted, explained, first, own, setup, most):
     """The Verdict on one run: the prediction from the first demands, or else why it missed, measured.
 
-    `most` is the run's ceiling (see ceiling()).
+    `most` is the run's ceiling (see ceiling()). A run the CPU quota throttled says so, with the time, whatever
+    its verdict.
     """
+    verdict = _judge(run, predicted, explained, first, own, setup, most)
+    note = throttled(run)
+    if note and note not in verdict.reason:
+        return replace(verdict, reason=f"{verdict.reason}; {note}" if verdict.reason else note)
+    return verdict
+
+
+def _judge(run, predicted, explained, first, own, setup, most):
     if abs(error(run.rps, predicted.rps)) <= TOLERANCE:
         return Verdict("predicted")
     if run.rps > most.rps * (1 + TOLERANCE):  # faster than its own demands allow: nothing here excuses that
         return Verdict("unexplained", f"{error(run.rps, most.rps):+.0%} above the most its own demands allow ({most.limit})")
     if abs(error(run.rps, explained.rps)) <= (EXPLAINED_TOLERANCE if setup.connections else TOLERANCE):
         return Verdict("explained", _what_changed(first, own, setup))
+    if run.rps > explained.rps * (1 + TOLERANCE) and explained.limit == "cores" and (
+            most.bounds.get("cores", 0) > explained.bounds["cores"] * (1 + CHANGED)):
+        return Verdict("explained", "above the cores' bound, within what a CPU quota allows a short run: the quota is"
+                                    " handed out per period, and this run caught the unused rest of one")
     if run.rps > explained.rps * (1 + TOLERANCE):  # above the bound with the first g, within its ceiling
         busy = run.rps * run.app_demand_ms / 1000 / max(setup.processes, 1)
         return Verdict("explained", f"each process kept {busy:.2f} cores busy, where one thread kept "
                                     f"{own.process_cores:.2f}: its threads' system calls overlapped more")
+    if throttled(run):
+        return Verdict("reported", f"{throttled(run)}: stalls the model has no term for")
     if run.others_share > DISTURBED_SHARE:
         return Verdict("reported", f"other programs took {run.others_share:.0%} of the cores during this run")
     if run.idle_share > IDLE_SHARE and explained.limit in ("cores", "GIL"):

@@ -7,7 +7,7 @@ judged.
 import math
 from dataclasses import dataclass
 
-from iolab import params, registry
+from iolab import environment, params, registry
 
 from . import cores as core_info
 from . import measure, model
@@ -141,7 +141,8 @@ class Lab:
         self.handlers = tuple(handlers)
         # With `cpus`, everything this lab starts runs on those CPUs only: the stand-in for a one-CPU machine.
         self.cpus = set(cpus) if cpus is not None else set(core_info.usable_cores())
-        self.cores = len(self.cpus)
+        # Cores as the model counts them: these CPUs, or fewer under a container's CPU quota (Binder's is 1).
+        self.cores = environment.usable_cpus(len(self.cpus))
         self.cells = []
         self.baselines = {}  # (kind, handler) -> model.Demands
 
@@ -187,7 +188,7 @@ class Lab:
         users = self.users_for(config, handler)
         wait = self.wait_of(handler)
         # nginx alone is faster than one client process: give it one per core.
-        clients = self.cores if config.kind == "nginx" else 1
+        clients = max(1, math.ceil(self.cores - 1e-9)) if config.kind == "nginx" else 1  # whole processes
         guess = model.predict(first, config.setup(client_processes=clients), users, self.cores) if first else None
         expected_rps = guess.rps if guess else self._rough_rps(handler, users)
         requests = min(MAX_REQUESTS, max(3 * users, math.ceil(expected_rps * self.run_seconds)))
@@ -208,7 +209,8 @@ class Lab:
         own = model.Demands.of(run, wait, first.process_cores)
         predicted = model.predict(first, setup_at_go, users, self.cores)
         explained = model.predict(own, setup_as_run, users, self.cores)
-        most = model.ceiling(run, own, setup, users, self.cores)
+        # The most a run could do: under a quota a short run may catch a period's unused quota (environment.cpus_within).
+        most = model.ceiling(run, own, setup, users, environment.cpus_within(run.duration_s, len(self.cpus)))
         verdict = model.judge(run, predicted, explained, first, own, setup_as_run, most)
         cell = Cell(config, handler, users, predicted, explained, run, verdict, most, tuple(t.rps for t in tries))
         if keep:
@@ -248,7 +250,7 @@ class Lab:
 
     def predict(self, config, handler):
         """The prediction for a configuration from its baseline's demands, without running it."""
-        clients = self.cores if config.kind == "nginx" else 1
+        clients = max(1, math.ceil(self.cores - 1e-9)) if config.kind == "nginx" else 1  # whole processes
         users = self.users_for(config, handler)
         return model.predict(self.demands(config, handler), config.setup(client_processes=clients), users, self.cores)
 
