@@ -5,10 +5,11 @@ callback, a request object, a route, an answer queued. Here a read made only of
 the one request a benchmark repeats (GET / or GET /?seq=N, with at most a Host
 header) costs a few calls into C, however many requests it holds:
 
-  1. RECOGNISED.match finds how far whole recognised requests tile the read,
-     one right after the other from its first byte, nothing skipped between;
-  2. NUMBERS.findall takes each request's number from those bytes;
-  3. answers() joins every answer, each echoing its request's number, and one
+  1. recognise() finds how far whole recognised requests tile the read, one
+     right after the other from its first byte, nothing skipped between, and
+     takes each request's number: one compiled pattern (or, for a read of one
+     request repeated, one split) does it in C;
+  2. answers() joins every answer, each echoing its request's number, and one
      transport.write sends them all.
 
 Anything else (another route, another header, a broken request) goes to
@@ -22,7 +23,7 @@ pipeline/batch.py.
 """
 
 from iolab.contract import parse_args
-from pipeline.batch import FULL_PARSERS, NUMBERS, RECOGNISED, answers
+from pipeline.batch import FULL_PARSERS, answers, recognise
 from pipeline.parsers import MAX_HEAD_BYTES
 from pipeline_app import PipelinedHTTP, Settings, add_common_arguments, run
 
@@ -40,9 +41,9 @@ class BatchHTTP(PipelinedHTTP):
         if not self.between_requests():
             super().data_received(data)  # the full path is in the middle of something: it keeps the order
             return
-        end = RECOGNISED.match(data).end()  # whole recognised requests, back to back from the first byte
+        end, numbers = recognise(data)  # whole recognised requests, back to back from the first byte
         if end:
-            self.ready.append(answers(NUMBERS.findall(data, 0, end)))
+            self.ready.append(answers(numbers))
         rest = data[end:]
         if b"\r\n\r\n" in rest or len(rest) > MAX_HEAD_BYTES:
             super().data_received(rest)  # a whole request the pattern does not know: the full path, after these

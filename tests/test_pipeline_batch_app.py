@@ -215,3 +215,18 @@ def test_one_write_per_read_of_recognised_requests():
         except syscalls.SyscallCountUnavailable as error:
             pytest.skip(str(error))
     assert batches <= counts.of(syscalls.WRITES) <= batches + 2
+
+
+def test_the_split_for_alike_requests_agrees_with_the_pattern(batch_module):
+    """recognise() cuts a read of one request repeated by a split; on any read it must agree with the pattern."""
+    rng = random.Random(16)
+    tails = [b"", b"G", numbered(5)[:-3], get_request("/x"), b"\r\n", b"GET /?seq=12345678901234567 HTTP/1.1\r\n\r\n",
+             b"GET /?seq=1 HTTP/1.1\r\nHost: lab\r\n\r\n\r\n", numbered(3, "other")]
+    for _ in range(500):
+        numbers = [rng.choice([b"0", b"7", b"42", b"1234567890123456", b"99999"]) for _ in range(rng.randrange(1, 20))]
+        data = b"".join(numbered(number.decode()) for number in numbers) + rng.choice(tails)
+        if rng.random() < 0.2:  # a byte changed anywhere
+            at = rng.randrange(len(data))
+            data = data[:at] + bytes([rng.randrange(256)]) + data[at + 1 :]
+        end = batch_module.RECOGNISED.match(data).end()
+        assert batch_module.recognise(data) == (end, batch_module.NUMBERS.findall(data, 0, end)), data

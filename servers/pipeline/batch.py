@@ -18,6 +18,28 @@ RECOGNISED = re.compile(b"(?:" + _REQUEST.replace(b"([0-9]", b"(?:[0-9]") + b")*
 NUMBERS = re.compile(_REQUEST)
 
 
+MAX_NUMBER_DIGITS = 16
+
+
+def recognise(data):
+    """(end, numbers): how far whole recognised requests tile `data` from its first byte, and their numbers in order.
+
+    The usual read of a benchmark is one request many times over, numbered: then, once the first is checked by the
+    pattern, splitting the rest at what lies between two numbers must leave nothing but numbers, and when it does
+    the read is those requests back to back, byte for byte. One split in C instead of two passes of the pattern.
+    """
+    first = NUMBERS.match(data)
+    if first is not None and first.start(1) >= 0:
+        before, after = data[: first.start(1)], data[first.end(1) : first.end()]
+        if data.endswith(after):
+            numbers = data[len(before) : len(data) - len(after)].split(after + before)
+            # Every piece 1 to 16 digits: nothing else, and nothing skipped, between the requests.
+            if b"".join(numbers).isdigit() and b"" not in numbers and max(map(len, numbers)) <= MAX_NUMBER_DIGITS:
+                return len(data), numbers
+    end = RECOGNISED.match(data).end()
+    return end, NUMBERS.findall(data, 0, end)
+
+
 def answers(numbers):
     """The answers to recognised requests, in order, as one bytes object: hello world, echoing each request's number."""
     before, after = clock.numbered_before, clock.numbered_after
