@@ -34,11 +34,6 @@ SERVERS = {  # what each end of the ladder's last rung runs
 }
 
 
-def numbered(depth):
-    """wrk's batch: GET /?seq=0 ... /?seq=depth-1, so the batch server's split path recognises it as the batch client's."""
-    return [f"/?seq={i}" for i in range(depth)]
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--connections", type=int, default=64, help="connections in every run (default 64)")
@@ -75,7 +70,7 @@ def main():
         for round_number in range(args.rounds):
             for kind in kinds if round_number % 2 == 0 else kinds[::-1]:
                 label, which, client, depth = kind
-                paths = numbered(depth) if client == "wrk" else None
+                paths = runs.numbered_paths(depth) if client == "wrk" else None  # so wrk takes the batch path
                 point = runs.measure(label, started[which], depth=depth, connections=args.connections,
                                      duration_s=args.duration, count=False, client=client, paths=paths)
                 if point.errors:

@@ -14,6 +14,7 @@ CASES = [
     (ex.q3, {"demand_us": 2.5}, 400_000, 800_000, "one core"),
     (ex.q4, {"last_ms": 305.0}, 300, 2100, "may not leave before"),
     (ex.q5, {}, "multiplexing", "more connections", "six per host"),
+    (ex.q6, {"per_request_us": 2.0, "per_batch_us": 0.8}, 2.5, 0.4, "compare the two ceilings"),
 ]
 
 
@@ -34,4 +35,4 @@ def test_a_loaded_machine_still_accepts_the_design_figure():
 
 
 def test_statuses_name_every_exercise_in_order():
-    assert list(ex.statuses()) == ["q1", "q2", "q3", "q4", "q5"]
+    assert list(ex.statuses()) == ["q1", "q2", "q3", "q4", "q5", "q6"]

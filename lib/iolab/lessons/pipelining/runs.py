@@ -39,6 +39,11 @@ class Drive:
         return self.requests / self.seconds if self.seconds else 0.0
 
 
+def numbered_paths(depth):
+    """GET /?seq=0 ... /?seq=depth-1: a batch the batch server recognises whole, its answers each echoing its number."""
+    return [f"/?seq={i}" for i in range(depth)]
+
+
 def client_name():
     """The client this machine runs the lesson's timed runs with."""
     return "wrk" if benchtools.missing_reason("wrk") is None else "lab client"
