@@ -1,11 +1,13 @@
 """The batch client against real servers: every answer's number checked in its place, errors counted, every run bounded."""
 
+import asyncio
 import contextlib
 import socket
 import subprocess
 import sys
 import textwrap
 import time
+import types
 
 import pytest
 
@@ -125,3 +127,71 @@ def test_bad_parameters_are_refused_by_name(arguments, named):
     arguments = {"url": "http://127.0.0.1:1", **arguments}
     with pytest.raises(batch.BatchParameterError, match=named):
         batch.run(**arguments)
+
+
+def answer(number, date=b"Thu, 26 Nov 2026 07:46:27 GMT"):
+    return (b"HTTP/1.1 200 OK\r\nDate: " + date + b"\r\nContent-Type: text/plain\r\nContent-Length: 12\r\n"
+            b"Connection: keep-alive\r\nSeq: " + number + b"\r\n\r\nhello world\n")
+
+
+class FakeTransport:
+    def __init__(self):
+        self.written, self.aborted = [], False
+
+    def write(self, data):
+        self.written.append(data)
+
+    def abort(self):
+        self.aborted = True
+
+    def close(self):
+        pass
+
+    def is_closing(self):
+        return self.aborted
+
+
+def connection(depth):
+    """A Batches connection on a stub run, its first batch sent: the numbers 0 .. depth-1 expected back."""
+    loop = asyncio.new_event_loop()
+    run = types.SimpleNamespace(depth=depth, host="127.0.0.1", loop=loop, ends_at=float("inf"), issued=0,
+                                max_requests=10**9, answered=0, errors={})
+    batches = batch.Batches(run, 0)
+    batches.connection_made(FakeTransport())
+    batches.send()
+    return batches, run, loop
+
+
+@pytest.mark.parametrize("cut", [None, 1, 100, 150, 1000])
+def test_answers_alike_or_not_cut_anywhere_are_all_checked(cut):
+    numbers = [b"%d" % i for i in range(8)]
+    dates = [b"Thu, 26 Nov 2026 07:46:27 GMT"] * 5 + [b"Thu, 26 Nov 2026 07:46:28 GMT"] * 3  # a second ticked
+    for stream in (b"".join(answer(n) for n in numbers), b"".join(map(answer, numbers, dates))):
+        batches, run, loop = connection(8)
+        pieces = [stream] if cut is None else [stream[:cut], stream[cut:]]
+        for piece in pieces:
+            batches.data_received(piece)
+        assert run.errors == {} and run.answered == 8 and len(batches.transport.written) == 2  # the next batch left
+        loop.close()
+    assert batch._all_answers_alike(b"".join(answer(n) for n in numbers), numbers)
+    assert not batch._all_answers_alike(b"".join(map(answer, numbers, dates)), numbers)
+
+
+@pytest.mark.parametrize("wrong", ["swapped", "missing", "extra", "body", "junk"])
+def test_a_wrong_read_fails_the_batch(wrong):
+    numbers = [b"%d" % i for i in range(4)]
+    answers = [answer(n) for n in numbers]
+    if wrong == "swapped":
+        answers[1], answers[2] = answers[2], answers[1]
+    elif wrong == "missing":
+        answers[1] = answers[2]
+    elif wrong == "extra":
+        answers.append(answer(b"4"))
+    elif wrong == "body":
+        answers[3] = answers[3].replace(b"hello world", b"hello wrold")
+    else:
+        answers.insert(2, b"\r\n")
+    batches, run, loop = connection(4)
+    batches.data_received(b"".join(answers))
+    loop.close()
+    assert "wrong answer" in run.errors and batches.transport.aborted
