@@ -37,12 +37,11 @@ from dataclasses import dataclass, field
 from urllib.parse import parse_qs
 
 from iolab.contract import HELLO_BODY, BadParameter, announce, burn_cpu, die_with_parent, log, parse_args, parse_ms
-from pipeline.answers import clock, respond
+from pipeline.answers import MAX_SEQ_DIGITS, clock, respond
 from pipeline.hardening import Hardening
 from pipeline.parsers import PARSERS, BadRequest
 
 DEFAULT_MAX_WAITING = 100
-MAX_SEQ_DIGITS = 16  # a request's number, echoed in its answer (GET /?seq=N)
 
 
 class PipelinedHTTP(Hardening, asyncio.Protocol):

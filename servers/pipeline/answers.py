@@ -18,6 +18,7 @@ REASONS = {
 }
 KEEP_ALIVE_GET = Request(b"GET", b"/", b"", True)  # what nearly every request of a benchmark looks like
 SEQ_MARK = "\0"  # where the number goes in the numbered answer's two halves
+MAX_SEQ_DIGITS = 16  # a request's number (GET /?seq=N), echoed in its answer's Seq header
 
 
 class Clock:

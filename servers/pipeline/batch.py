@@ -2,13 +2,13 @@
 
 import re
 
-from pipeline.answers import clock
+from pipeline.answers import MAX_SEQ_DIGITS, clock
 from pipeline.parsers import HttptoolsParser, OurParser
 
 # The one request the batch path knows: GET / or GET /?seq=N, HTTP/1.1, at most a Host header (printable, no spaces),
 # nothing else. Any other header (Connection, Content-Length, Transfer-Encoding...) could change what the request
 # means, so a request with one goes to the full parser.
-_REQUEST = rb"GET /(?:\?seq=([0-9]{1,16}))? HTTP/1\.1\r\n(?:Host: [!-~]{1,255}\r\n)?\r\n"
+_REQUEST = rb"GET /(?:\?seq=([0-9]{1,%d}))? HTTP/1\.1\r\n(?:Host: [!-~]{1,255}\r\n)?\r\n" % MAX_SEQ_DIGITS
 # As many whole requests as follow one another from the first byte, possessively (no backtracking: the request
 # has one way to match). match() of it ends where the first byte that is not one of them starts.
 RECOGNISED = re.compile(b"(?:" + _REQUEST.replace(b"([0-9]", b"(?:[0-9]") + b")*+")
@@ -16,9 +16,6 @@ RECOGNISED = re.compile(b"(?:" + _REQUEST.replace(b"([0-9]", b"(?:[0-9]") + b")*
 # (b"" when it has none), in order. The request matches only one way, so findall cuts the bytes exactly where
 # RECOGNISED did.
 NUMBERS = re.compile(_REQUEST)
-
-
-MAX_NUMBER_DIGITS = 16
 
 
 def recognise(data):
@@ -34,7 +31,7 @@ def recognise(data):
         if data.endswith(after):
             numbers = data[len(before) : len(data) - len(after)].split(after + before)
             # Every piece 1 to 16 digits: nothing else, and nothing skipped, between the requests.
-            if b"".join(numbers).isdigit() and b"" not in numbers and max(map(len, numbers)) <= MAX_NUMBER_DIGITS:
+            if b"".join(numbers).isdigit() and b"" not in numbers and max(map(len, numbers)) <= MAX_SEQ_DIGITS:
                 return len(data), numbers
     end = RECOGNISED.match(data).end()
     return end, NUMBERS.findall(data, 0, end)
