@@ -119,7 +119,7 @@ def test_nothing_listening_is_refused():
 
 @pytest.mark.parametrize(
     ("arguments", "named"),
-    [({"depth": 0}, "depth"), ({"connections": 5000}, "connections"), ({"duration_s": 0}, "duration_s"),
+    [({"depth": 0}, "depth"), ({"depth": 257}, "depth"), ({"connections": 5000}, "connections"), ({"duration_s": 0}, "duration_s"),
      ({"timeout_s": 100}, "timeout_s"), ({"depth": 2.5}, "depth"), ({"url": "http://10.0.0.1:80"}, "url"),
      ({"url": "https://127.0.0.1:80"}, "url")],
 )
@@ -154,7 +154,7 @@ class FakeTransport:
 def connection(depth):
     """A Batches connection on a stub run, its first batch sent: the numbers 0 .. depth-1 expected back."""
     loop = asyncio.new_event_loop()
-    run = types.SimpleNamespace(depth=depth, host="127.0.0.1", loop=loop, ends_at=float("inf"), issued=0,
+    run = types.SimpleNamespace(depth=depth, cycle=2, host="127.0.0.1", loop=loop, ends_at=float("inf"), issued=0,
                                 max_requests=10**9, answered=0, errors={})
     batches = batch.Batches(run, 0)
     batches.connection_made(FakeTransport())
@@ -195,3 +195,13 @@ def test_a_wrong_read_fails_the_batch(wrong):
     batches.data_received(b"".join(answers))
     loop.close()
     assert "wrong answer" in run.errors and batches.transport.aborted
+
+
+def test_the_last_batchs_answers_again_are_wrong():
+    numbers = [b"%d" % i for i in range(4)]
+    batches, run, loop = connection(4)
+    batches.data_received(b"".join(answer(n) for n in numbers))
+    assert run.answered == 4 and run.errors == {}
+    batches.data_received(b"".join(answer(n) for n in numbers))  # a server that answered the first batch twice
+    loop.close()
+    assert run.errors == {"wrong answer": 4}

@@ -15,8 +15,9 @@ per batch what that one does per answer, the way pipeline_batch_app serves:
   * the next batch leaves when the whole last one is answered (as wrk pipelines).
 
 It counts, it does not keep a row per request: latency is not what it measures.
-The numbers cycle through CYCLE batches per connection (each connection its own
-numbers), which is enough to place every answer: only one batch is in flight.
+The numbers cycle through a few batches' worth per connection (each connection
+its own numbers), which is enough to place every answer: only one batch is in
+flight, so an answer left over from the last one would carry a number of its own.
 
 Run by `run()` in a process of its own (`python -m iolab.clients.batch SPEC`),
 which reports requests, errors, wall time and its own CPU for the timed window
@@ -35,8 +36,9 @@ from urllib.parse import urlsplit
 
 from ..contract import check_loopback, die_with_parent
 
-CYCLE = 64  # batches of numbers per connection before they repeat
-LIMITS = {"depth": (1, 1000), "connections": (1, 1000), "duration_s": (0.1, 600.0), "timeout_s": (0.01, 60.0),
+CYCLE = 64  # batches of numbers per connection before they repeat, at most
+NUMBERS_KEPT = 1 << 20  # numbers built ahead for all connections together, at most: the memory they take is bounded
+LIMITS = {"depth": (1, 256), "connections": (1, 1000), "duration_s": (0.1, 600.0), "timeout_s": (0.01, 60.0),
           "max_requests": (1, 10_000_000_000)}
 CONNECT_TIMEOUT_S = 10.0
 # One answer of pipeline_batch_app (or pipeline_app) to GET /?seq=N on a kept-alive connection, and nothing else.
@@ -81,7 +83,7 @@ class Batches(asyncio.Protocol):
 
     def __init__(self, run, first_number):
         self.run = run
-        numbers = [b"%d" % (first_number + i) for i in range(CYCLE * run.depth)]
+        numbers = [b"%d" % (first_number + i) for i in range(run.cycle * run.depth)]
         depth = run.depth
         # Every batch of the cycle built once: the bytes to write and the numbers expected back.
         self.cycle = [(_requests(run.host, numbers[i : i + depth]), numbers[i : i + depth])
@@ -104,7 +106,7 @@ class Batches(asyncio.Protocol):
             return
         payload, self.expected = self.cycle[self.next_batch]
         self.position = 0
-        self.next_batch = (self.next_batch + 1) % CYCLE
+        self.next_batch = (self.next_batch + 1) % len(self.cycle)
         run.issued += len(self.expected)
         self.sent_at = time.perf_counter()
         self.transport.write(payload)
@@ -194,6 +196,8 @@ class Run:
         self.duration_s = spec["duration_s"]
         self.timeout_s = spec["timeout_s"]
         self.max_requests = spec["max_requests"]
+        # Two batches in the cycle are enough to tell this batch's answers from the last one's.
+        self.cycle = max(2, min(CYCLE, NUMBERS_KEPT // (self.depth * self.connections)))
         self.loop = asyncio.get_running_loop()
         self.issued = self.answered = 0
         self.errors = {}
@@ -204,7 +208,7 @@ class Run:
         for number in range(self.connections):
             try:
                 _, protocol = await asyncio.wait_for(self.loop.create_connection(
-                    lambda number=number: Batches(self, number * CYCLE * self.depth), self.host, self.port),
+                    lambda number=number: Batches(self, number * self.cycle * self.depth), self.host, self.port),
                     CONNECT_TIMEOUT_S)
             except (OSError, TimeoutError) as error:
                 kind = "refused" if isinstance(error, ConnectionRefusedError) else "timeout"
