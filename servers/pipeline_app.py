@@ -24,6 +24,8 @@ the server.
 
 The limits that keep one connection from taking all memory, back-pressure and
 closing live in pipeline/hardening.py; the bytes of an answer in pipeline/answers.py.
+pipeline_batch_app.py puts a batch path in front of this connection's parser: a
+read of hello worlds answered without Python per request.
 """
 
 import asyncio
