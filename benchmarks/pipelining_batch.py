@@ -15,7 +15,7 @@ from those two alone: min(1 / D, cores / (D + client)). Rounds alternate the
 order of the runs; each figure is the median of its rounds. The last line is JSON.
 
 Run it alone: flock /tmp/iolab-measure.lock .venv/bin/python benchmarks/pipelining_batch.py
-    [--connections 64] [--duration 3] [--rounds 3] [--depths 16 32] [--one-cpu]
+    [--connections 64] [--duration 3] [--rounds 3] [--depths 16 32] [--one-cpu | --split]
 """
 
 import argparse
@@ -40,7 +40,9 @@ def main():
     parser.add_argument("--duration", type=int, default=3, help="seconds per run (default 3)")
     parser.add_argument("--rounds", type=int, default=3, help="runs of each kind (default 3)")
     parser.add_argument("--depths", type=int, nargs="+", default=[16, 32], help="requests per batch (default 16 32)")
-    parser.add_argument("--one-cpu", action="store_true", help="pin everything (servers and clients) to CPU 0")
+    pinning = parser.add_mutually_exclusive_group()
+    pinning.add_argument("--one-cpu", action="store_true", help="pin everything (servers and clients) to CPU 0")
+    pinning.add_argument("--split", action="store_true", help="servers on CPU 1, clients on CPU 0 (needs 2 CPUs)")
     args = parser.parse_args()
     for name, value, low, high in (("connections", args.connections, 2, 1000), ("duration", args.duration, 1, 60),
                                    ("rounds", args.rounds, 1, 20)):
@@ -51,6 +53,9 @@ def main():
             parser.error(f"--depths must each be between 2 and 256, got {depth}")
     if args.one_cpu:
         os.sched_setaffinity(0, {0})  # every process started from here on inherits it
+    if args.split and not {0, 1} <= os.sched_getaffinity(0):
+        parser.error("--split needs CPUs 0 and 1")
+    cores = environment.usable_cores()  # before --split pins this process (and its clients) to one of them
     wrk = benchtools.missing_reason("wrk")
     if wrk:
         print(wrk, file=sys.stderr)
@@ -67,6 +72,10 @@ def main():
     with servers.serve(SERVERS["per request"][0], **SERVERS["per request"][1]) as per_request, \
             servers.serve(SERVERS["per batch"][0], **SERVERS["per batch"][1]) as per_batch:
         started = {"per request": per_request, "per batch": per_batch}
+        if args.split:
+            for server in started.values():
+                os.sched_setaffinity(server.pid, {1})
+            os.sched_setaffinity(0, {0})  # the clients, started from here, inherit it
         for round_number in range(args.rounds):
             for kind in kinds if round_number % 2 == 0 else kinds[::-1]:
                 label, which, client, depth = kind
@@ -82,7 +91,6 @@ def main():
         for server in started.values():
             server.check()
 
-    cores = environment.usable_cores()
     rows = []
     for (label, which, client, depth), points in measured.items():
         demand = statistics.median(point.demand_us for point in points)
@@ -97,7 +105,8 @@ def main():
             "reach_rps": round(min(1e6 / demand, cores * 1e6 / (demand + client_us))),
         })
     print(f"{args.connections} connections, {args.duration} s runs, median of {args.rounds}"
-          f"{', all on CPU 0' if args.one_cpu else ''}; {cores} usable CPU(s); load average before:"
+          f"{', all on CPU 0' if args.one_cpu else ', servers on CPU 1, clients on CPU 0' if args.split else ''};"
+          f" {cores} usable CPU(s); load average before:"
           f" {load_average[0]:.2f} {load_average[1]:.2f} {load_average[2]:.2f}")
     print(f"{'run':18} {'server':18} {'client':12} {'depth':>5} {'req/s':>10} {'D us':>6} {'user':>6} {'client us':>9}"
           f" {'reach req/s':>11}")
@@ -114,7 +123,7 @@ def main():
               f" {pair['demand_us'] + pair['client_us']:.2f} us")
     print(json.dumps({
         "connections": args.connections, "duration_s": args.duration, "rounds": args.rounds, "depths": args.depths,
-        "one_cpu": args.one_cpu, "cores": cores, "load_average": [round(value, 2) for value in load_average],
+        "one_cpu": args.one_cpu, "split": args.split, "cores": cores, "load_average": [round(value, 2) for value in load_average],
         "rows": rows, "target_rps": TARGET_RPS, "best_python_pair_rps": best["rps"], "best_depth": best["depth"],
         "meets_target_rps": best["rps"] >= TARGET_RPS,
         "per_batch_over_per_request": {depth: round(by["per batch", depth]["rps"] / by["per request", depth]["rps"], 2)
