@@ -26,6 +26,8 @@ the server.
 
 The limits that keep one connection from taking all memory, back-pressure and
 closing live in pipeline/hardening.py; the bytes of an answer in pipeline/answers.py.
+pipeline_batch_app.py puts a batch path in front of this connection's parser: a
+read of hello worlds answered without Python per request.
 """
 
 import asyncio
@@ -39,7 +41,7 @@ from dataclasses import dataclass, field
 from urllib.parse import parse_qs
 
 from iolab.contract import HELLO_BODY, BadParameter, announce, burn_cpu, die_with_parent, log, parse_args, parse_ms
-from pipeline.answers import clock, respond
+from pipeline.answers import MAX_SEQ_DIGITS, clock, respond
 from pipeline.hardening import Hardening
 from pipeline.parsers import PARSERS, BadRequest
 
@@ -145,10 +147,13 @@ def answer(request, connection):
 
 
 def hello(request, connection):
-    """Handler C: answers at once."""
+    """Handler C: answers at once. GET /?seq=N echoes N in a Seq header, so a pipelining client can check the order."""
+    seq = query_seq(request) if request.query else None
     if request.keep_alive and request.method == b"GET":
-        return clock.hello  # this answer changes only with the date, so the clock makes it once a second
-    return respond(request, 200, HELLO_BODY)
+        if seq is None:
+            return clock.hello  # this answer changes only with the date, so the clock makes it once a second
+        return clock.numbered_before + seq.encode() + clock.numbered_after
+    return respond(request, 200, HELLO_BODY, seq=seq)
 
 
 def sync_sleep(request, connection):
@@ -175,6 +180,14 @@ def query_ms(request):
     return parse_ms(parse_qs(request.query.decode("latin-1")).get("ms", [None])[-1])
 
 
+def query_seq(request):
+    """The request's number in ?seq=N (the last one wins, as with ms), or None; anything but 1 to 16 digits is refused."""
+    seq = parse_qs(request.query.decode("latin-1")).get("seq", [None])[-1]
+    if seq is not None and not (seq.isascii() and seq.isdigit() and len(seq) <= MAX_SEQ_DIGITS):
+        raise BadParameter(f"seq must be a whole number of 1 to {MAX_SEQ_DIGITS} digits, got {seq[:40]!r}")
+    return seq
+
+
 ROUTES = {b"/": hello, b"/sync-sleep": sync_sleep, b"/async-sleep": async_sleep, b"/cpu": cpu}
 
 
@@ -199,11 +212,11 @@ def new_loop(name):
     return asyncio.new_event_loop()
 
 
-async def serve(args, settings):
+async def serve(args, settings, protocol):
     loop = asyncio.get_running_loop()
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     listener = socket.create_server((args.host, args.port), family=family, backlog=1024)
-    server = await loop.create_server(lambda: PipelinedHTTP(settings), sock=listener)
+    server = await loop.create_server(lambda: protocol(settings), sock=listener)
     clock.keep_current(loop)
     stopping = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):  # Ctrl-C in a terminal stops it as quietly as the launcher does
@@ -215,29 +228,38 @@ async def serve(args, settings):
         connection.transport.abort()
 
 
-def main():
-    def add_arguments(parser):
-        parser.add_argument("--loop", choices=["asyncio", "uvloop"], default="asyncio", help="the event loop (default asyncio)")
-        parser.add_argument("--parser", choices=sorted(PARSERS), default="ours", help="the request parser (default ours)")
-        parser.add_argument(
-            "--write", choices=["batched", "per-response"], default="batched",
-            help="one transport.write per batch of answers, or one per answer (default batched)",
-        )
-        parser.add_argument(
-            "--max-waiting", type=int, default=DEFAULT_MAX_WAITING,
-            help=f"requests that may wait at once on one connection; the rest are held (default {DEFAULT_MAX_WAITING})",
-        )
+def add_common_arguments(parser):
+    """The options pipeline_app shares with pipeline_batch_app."""
+    parser.add_argument("--loop", choices=["asyncio", "uvloop"], default="asyncio", help="the event loop (default asyncio)")
+    parser.add_argument("--parser", choices=sorted(PARSERS), default="ours", help="the request parser (default ours)")
+    parser.add_argument(
+        "--max-waiting", type=int, default=DEFAULT_MAX_WAITING,
+        help=f"requests that may wait at once on one connection; the rest are held (default {DEFAULT_MAX_WAITING})",
+    )
 
-    args = parse_args(__doc__.splitlines()[0], add_arguments)
+
+def run(args, settings, protocol):
+    """Check the common options, then serve connections of `protocol` until SIGTERM."""
     if not 1 <= args.max_waiting <= 100_000:
         raise SystemExit(f"--max-waiting must be between 1 and 100000, got {args.max_waiting}")
     for option, module in (("loop", args.loop), ("parser", args.parser)):
         if module in ("uvloop", "httptools") and importlib.util.find_spec(module) is None:
             raise SystemExit(f"--{option} {module} needs the Python package {module!r}, which is not installed")
     die_with_parent()
-    settings = Settings(PARSERS[args.parser], args.write == "batched", args.max_waiting)
     with asyncio.Runner(loop_factory=lambda: new_loop(args.loop)) as runner:
-        runner.run(serve(args, settings))
+        runner.run(serve(args, settings, protocol))
+
+
+def main():
+    def add_arguments(parser):
+        add_common_arguments(parser)
+        parser.add_argument(
+            "--write", choices=["batched", "per-response"], default="batched",
+            help="one transport.write per batch of answers, or one per answer (default batched)",
+        )
+
+    args = parse_args(__doc__.splitlines()[0], add_arguments)
+    run(args, Settings(PARSERS[args.parser], args.write == "batched", args.max_waiting), PipelinedHTTP)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""pipeline_app, the pipelining server of lesson 08.
+"""pipeline_app and pipeline_batch_app, lesson 08's pipelining servers.
 
 Answers in order, head-of-line blocking, deep pipelines, half batches, one write per batch.
 """
@@ -26,6 +26,12 @@ VARIANTS = [
     ("uvloop", "ours", "per-response"),
 ]
 IDS = ["-".join(variant) for variant in VARIANTS]
+# pipeline_batch_app (write "batch"): its batch path answers the reads it recognises; its full path, pipeline_app's,
+# everything else. The tests of order, head-of-line blocking and bad input run on it too.
+BATCH_VARIANTS = [("asyncio", "ours", "batch"), ("uvloop", "httptools", "batch")]
+BATCH_IDS = ["-".join(variant) for variant in BATCH_VARIANTS]
+FAST = [VARIANTS[1], BATCH_VARIANTS[1]]  # each server at its fastest
+FAST_IDS = ["uvloop-httptools-batched", "uvloop-httptools-batch"]
 HOL_WAIT_MS = 300
 # An answer held behind a 300 ms timer cannot arrive before it fires; asyncio may run a timer up to its
 # clock's resolution early, far less than this.
@@ -38,6 +44,8 @@ RSS_GROWTH_AT_MOST = 40 * 1024 * 1024  # what one connection may cost while it p
 
 def start(variant, *args):
     loop, parser, write = variant
+    if write == "batch":
+        return servers.serve("pipeline_batch_app", *args, loop=loop, parser=parser)
     return servers.serve("pipeline_app", *args, loop=loop, parser=parser, write=write)
 
 
@@ -73,18 +81,29 @@ def test_every_variant_follows_the_contract(variant):
     follows_contract("pipeline_app", "--loop", loop, "--parser", parser, "--write", write)
 
 
+@pytest.mark.parametrize("variant", BATCH_VARIANTS, ids=BATCH_IDS)
+def test_the_batch_server_follows_the_contract(variant):
+    loop, parser, _ = variant
+    follows_contract("pipeline_batch_app", "--loop", loop, "--parser", parser)
+
+
 def test_bad_command_line_values_are_refused(python):
-    for args in (["--max-waiting", "0"], ["--loop", "trio"], ["--parser", "regex"], ["--write", "sometimes"]):
+    for script, args in (
+        ("pipeline_app.py", ["--max-waiting", "0"]), ("pipeline_app.py", ["--loop", "trio"]),
+        ("pipeline_app.py", ["--parser", "regex"]), ("pipeline_app.py", ["--write", "sometimes"]),
+        ("pipeline_batch_app.py", ["--max-waiting", "0"]), ("pipeline_batch_app.py", ["--parser", "regex"]),
+        ("pipeline_batch_app.py", ["--write", "batched"]),  # the batch server always writes once per read
+    ):
         completed = subprocess.run(
-            [python, str(servers.SERVERS_DIR / "pipeline_app.py"), *args], capture_output=True, text=True, timeout=10
+            [python, str(servers.SERVERS_DIR / script), *args], capture_output=True, text=True, timeout=10
         )
-        assert completed.returncode != 0 and args[0] in completed.stderr and completed.stdout == ""
+        assert completed.returncode != 0 and args[0] in completed.stderr and completed.stdout == "", (script, args)
 
 
 # --- order ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
+@pytest.mark.parametrize("variant", VARIANTS + BATCH_VARIANTS, ids=IDS + BATCH_IDS)
 def test_32_requests_in_one_write_are_answered_in_order(variant):
     paths, bodies = mixed_batch(32)
     with start(variant) as server, connect(server) as sock:
@@ -96,7 +115,7 @@ def test_32_requests_in_one_write_are_answered_in_order(variant):
 
 
 @pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk is not installed (Debian package wrk)")
-@pytest.mark.parametrize("variant", VARIANTS[:2], ids=IDS[:2])
+@pytest.mark.parametrize("variant", VARIANTS[:2] + BATCH_VARIANTS, ids=IDS[:2] + BATCH_IDS)
 def test_wrk_pipelining_16_deep_gets_every_answer_in_order(variant, tmp_path):
     paths, bodies = mixed_batch(16)
     with start(variant) as server:
@@ -107,7 +126,7 @@ def test_wrk_pipelining_16_deep_gets_every_answer_in_order(variant, tmp_path):
     assert report["order_errors"] == 0, report["output"]
 
 
-@pytest.mark.parametrize("variant", VARIANTS[:2], ids=IDS[:2])
+@pytest.mark.parametrize("variant", VARIANTS[:2] + BATCH_VARIANTS, ids=IDS[:2] + BATCH_IDS)
 def test_the_labs_pipelined_client_finds_every_answer_in_order(variant):
     paths, _ = mixed_batch(16)
     with start(variant) as server:
@@ -120,9 +139,10 @@ def test_the_labs_pipelined_client_finds_every_answer_in_order(variant):
     assert result.errors == 0, metrics.summarize(result).error_kinds  # "out of order" would be one of them
 
 
-def test_a_broken_request_is_answered_in_its_place_then_the_connection_closes():
+@pytest.mark.parametrize("write", ["batched", "batch"])
+def test_a_broken_request_is_answered_in_its_place_then_the_connection_closes(write):
     for parser in ("ours", "httptools"):
-        with start(("asyncio", parser, "batched")) as server, connect(server) as sock:
+        with start(("asyncio", parser, write)) as server, connect(server) as sock:
             sock.sendall(get_request("/async-sleep?ms=100") + get_request("/") + b"BLAH\r\n\r\n" + get_request("/"))
             reader = AnswerReader(sock)
             assert reader.read()[2] == "waited 100 ms without blocking\n"
@@ -132,9 +152,10 @@ def test_a_broken_request_is_answered_in_its_place_then_the_connection_closes():
             assert headers["connection"] == "close" and reader.closed_by_server(), parser
 
 
+@pytest.mark.parametrize("write", ["batched", "batch"])
 @pytest.mark.parametrize("parser", ["ours", "httptools"])
-def test_connection_close_head_and_http_1_0(parser):
-    with start(("asyncio", parser, "batched")) as server:
+def test_connection_close_head_and_http_1_0(parser, write):
+    with start(("asyncio", parser, write)) as server:
         with connect(server) as sock:
             sock.sendall(get_request("/async-sleep?ms=50", keep_alive=False) + get_request("/"))  # the second is never answered
             reader = AnswerReader(sock)
@@ -159,7 +180,7 @@ def test_connection_close_head_and_http_1_0(parser):
 # --- head-of-line blocking -----------------------------------------------------------
 
 
-@pytest.mark.parametrize("variant", VARIANTS[:2], ids=IDS[:2])
+@pytest.mark.parametrize("variant", VARIANTS[:2] + BATCH_VARIANTS, ids=IDS[:2] + BATCH_IDS)
 def test_a_wait_first_in_a_batch_of_8_holds_back_all_8(variant):
     batch = [f"/async-sleep?ms={HOL_WAIT_MS}"] + ["/"] * 7
     with start(variant) as server, connect(server) as held, connect(server) as other:
@@ -181,11 +202,12 @@ def test_a_wait_first_in_a_batch_of_8_holds_back_all_8(variant):
 # --- deep pipelines of waits -----------------------------------------------------------
 
 
-def test_1000_waits_in_one_write_are_all_answered_in_order_within_the_bound():
+@pytest.mark.parametrize("variant", [VARIANTS[0], BATCH_VARIANTS[0]], ids=[IDS[0], BATCH_IDS[0]])
+def test_1000_waits_in_one_write_are_all_answered_in_order_within_the_bound(variant):
     """Japronto's worker aborted past 10 waiting requests; here at most --max-waiting wait, the rest are held."""
     count, max_waiting, base_ms = 1000, 100, 50
     paths = [f"/async-sleep?ms={base_ms + i % 10}" for i in range(count)]
-    with start(VARIANTS[0], "--max-waiting", max_waiting) as server, connect(server) as sock:
+    with start(variant, "--max-waiting", max_waiting) as server, connect(server) as sock:
         began = time.perf_counter()
         sock.sendall(b"".join(get_request(path) for path in paths))
         reader = AnswerReader(sock)
@@ -198,11 +220,12 @@ def test_1000_waits_in_one_write_are_all_answered_in_order_within_the_bound():
     assert elapsed >= at_least_s - TIMER_EARLY_AT_MOST_S, f"{count} waits took {elapsed:.2f} s: the bound was not kept"
 
 
-def test_a_pipeline_of_waits_deeper_than_memory_is_not_read_ahead():
+@pytest.mark.parametrize("variant", FAST, ids=FAST_IDS)
+def test_a_pipeline_of_waits_deeper_than_memory_is_not_read_ahead(variant):
     """400,000 long waits (18 MB) in a pipeline: the server stops reading, TCP stops the client, memory stays flat."""
     depth = 400_000
     request = get_request("/async-sleep?ms=5000")
-    with start(VARIANTS[1]) as server:
+    with start(variant) as server:
         process = psutil.Process(server.pid)
         rss_before = process.memory_info().rss
         greedy = connect(server)
@@ -232,9 +255,10 @@ def _send_quietly(sock, data):
         pass  # the test closed the socket under us, as it meant to
 
 
-def test_a_client_that_does_not_read_is_buffered_and_others_go_on():
+@pytest.mark.parametrize("variant", [VARIANTS[0], BATCH_VARIANTS[0]], ids=[IDS[0], BATCH_IDS[0]])
+def test_a_client_that_does_not_read_is_buffered_and_others_go_on(variant):
     depth = 20_000  # 2.5 MB of answers: more than the socket buffers, so the server must stop reading
-    with start(VARIANTS[0]) as server, connect(server) as greedy:
+    with start(variant) as server, connect(server) as greedy:
         sender = threading.Thread(target=greedy.sendall, args=(get_request("/") * depth,), daemon=True)
         sender.start()
         time.sleep(0.3)
@@ -252,7 +276,7 @@ def test_a_client_that_does_not_read_is_buffered_and_others_go_on():
 # --- half a batch ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("variant", VARIANTS[:2], ids=IDS[:2])
+@pytest.mark.parametrize("variant", VARIANTS[:2] + BATCH_VARIANTS, ids=IDS[:2] + BATCH_IDS)
 def test_half_a_batch_is_answered_as_far_as_it_goes(variant):
     whole = get_request("/") + get_request("/async-sleep?ms=20") + get_request("/cpu?ms=0")
     last = get_request("/async-sleep?ms=1")
@@ -275,8 +299,9 @@ def test_half_a_batch_is_answered_as_far_as_it_goes(variant):
         assert reader.read()[2] == "waited 1 ms without blocking\n"
 
 
-def test_the_client_stopping_after_a_batch_still_gets_every_answer():
-    with start(VARIANTS[1]) as server, connect(server) as sock:
+@pytest.mark.parametrize("variant", FAST, ids=FAST_IDS)
+def test_the_client_stopping_after_a_batch_still_gets_every_answer(variant):
+    with start(variant) as server, connect(server) as sock:
         sock.sendall(get_request("/async-sleep?ms=100") + get_request("/"))
         sock.shutdown(socket.SHUT_WR)  # EOF: nothing more is coming, but answers may still go back
         reader = AnswerReader(sock)

@@ -3,12 +3,21 @@
 GET requests as bytes, answers cut apart by Content-Length (standard library only).
 """
 
+import re
 import time
 from urllib.parse import urlsplit
 
 HEADER_END = b"\r\n\r\n"
 CONTENT_LENGTH = (b"Content-Length:", b"content-length:")  # (the usual spelling, lower case)
 CONNECTION = (b"Connection:", b"connection:")
+
+# pipeline_batch_app's (and pipeline_app's) answer to GET /?seq=N on a kept-alive connection, and nothing else:
+# the batch client checks a whole read of them with two patterns instead of cutting each answer apart.
+_NUMBERED_HELLO = (rb"HTTP/1\.1 200 OK\r\nDate: [ -~]{1,64}\r\nContent-Type: text/plain\r\nContent-Length: 12\r\n"
+                   rb"Connection: keep-alive\r\nSeq: ([0-9]{1,16})\r\n\r\nhello world\n")
+NUMBERED_HELLOS = re.compile(b"(?:" + _NUMBERED_HELLO.replace(b"([0-9]", b"(?:[0-9]") + b")*+")  # back to back
+NUMBERED_HELLO = re.compile(_NUMBERED_HELLO)  # one of them; its group is the echoed number
+LONGEST_NUMBERED_HELLO = 256  # bytes (64 of date, 16 of number): more left over is not one of them
 
 
 class ProtocolError(ValueError):

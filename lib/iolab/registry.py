@@ -201,6 +201,18 @@ SERVERS = {
             },
             lesson="08-pipelining",
         ),
+        ServerInfo(
+            "pipeline_batch_app", "pipeline_batch_app.py",
+            "pipeline_app with a batch path: a read of hello worlds recognised by one compiled pattern, answered by one"
+            " join; anything else by pipeline_app's full path",
+            options={
+                "loop": Option("--loop", "the event loop: asyncio or uvloop", "asyncio"),
+                "parser": Option("--parser", "the full parser, for what the pattern does not recognise: ours or httptools",
+                                 "ours"),
+                "max_waiting": Option("--max-waiting", "requests that may wait at once on one connection", 100),
+            },
+            lesson="08-pipelining",
+        ),
     ]
 }
 

@@ -131,8 +131,9 @@ def test_statuses_list_every_exercise():
     (lesson08.q1, {"measured": None}, 0.125, 2.0, "Count per batch"),
     (lesson08.q3, {"demand_us": 2.5}, 400_000, 800_000, "one core"),
     (lesson08.q4, {"last_ms": 305.0}, 300, 2100, "may not leave before"),
+    (lesson08.q6, {"per_request_us": 2.0, "per_batch_us": 0.8}, 2.5, 0.4, "compare the two ceilings"),
 ], ids=["thread-server-rss", "wrk-hides-the-wait", "syscalls-at-depth-16", "syscalls-not-measured", "one-core-ceiling",
-        "behind-the-wait"])
+        "behind-the-wait", "batch-ceilings"])
 def test_predictions_checked_against_what_the_notebook_measured(exercise, measured, right, wrong, reason, capsys):
     assert exercise.check(None, **measured) == "not attempted"
     assert exercise.check(wrong, **measured) == "incorrect"

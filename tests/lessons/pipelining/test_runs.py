@@ -100,3 +100,15 @@ def test_the_figures_draw():
     assert view.depth_sweep(sweep, ceiling_rps=2e6).axes
     timing = hol.BatchTiming(["/"] * 3, ["hello world\n"] * 3, [1.0, 1.0, 2.0])
     assert view.batch_timeline({"no wait": timing}).axes
+
+
+def test_the_batch_rung_measures_both_clients_and_numbered_paths_take_the_batch_path():
+    with servers.serve("pipeline_batch_app", loop="uvloop", parser="httptools") as server:
+        pair = runs.measure("per batch", server, depth=16, connections=4, duration_s=1, count=False,
+                            client="batch client")
+        lab = runs.measure("per batch", server, depth=16, connections=4, duration_s=1, count=False,
+                           client="lab client", paths=runs.numbered_paths(16))
+    assert pair.client == "batch client" and pair.errors == 0 and pair.requests > 1000
+    assert pair.demand_us > 0 and pair.client_us > 0 and pair.rps <= 1.1 * pair.machine_ceiling_rps
+    assert lab.errors == 0 and lab.requests > 100  # every numbered answer matched the one its path gets alone
+    assert runs.numbered_paths(3) == ["/?seq=0", "/?seq=1", "/?seq=2"]

@@ -99,5 +99,25 @@ class WhatHttp2Did(checks.ChoiceExercise):
     solution_text = "'multiplexing': independent streams, answers in any order, on one connection."
 
 
+class PerBatchOverPerRequest(checks.PredictThenMeasure):
+    prompt = (
+        "From the two D's at depth 16 (pipeline_app's per request, pipeline_batch_app's per batch), how many times "
+        "more requests per second can the batch server serve on one core?"
+    )
+    rel_tol = 0.05
+    unit = "times"
+    quantity = "the ratio of the two 1 / D"
+    off_text = "One core serves at most 1 / D requests a second: compare the two ceilings, not the two D's."
+    correct_text = (
+        "The ceilings go as 1 / D, so their ratio is D per request over D per batch: what the batch path saves is"
+        " the Python that ran for every request."
+    )
+    hint_text = ["One core serves at most 1 / D requests a second.", "Divide the two ceilings: the larger D on top."]
+    solution_text = "D per request / D per batch: at[16, True]['demand_us'] / batch_alone.demand_us."
+
+    def measure(self, per_request_us, per_batch_us):
+        return per_request_us / per_batch_us
+
+
 # q1, q2, ... in the order the notebook asks them, and statuses() for the results file.
 checks.bind(globals())

@@ -3,7 +3,9 @@
 The server's CPU per request (D), split user/system, and its system calls per request.
 
 The client is wrk when installed (C, the fastest there is), else the lab's own
-pipelined client in processes of its own. Speed and system calls come from two
+pipelined client in processes of its own; or, asked for by name, the batch
+client (iolab.clients.batch), which checks every answer's echoed number a read
+at a time. Speed and system calls come from two
 separate runs: strace stops the server at every call, so a traced run counts
 calls and never times anything.
 """
@@ -18,6 +20,7 @@ from pathlib import Path
 import psutil
 
 from iolab import benchtools, environment, load, metrics, syscalls, usage, wrk_lua
+from iolab.clients import batch as batch_client
 
 TIMEOUT_S = 10  # per request
 LAB_CLIENT_MAX_REQUESTS = 100_000_000  # the lab's client is bounded by its duration here, not its count
@@ -27,7 +30,7 @@ LAB_CLIENT_MAX_REQUESTS = 100_000_000  # the lab's client is bounded by its dura
 class Drive:
     """What the client saw in one run: requests answered, how long, its own CPU, errors of any kind."""
 
-    client: str  # "wrk" or "lab client"
+    client: str  # "wrk", "lab client" or "batch client"
     requests: int
     seconds: float
     client_cpu_s: float
@@ -36,6 +39,11 @@ class Drive:
     @property
     def rps(self):
         return self.requests / self.seconds if self.seconds else 0.0
+
+
+def numbered_paths(depth):
+    """GET /?seq=0 ... /?seq=depth-1: a batch the batch server recognises whole, its answers each echoing its number."""
+    return [f"/?seq={i}" for i in range(depth)]
 
 
 def client_name():
@@ -52,10 +60,14 @@ def _children_cpu_s():
 def drive(url, depth, connections, duration_s, paths=None, client=None):
     """Keep `connections` connections busy with batches of `depth` requests for `duration_s` whole seconds.
 
-    `client`: "wrk", "lab client", or None for the fastest this machine has.
+    `client`: "wrk", "lab client", "batch client" (which sends its own numbered requests, GET /?seq=N), or None for
+    the fastest this machine has.
     """
     paths = list(paths or ["/"])
     client = client or client_name()
+    if client == "batch client":
+        result = batch_client.run(url, depth, connections, duration_s, timeout_s=TIMEOUT_S)
+        return Drive("batch client", result.requests, result.seconds, result.client_cpu_s, result.error_count)
     if client == "wrk":
         before = _children_cpu_s()
         began = time.perf_counter()

@@ -1,0 +1,302 @@
+"""A batch client: numbered pipelined requests, every echoed number checked a read at a time.
+
+Each connection writes `depth` numbered requests at once and checks every answer's echoed number.
+
+The lab's pipelined client (pipelined.py) runs Python for every answer: it cuts
+the answer out, compares its body, records a row. This client does per read and
+per batch what that one does per answer, the way pipeline_batch_app serves:
+
+  * a batch is `depth` requests GET /?seq=N, numbered in order, sent in one write;
+  * ANSWERS.match finds how far whole hello-world answers, each with a Seq header,
+    tile what has arrived; NUMBER.findall takes their numbers; one list comparison
+    checks every number against the request at its place. An answer with another
+    status, body or header, or a number out of place, is an error. (When the
+    read is the rest of the batch, alike but for the numbers, as it usually is,
+    one join rebuilds it from the first answer and one comparison checks it
+    instead: _all_answers_alike);
+  * the next batch leaves when the whole last one is answered (as wrk pipelines).
+
+It counts, it does not keep a row per request: latency is not what it measures.
+The numbers cycle through a few batches' worth per connection (each connection
+its own numbers), which is enough to place every answer: only one batch is in
+flight, so an answer left over from the last one would carry a number of its own.
+
+Run by `run()` in a process of its own (`python -m iolab.clients.batch SPEC`),
+which reports requests, errors, wall time and its own CPU for the timed window
+as one JSON line. Every run is bounded in requests, duration and time per batch.
+"""
+
+import asyncio
+import json
+import resource
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from ..children import python, spawn
+from ..contract import check_loopback, die_with_parent
+from ..http1 import LONGEST_NUMBERED_HELLO as LONGEST_ANSWER
+from ..http1 import NUMBERED_HELLO as NUMBER
+from ..http1 import NUMBERED_HELLOS as ANSWERS
+
+CYCLE = 64  # batches of numbers per connection before they repeat, at most
+NUMBERS_KEPT = 1 << 20  # numbers built ahead for all connections together, at most: the memory they take is bounded
+LIMITS = {"depth": (1, 256), "connections": (1, 1000), "duration_s": (0.1, 600.0), "timeout_s": (0.01, 60.0),
+          "max_requests": (1, 10_000_000_000)}
+CONNECT_TIMEOUT_S = 10.0
+
+
+class BatchParameterError(ValueError):
+    """A batch run asked for something outside its allowed range; the text names parameter, value and range."""
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """What one batch run did: requests answered and checked, errors by kind, its wall time and its own CPU."""
+
+    depth: int
+    connections: int
+    requests: int  # answers received, every one with the right number in its place
+    errors: dict  # kind -> requests lost to it ("wrong answer", "timeout", "closed", "refused")
+    seconds: float  # from the first batch written to the last answer read
+    client_cpu_s: float  # this client's CPU (user + system) over those seconds
+
+    @property
+    def rps(self):
+        return self.requests / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def client_us(self):
+        """The client's CPU per request, in microseconds."""
+        return self.client_cpu_s / self.requests * 1e6 if self.requests else float("nan")
+
+    @property
+    def error_count(self):
+        return sum(self.errors.values())
+
+
+class Batches(asyncio.Protocol):
+    """One connection: a batch in flight, the numbers it must get back in order, answers checked a read at a time."""
+
+    def __init__(self, run, first_number):
+        self.run = run
+        numbers = [b"%d" % (first_number + i) for i in range(run.cycle * run.depth)]
+        depth = run.depth
+        # Every batch of the cycle built once: the bytes to write and the numbers expected back.
+        self.cycle = [(_requests(run.host, numbers[i : i + depth]), numbers[i : i + depth])
+                      for i in range(0, len(numbers), depth)]
+        self.next_batch = 0
+        self.expected = []  # the numbers of the batch in flight, in order
+        self.position = 0  # how many of them have been answered
+        self.buffer = b""
+        self.transport = None
+        self.sent_at = 0.0
+        self.done = run.loop.create_future()
+
+    def connection_made(self, transport):
+        self.transport = transport
+
+    def send(self):
+        run = self.run
+        if time.perf_counter() >= run.ends_at or run.issued >= run.max_requests:
+            self.finish()
+            return
+        payload, self.expected = self.cycle[self.next_batch]
+        self.position = 0
+        self.next_batch = (self.next_batch + 1) % len(self.cycle)
+        run.issued += len(self.expected)
+        self.sent_at = time.perf_counter()
+        self.transport.write(payload)
+
+    def data_received(self, data):
+        buffer = self.buffer + data if self.buffer else data
+        position, expected = self.position, self.expected
+        if _all_answers_alike(buffer, expected[position:]):
+            # The usual read: the rest of the batch, whole, every answer its request's.
+            self.buffer = b""
+            self.run.answered += len(expected) - position
+            self.position = len(expected)
+            self.send()
+            return
+        end = ANSWERS.match(buffer).end()  # whole answers back to back from the first byte
+        numbers = NUMBER.findall(buffer, 0, end)
+        # One comparison in C for every answer of this read: each number must be its request's.
+        if numbers != expected[position : position + len(numbers)]:
+            self.fail("wrong answer")
+            return
+        self.position = position = position + len(numbers)
+        self.run.answered += len(numbers)
+        buffer = buffer[end:]
+        waiting = position < len(expected)
+        head_end = buffer.find(b"\r\n\r\n")
+        # Left over after the whole answers: the start of the next one, or something that is not one of them (a
+        # whole head and a body as long as hello world's, but another answer; too long; nothing was asked for).
+        if (head_end >= 0 and len(buffer) >= head_end + 4 + 12) or len(buffer) > LONGEST_ANSWER or (
+                buffer and not waiting):
+            self.fail("wrong answer")
+            return
+        self.buffer = buffer
+        if not waiting:
+            self.send()
+
+    def fail(self, kind):
+        """Count what was in flight as lost to `kind`, and give this connection up."""
+        run = self.run
+        lost = max(len(self.expected) - self.position, 1)
+        run.errors[kind] = run.errors.get(kind, 0) + lost
+        self.expected, self.position = [], 0
+        self.transport.abort()
+        self.finish()
+
+    def in_flight(self):
+        return self.position < len(self.expected)
+
+    def connection_lost(self, error):
+        if self.in_flight():
+            self.fail("closed")
+        self.finish()
+
+    def finish(self):
+        if not self.done.done():
+            self.done.set_result(None)
+            if self.transport is not None and not self.transport.is_closing():
+                self.transport.close()
+
+
+def _all_answers_alike(buffer, numbers):
+    """True when `buffer` is exactly the answers to `numbers`, alike but for their numbers, as they usually come.
+
+    The first answer is checked by the pattern; the rest are rebuilt from it and the numbers expected, and compared
+    with what arrived byte for byte: one join and one comparison in C, instead of the pattern's two passes.
+    """
+    first = NUMBER.match(buffer)
+    if first is None or not numbers:
+        return False
+    before, after = buffer[: first.start(1)], buffer[first.end(1) : first.end()]
+    return before + (after + before).join(numbers) + after == buffer
+
+
+def _requests(host, numbers):
+    """The bytes of one batch: a GET /?seq=N for each number, back to back."""
+    before, after = b"GET /?seq=", b" HTTP/1.1\r\nHost: " + host.encode() + b"\r\n\r\n"
+    return before + (after + before).join(numbers) + after
+
+
+class Run:
+    """What the connections of one client process share: the bounds, and the counts."""
+
+    def __init__(self, spec):
+        url = urlsplit(spec["url"])
+        self.host, self.port = url.hostname, url.port
+        self.depth = spec["depth"]
+        self.connections = spec["connections"]
+        self.duration_s = spec["duration_s"]
+        self.timeout_s = spec["timeout_s"]
+        self.max_requests = spec["max_requests"]
+        # Two batches in the cycle are enough to tell this batch's answers from the last one's.
+        self.cycle = max(2, min(CYCLE, NUMBERS_KEPT // (self.depth * self.connections)))
+        self.loop = asyncio.get_running_loop()
+        self.issued = self.answered = 0
+        self.errors = {}
+        self.ends_at = float("inf")
+
+    async def run(self):
+        batches = []
+        for number in range(self.connections):
+            try:
+                _, protocol = await asyncio.wait_for(self.loop.create_connection(
+                    lambda number=number: Batches(self, number * self.cycle * self.depth), self.host, self.port),
+                    CONNECT_TIMEOUT_S)
+            except (OSError, TimeoutError) as error:
+                kind = "refused" if isinstance(error, ConnectionRefusedError) else "timeout"
+                self.errors[kind] = self.errors.get(kind, 0) + 1
+                continue
+            batches.append(protocol)
+        cpu_before, began = _cpu_s(), time.perf_counter()
+        self.ends_at = began + self.duration_s
+        for connection in batches:
+            connection.send()
+        sweeper = self.loop.create_task(self.sweep(batches))
+        await asyncio.gather(*(connection.done for connection in batches))
+        seconds, cpu = time.perf_counter() - began, _cpu_s() - cpu_before
+        sweeper.cancel()
+        return {"requests": self.answered, "errors": self.errors, "seconds": seconds, "client_cpu_s": cpu}
+
+    async def sweep(self, batches):
+        """A batch not answered within timeout_s is lost, and so is its connection."""
+        while True:
+            await asyncio.sleep(min(self.timeout_s / 4, 0.25))
+            late = time.perf_counter() - self.timeout_s
+            for connection in batches:
+                if connection.in_flight() and connection.sent_at < late:
+                    connection.fail("timeout")
+
+
+def _cpu_s():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _check(spec):
+    for name, (low, high) in LIMITS.items():
+        value = spec[name]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+            raise BatchParameterError(f"{name} must be between {low} and {high}, got {value!r}")
+    for name in ("depth", "connections", "max_requests"):
+        if not isinstance(spec[name], int):
+            raise BatchParameterError(f"{name} must be a whole number, got {spec[name]!r}")
+    url = urlsplit(spec["url"])
+    if url.scheme != "http" or not url.hostname or not url.port:
+        raise BatchParameterError(f"url must look like http://127.0.0.1:PORT, got {spec['url']!r}")
+    try:
+        check_loopback(url.hostname)
+    except ValueError as error:
+        raise BatchParameterError(f"url {spec['url']!r}: {error}") from None
+
+
+def run(url, depth=16, connections=64, duration_s=3.0, timeout_s=10.0, max_requests=1_000_000_000):
+    """Drive the server at `url` with batches of `depth` on `connections` connections for `duration_s`, in a process of
+    its own; its BatchResult. Only pipeline_batch_app and pipeline_app answer the numbered requests it sends."""
+    spec = {"url": url, "depth": depth, "connections": connections, "duration_s": duration_s, "timeout_s": timeout_s,
+            "max_requests": max_requests}
+    _check(spec)
+    limit_s = CONNECT_TIMEOUT_S + duration_s + 2 * timeout_s + 30
+    process = spawn(python("-m", __name__, json.dumps(spec)), stderr=subprocess.PIPE)
+    try:
+        out, err = process.communicate(timeout=limit_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise RuntimeError(f"the batch client did not finish within {limit_s:.0f} s; it was killed") from None
+    if process.returncode != 0:
+        said = err.decode(errors="replace").strip()[-800:]
+        raise RuntimeError(f"the batch client exited with code {process.returncode}: {said}")
+    report = json.loads(out.decode().strip().splitlines()[-1])
+    return BatchResult(depth=depth, connections=connections, **report)
+
+
+def main():
+    spec = json.loads(sys.argv[1])
+    _check(spec)
+    die_with_parent()
+    try:
+        import uvloop
+
+        loop = uvloop.new_event_loop()
+    except ImportError:
+        loop = asyncio.new_event_loop()
+    try:
+        report = loop.run_until_complete(_main(spec))
+    finally:
+        loop.close()
+    print(json.dumps(report))
+
+
+async def _main(spec):
+    return await Run(spec).run()
+
+
+if __name__ == "__main__":
+    main()
