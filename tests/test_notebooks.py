@@ -73,7 +73,9 @@ def test_notebook_runs_with_solutions(path):
     results = run_notebook(path, path.stem, solutions=True)
     exercises = results.get("exercises")
     if isinstance(exercises, dict):
-        not_correct = {name: status for name, status in exercises.items() if status != "correct"}
+        skipped = results.get("skipped_exercises") or {}  # its experiment could not run here: it says why
+        not_correct = {name: status for name, status in exercises.items()
+                       if status != "correct" and not (name in skipped and status == "not attempted")}
         assert not not_correct, f"{path.name}: with solutions=True these exercises are not correct: {not_correct}"
 
 

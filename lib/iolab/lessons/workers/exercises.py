@@ -56,12 +56,13 @@ class FourThreadsOnCpuWork(checks.PredictThenMeasure):
 
     def measure(self, lab):
         measured = undisturbed_rps(lab.measure(sweep.Config("gthread", 1, 4), ["cpu"])[0])
-        if lab.cores == 1:
-            # On one core the load client's CPU takes turns with the server's as well: that is the
-            # core's doing, not the GIL's, so the question's 1 / D is allowed the client's share.
+        if lab.cores <= 1:
+            # On one core (or less, under a container's CPU quota) the load client's CPU takes turns with the
+            # server's as well: that is the CPU's doing, not the GIL's, so the question's 1 / D is allowed the
+            # difference to what the CPUs allow, cores / (D + the client's D).
             demands = lab.demands(sweep.Config("gthread"), "cpu")
-            self.allowance = 1000 / demands.app_ms - 1000 / (demands.app_ms + demands.client_ms)
-            self.allowance_text = "(on this one core the load client's CPU took its turns too)"
+            self.allowance = 1000 / demands.app_ms - lab.cores * 1000 / (demands.app_ms + demands.client_ms)
+            self.allowance_text = (f"(on {lab.cores:g} CPU the load client's CPU took its turns too)")
         return measured
 
 
@@ -103,7 +104,10 @@ class TwoProcessesOnOneCore(checks.PredictThenMeasure):
         "Processes escape the GIL, but can they escape the number of cores?",
         "On one core, every party's CPU for a request adds up: the worker's D and the client's.",
     ]
-    solution_text = "1 / (D + the client's D), the same as one worker: about 160-180 req/s. A second process needs a second core."
+    solution_text = (
+        "1 / (D + the client's D), the same as one worker: about 160-180 req/s. A second process needs a second core."
+        " (Under a CPU quota of less than one CPU, that times the quota: half as much on half a CPU.)"
+    )
 
     def measure(self, lab):
         return undisturbed_rps(lab.measure(sweep.Config("sync", 2), ["cpu"])[0])
