@@ -26,6 +26,7 @@ if PATCHED:
 import signal  # noqa: E402  (after the patch, on purpose)
 
 import gevent  # noqa: E402
+import gevent.socket  # noqa: E402
 from gevent.pywsgi import WSGIServer  # noqa: E402
 
 import _backend_client  # noqa: E402
@@ -47,6 +48,8 @@ def main():
     args = _backend_client.check_arguments(parse_args(__doc__, add_arguments))
     die_with_parent()
     listener = _wrapper.bind_listener(args.host, args.port)  # backlog 1024; gevent's own default is 128
+    if not PATCHED:  # gevent's server needs its own cooperative socket, which patching would have given us
+        listener = gevent.socket.socket(listener.family, listener.type, fileno=listener.detach())
     app = create_app(Backend(args.broker, args.queue_limit, args.timeout_ms))
     server = WSGIServer(listener, app, log=None)  # no access log: it would cost more than hello world
     server.start()
