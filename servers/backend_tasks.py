@@ -57,8 +57,12 @@ def cpu(ms):
     return ms
 
 
+ACK_WAKE_S = 0.005  # see wake_the_consumer
+
+
 @signals.worker_ready.connect
-def say_ready(**_):
+def say_ready(sender=None, **_):
+    wake_the_consumer(sender)
     # celery_worker.py announces LISTENING only after this byte: the worker is consuming from the queue.
     fd = os.environ.get(READY_FD_ENV)
     if fd:
@@ -66,3 +70,14 @@ def say_ready(**_):
             os.write(int(fd), b"+")
         except OSError:
             pass
+
+
+def wake_the_consumer(consumer):
+    """Celery's thread pool acknowledges a finished task only when the consumer's loop next wakes up.
+
+    With every slot busy (prefetch 1) nothing else wakes that loop, so the next
+    task waited seconds (celery/celery#6941, open). A timer that does nothing,
+    every ACK_WAKE_S, bounds that wait; the workaround is the issue's own.
+    """
+    if consumer is not None and type(consumer.pool).__module__.endswith(".thread"):
+        consumer.timer.call_repeatedly(ACK_WAKE_S, lambda: None)
