@@ -1,7 +1,6 @@
 """Lesson 10's runs: closed loops against a front end's routes, the bottleneck law's prediction beside each, the queue, the faults."""
 
 import math
-import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -156,14 +155,6 @@ def start_open_loop(front, rate, seconds, ms):
     )
 
 
-def kill_after(seconds, action):
-    """Call `action` once, `seconds` from now, on a thread that never prints; returns the thread (join it)."""
-    timer = threading.Timer(seconds, action)
-    timer.daemon = True
-    timer.start()
-    return timer
-
-
 @dataclass
 class FaultRun:
     """A closed loop during which a part was killed: what came back, how fast, and what was left in Redis."""
@@ -187,15 +178,20 @@ class FaultRun:
                 "duration_s": round(self.result.duration_s, 2), "left_in_redis": self.left}
 
 
-def run_with_fault(front, path, users, requests, timeout_s, kill, after_s, what):
-    """A closed loop on `path` with `kill()` called `after_s` into it; every request bounded by `timeout_s`."""
-    run = load.start_load(f"{front.url}{path}", requests=requests, concurrency=users, timeout_s=timeout_s,
-                          max_duration_s=requests * timeout_s + RUN_SLACK_S)
+def run_with_fault(front, path, users, before, after, timeout_s, kill, what):
+    """A closed loop on `path`: `kill()` once `before` requests are answered, then `after` more are sent.
+
+    Every request is bounded by `timeout_s`; nothing the kill does can make the run hang.
+    """
+    run = load.start_load(f"{front.url}{path}", requests=before + after, concurrency=users, timeout_s=timeout_s,
+                          max_duration_s=(before + after) * timeout_s + RUN_SLACK_S)
     began = time.monotonic()
-    timer = kill_after(after_s, kill)
     try:
+        while len(run.samples()) < before and not run.done():
+            time.sleep(0.01)
+        killed_at = time.monotonic() - began
+        kill()
         result = run.wait()
     finally:
         run.stop()
-        timer.join(after_s + 5)
-    return FaultRun(what, after_s, result), time.monotonic() - began
+    return FaultRun(what, killed_at, result), time.monotonic() - began
