@@ -31,6 +31,11 @@ def follows_contract(name, *args):
     try:
         assert line.startswith("LISTENING 127.0.0.1:"), f"{name} printed {line!r}"
         port = int(line.rsplit(":", 1)[1])
+        if info.protocol == "redis":  # lesson 10's broker speaks Redis's protocol, not HTTP
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
+                connection.sendall(b"PING\r\n")
+                assert connection.recv(64) == b"+PONG\r\n", f"{name} did not answer PING"
+            return
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
         status, length, body = get(connection, "/")
         assert status == 200 and length is not None and int(length) == len(body.encode())

@@ -46,6 +46,18 @@ def test_bottleneck_form_for_several_centres():
     assert theory.knee(0.0006, 0.02, bottleneck_s=0.0004) == pytest.approx(0.0206 / 0.0004)
 
 
+def test_bottleneck_law_names_the_tier_with_the_least_capacity():
+    # The article's blocking Tornado: one thread held 145 ms a request, a worker pool of 1: a tie, the first named.
+    assert theory.bottleneck({"front end": (1, 0.145), "workers": (1, 0.145)}) == (pytest.approx(1 / 0.145), "front end")
+    # A pool of 8 threads in front of 4 workers: the workers; 2 threads: the front end. No fixed limit bounds nothing.
+    assert theory.bottleneck({"front end": (8, 0.2), "workers": (4, 0.2), "users": (None, 0.2)}) == (20.0, "workers")
+    assert theory.bottleneck({"front end": (2, 0.2), "workers": (4, 0.2)})[1] == "front end"
+    with pytest.raises(ValueError, match="demand_s"):
+        theory.bottleneck({"workers": (4, 0)})
+    with pytest.raises(ValueError, match="at least one"):
+        theory.bottleneck({"users": (None, 0.2)})
+
+
 @pytest.mark.parametrize("servers", [1, 2, 4])
 def test_mva_lies_between_the_bounds_and_meets_them_at_the_ends(servers):
     demand, delay = 0.01, 0.1

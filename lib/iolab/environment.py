@@ -20,7 +20,8 @@ OPTIONAL_TOOLS = {
     "ss": "ss (iproute2): lessons 02 and 07 read a listener's backlog with it",
 }
 # The Debian package of each program a lesson may call: binder/apt.txt installs them (a test keeps the two in step).
-DEBIAN_PACKAGES = {"ab": "apache2-utils", "wrk": "wrk", "nginx": "nginx", "strace": "strace", "ss": "iproute2"}
+DEBIAN_PACKAGES = {"ab": "apache2-utils", "wrk": "wrk", "nginx": "nginx", "strace": "strace", "ss": "iproute2",
+                   "redis-server": "redis-server"}
 MIN_FILES = 1024  # lesson 07 wants thousands; below this even lesson 02 is cramped
 
 

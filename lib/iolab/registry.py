@@ -37,6 +37,7 @@ class ServerInfo:
     needs_programs: tuple = ()  # commands that must be on PATH (nginx)
     needs_modules: tuple = ()  # Python packages that must import (gunicorn)
     lesson: str = ""
+    protocol: str = "http"  # what its LISTENING port speaks: "http" (the contract's routes) or "redis"
 
     @property
     def waits_without_blocking(self):
@@ -84,6 +85,19 @@ def _workers(options):
 
 def _workers_times_threads(options):
     return options["workers"] * options["threads"]
+
+
+def _concurrency(options):
+    return options["concurrency"]
+
+
+# Lesson 10's front ends all take these, for the backend route /backend?ms=N&how=...
+BACKEND_OPTIONS = {
+    "broker": Option("--broker", "the lab's Redis, redis://127.0.0.1:PORT/0 (without it /backend answers 503)"),
+    "queue_limit": Option("--queue-limit", "answer /backend with 503 when the broker's queue holds this many (0: no limit)", 0),
+    "timeout_ms": Option("--timeout-ms", "how long /backend waits for a result before it answers 504", 10_000),
+}
+BACKEND_MODULES = ("celery", "redis")
 
 
 def _upstreams_times_theirs(options):
@@ -212,6 +226,59 @@ SERVERS = {
                 "max_waiting": Option("--max-waiting", "requests that may wait at once on one connection", 100),
             },
             lesson="08-pipelining",
+        ),
+        ServerInfo(
+            "redis_server", "redis_server.py",
+            "Redis (Debian's redis-server) as broker and result store: one thread, loopback, no persistence, a memory cap",
+            routes=(),
+            options={"maxmemory_mb": Option("--maxmemory-mb", "Redis's memory cap in MB; past it, writes fail", 64)},
+            needs_programs=("redis-server",),
+            lesson="10-slow-backend",
+            protocol="redis",
+        ),
+        ServerInfo(
+            "celery_worker", "celery_worker.py",
+            "a Celery worker pool running backend_tasks.py: --concurrency tasks at once; its port is a status page",
+            routes=("/",),
+            options={
+                "broker": Option("--broker", "the lab's Redis (without it, the worker starts a Redis of its own)"),
+                "pool": Option("--pool", "threads, prefork, gevent or solo", "threads"),
+                "concurrency": Option("--concurrency", "tasks run at once: c, the backend tier's servers", 4),
+            },
+            serves_at_once=_concurrency,
+            needs_programs=("redis-server",),
+            needs_modules=BACKEND_MODULES,
+            lesson="10-slow-backend",
+        ),
+        ServerInfo(
+            "tornado_backend", "tornado_backend.py",
+            "one thread, an event loop (Tornado) calling the Celery backend: blocking, forgetting, k threads or awaiting",
+            options={**BACKEND_OPTIONS, "threads": Option("--threads", "k, the threads that wait for results in how=pool", 4)},
+            needs_modules=BACKEND_MODULES,
+            lesson="10-slow-backend",
+        ),
+        ServerInfo(
+            "gevent_flask", "gevent_flask.py",
+            "one thread, gevent's WSGIServer running Flask: a greenlet per connection, monkey-patched unless --patch no",
+            options={
+                **BACKEND_OPTIONS,
+                "patch": Option("--patch", "yes (gevent's monkey-patching) or no: every blocking call blocks the server", "yes"),
+            },
+            serves_at_once=lambda options: None,
+            needs_modules=BACKEND_MODULES + ("gevent", "flask"),
+            lesson="10-slow-backend",
+        ),
+        ServerInfo(
+            "gunicorn_flask", "gunicorn_flask.py",
+            "gunicorn's arbiter forking --workers sync workers running Flask: one request at a time each",
+            routes=NO_WAIT_ROUTES,
+            options={
+                **BACKEND_OPTIONS,
+                "workers": Option("--workers", "sync worker processes forked by gunicorn's arbiter", 1),
+            },
+            serves_at_once=_workers,
+            needs_modules=BACKEND_MODULES + ("gunicorn", "flask"),
+            lesson="10-slow-backend",
         ),
     ]
 }

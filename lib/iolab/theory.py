@@ -163,6 +163,28 @@ def knee(demand_s, delay_s=0.0, servers=1, bottleneck_s=None):
     return (delay_s + demand_s) / _bottleneck(demand_s, servers, bottleneck_s)
 
 
+def bottleneck(tiers):
+    """The bottleneck law across tiers: X <= min over tiers of servers / demand; returns (bound req/s, the tier's name).
+
+    `tiers` maps each tier's name to (servers, demand_s): how many requests it
+    holds at once (a front end's threads or workers, a worker pool's
+    concurrency, a closed loop's users) and how long each request holds one.
+    `servers=None` means no fixed limit; such a tier bounds nothing. The tier
+    with the smallest servers / demand is the bottleneck: adding servers
+    anywhere else changes nothing.
+    """
+    limits = {}
+    for name, (servers, demand_s) in tiers.items():
+        check_range(f"{name}'s demand_s", demand_s, 0, integer=False, above=True)
+        if servers is not None:
+            check_range(f"{name}'s servers", servers, 0, integer=False, above=True)
+            limits[name] = servers / demand_s
+    if not limits:
+        raise ValueError("bottleneck needs at least one tier with a fixed number of servers")
+    name = min(limits, key=limits.get)
+    return limits[name], name
+
+
 def optimistic_response(users, demand_s, delay_s=0.0, servers=1, bottleneck_s=None):
     """The response-time bound that goes with the optimistic throughput: R >= max(D, N D_max - Z)."""
     return max(demand_s, users * _bottleneck(demand_s, servers, bottleneck_s) - delay_s)

@@ -6,6 +6,7 @@ Each accepts its right answer, explains a wrong one, and notices a missing one.
 import pytest
 
 from iolab import checks as core
+from iolab.lessons.backend import exercises as lesson10
 from iolab.lessons.bank import exercises as lesson01
 from iolab.lessons.c10k import exercises as lesson07
 from iolab.lessons.c10k import limits as c10k_limits
@@ -19,12 +20,16 @@ from iolab.lessons.workers import cores as workers_cores
 from iolab.lessons.workers import exercises as lesson06
 from iolab.lessons.workers import sweep as workers_sweep
 
-LESSONS = (lesson00, lesson01, lesson02, lesson03, lesson04, lesson05, lesson06, lesson07, lesson08)
+LESSONS = (lesson00, lesson01, lesson02, lesson03, lesson04, lesson05, lesson06, lesson07, lesson08, lesson10)
 # statuses() names every exercise a lesson binds to q1, q2, ...
 EVERY_EXERCISE = [getattr(lesson, name) for lesson in LESSONS for name in lesson.statuses()]
 
 # (exercise, right answer, wrong answer, words the wrong answer's reason must contain)
 OFFLINE = [
+    (lesson10.q1, 7.0, 21.0, "3 sync workers"),
+    (lesson10.q2, 14_195, 243.5 * 60, "every task sent"),
+    (lesson10.q3, "front end", "worker pool", "idle"),
+    (lesson10.q4, 120, 400, "refuses"),
     (lesson00.q1, "little", "all", "costs nothing while it sleeps"),
     (lesson00.q2, 20, 0.5, "overlapped"),
     (lesson01.q1, 50, 2, "is what one teller gives"),

@@ -1,0 +1,152 @@
+"""Lesson 10's backend as the lab starts it: Redis and a Celery worker pool, and what Redis says about its queue and memory."""
+
+import contextlib
+import json
+import os
+import signal
+import threading
+import time
+import urllib.request
+
+import numpy as np
+import psutil
+
+from iolab import registry, servers, usage
+
+PARTS = ("redis_server", "celery_worker", "tornado_backend", "gevent_flask", "gunicorn_flask")
+QUEUE = "celery"  # Celery's default queue: a Redis list
+UNACKED = "unacked"  # kombu's hash of tasks a worker took and has not acknowledged yet
+PROBE_TIMEOUT_S = 0.5
+
+
+def missing():
+    """Why the backend cannot run here (redis-server, celery, gevent or flask not installed), or None."""
+    reasons = [registry.get(name).missing() for name in PARTS]
+    return next(filter(None, reasons), None)
+
+
+class Backend:
+    """Redis and one Celery worker pool of `concurrency`, started by the lab and stopped with it."""
+
+    def __init__(self, concurrency, pool="threads", maxmemory_mb=64):
+        import redis  # the lesson's only use of redis-py: here, once the backend is known to be installed
+
+        self.redis_server = servers.start("redis_server", maxmemory_mb=maxmemory_mb)
+        self.broker = f"redis://{self.redis_server.host}:{self.redis_server.port}/0"
+        self.client = redis.Redis.from_url(
+            self.broker, socket_timeout=PROBE_TIMEOUT_S, socket_connect_timeout=PROBE_TIMEOUT_S
+        )
+        self.worker = None
+        self.pool = pool
+        self.start_worker(concurrency)
+
+    def start_worker(self, concurrency):
+        """(Re)start the worker pool with `concurrency` slots; the queue is emptied first, so runs do not mix."""
+        if self.worker is not None:
+            self.worker.stop()
+        self.client.flushall()
+        self.concurrency = concurrency
+        self.worker = servers.start("celery_worker", broker=self.broker, concurrency=concurrency, pool=self.pool)
+        return self.worker
+
+    def front(self, name, **options):
+        """Start a front end on this backend."""
+        return servers.start(name, broker=self.broker, **options)
+
+    def worker_pid(self):
+        """The Celery worker's own pid (the status page's), not its wrapper's."""
+        with urllib.request.urlopen(self.worker.url + "/status", timeout=2) as answer:
+            return json.load(answer)["worker_pid"]
+
+    def kill_worker(self):
+        """SIGKILL the Celery worker, as a crash would: no warm shutdown, nothing acknowledged."""
+        os.kill(self.worker_pid(), signal.SIGKILL)
+
+    def kill_redis(self):
+        """SIGKILL Redis (its wrapper's whole group): the broker and the result store are gone at once."""
+        os.killpg(self.redis_server.pid, signal.SIGKILL)
+
+    def queue_length(self):
+        """LLEN of Celery's queue: tasks sent and not yet taken by a worker (None once Redis is gone)."""
+        try:
+            return self.client.llen(QUEUE)
+        except Exception:
+            return None
+
+    def unacked(self):
+        """Tasks a worker took and never acknowledged: with acks_late, the ones running when it died."""
+        return self.client.hlen(UNACKED)
+
+    def used_memory(self):
+        """Bytes Redis uses now (INFO memory's used_memory)."""
+        return self.client.info("memory")["used_memory"]
+
+    def flush(self):
+        self.client.flushall()
+
+    def rss_mb(self, *others):
+        """Resident memory of Redis, the worker pool and `others` (front ends), whole process trees, in MB."""
+        roots = [self.redis_server, self.worker, *others]
+        return {server.name: tree_rss_mb(server.pid) for server in roots}
+
+    def stop(self):
+        for server in (self.worker, self.redis_server):
+            if server is not None:
+                server.stop()
+
+
+def tree_rss_mb(pid):
+    """The resident memory of a process and all its descendants, in MB."""
+    total = 0
+    try:
+        tree = usage.process_tree(psutil.Process(pid))
+    except psutil.Error:
+        return 0.0
+    for process in tree:
+        try:
+            total += process.memory_info().rss
+        except psutil.Error:
+            pass
+    return total / 2**20
+
+
+class QueueWatch:
+    """Reads LLEN every `period_s` on a thread of its own until stopped: [(seconds since start, length)].
+
+    The thread only records; it never prints or draws (a notebook draws from
+    `points` on its own thread).
+    """
+
+    def __init__(self, backend, period_s=0.05):
+        self.backend = backend
+        self.period_s = period_s
+        self.points = []
+        self.memory = []  # (LLEN, used_memory) pairs
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="queue-watch", daemon=True)
+
+    def start(self):
+        self.began = time.monotonic()
+        self._thread.start()
+        return self
+
+    def _watch(self):
+        while not self._stop.is_set():
+            length = self.backend.queue_length()
+            if length is not None:
+                self.points.append((time.monotonic() - self.began, length))
+                with contextlib.suppress(Exception):
+                    self.memory.append((length, self.backend.used_memory()))
+            self._stop.wait(self.period_s)
+
+    def bytes_per_task(self):
+        """Redis's memory per waiting task: the slope of used_memory against LLEN over the run."""
+        if len({length for length, _ in self.memory}) < 3:
+            return float("nan")
+        lengths, used = np.array(self.memory, dtype=float).T
+        return float(np.polyfit(lengths, used, 1)[0])
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join(2)
+        return self.points

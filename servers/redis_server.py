@@ -1,0 +1,102 @@
+"""Debian's redis-server as lesson 10's broker and result store, under the lab's contract: loopback, no persistence, a memory cap.
+
+Redis cannot inherit a listening socket, so with `--port 0` this wrapper asks
+the kernel for a free port, lets it go and hands its number to redis-server
+(trying another if someone took it in between). It announces LISTENING only
+once Redis answers PING, leads a process group holding redis-server, stops it
+on SIGTERM and takes it down when its own parent dies, however it dies.
+Redis speaks its own protocol, not HTTP: the registry says so
+(`protocol="redis"`), and the LISTENING line is Redis's own port.
+"""
+
+import contextlib
+import os
+import socket
+import sys
+import tempfile
+import time
+
+import _wrapper
+from _wrapper import count_between
+from iolab.contract import announce, find_program, log, parse_args
+
+MAX_MEMORY_MB = 4096
+PORT_ATTEMPTS = 5
+
+
+def add_arguments(parser):
+    parser.add_argument(
+        "--maxmemory-mb", type=count_between(1, MAX_MEMORY_MB), default=64,
+        help="Redis's memory cap; past it, writes fail with an out-of-memory error (maxmemory-policy noeviction)",
+    )
+
+
+def redis_command(program, host, port, maxmemory_mb, directory):
+    return [
+        program,
+        "--port", str(port),
+        "--bind", host,
+        "--save", "",  # no RDB snapshots: the lab's queue lives and dies with the lesson
+        "--appendonly", "no",
+        "--dir", directory,  # where Redis would write, if it ever did: a temporary folder, not the notebook's
+        "--daemonize", "no",  # stay our child, in our process group
+        "--protected-mode", "yes",
+        "--maxmemory", f"{maxmemory_mb}mb",
+        "--maxmemory-policy", "noeviction",  # a full broker refuses new tasks instead of silently dropping old ones
+        "--loglevel", "warning",
+        "--logfile", "",  # logs to stdout, which the wrapper sends to stderr
+    ]
+
+
+def free_port(host):
+    """A port nobody listens on just now (Redis binds it itself a moment later)."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.bind((host, 0))
+        return probe.getsockname()[1]
+
+
+def answers_ping(host, port, timeout_s=0.5):
+    """True when a Redis on host:port answers PING with PONG."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s) as connection:
+            connection.sendall(b"PING\r\n")
+            return connection.recv(64).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+def start_redis(programs, program, args, directory):
+    """Start redis-server and return its port once it answers PING; another port if the one picked was taken."""
+    attempts = PORT_ATTEMPTS if args.port == 0 else 1
+    for _ in range(attempts):
+        port = args.port or free_port(args.host)
+        redis = programs.start("redis-server", redis_command(program, args.host, port, args.maxmemory_mb, directory))
+        deadline = time.monotonic() + _wrapper.READY_TIMEOUT_S
+        while redis.poll() is None and time.monotonic() < deadline:
+            if answers_ping(args.host, port):
+                return port
+            time.sleep(0.01)
+        if redis.poll() is None:
+            raise SystemExit(f"redis-server did not answer PING on {args.host}:{port} within {_wrapper.READY_TIMEOUT_S} s")
+        programs.processes.remove(redis)
+        log(f"redis-server exited with code {redis.returncode} on port {port} (taken?)")
+    raise SystemExit(f"redis-server could not listen on {args.host}:{args.port or 'a free port'}; see its log above")
+
+
+def main():
+    args = parse_args(__doc__, add_arguments)
+    program = find_program("redis-server")
+    if program is None:
+        raise SystemExit("redis-server is not installed here (Debian: apt-get install redis-server)")
+    with tempfile.TemporaryDirectory(prefix="iolab-redis-") as directory, _wrapper.in_charge() as programs:
+        port = start_redis(programs, program, args, directory)
+        announce(args.host, port)
+        # Like _wrapper.Programs.serve: wait for any child to end; SIGTERM ends the wait with SystemExit.
+        with contextlib.suppress(ChildProcessError):
+            os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOWAIT)
+        log("redis-server exited by itself; stopping")
+        programs.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
