@@ -72,11 +72,11 @@ class CallbackServer:
             return
         inbox = self.inboxes[sock] + chunk
         while sock in self.inboxes:  # send() closes the socket after an answer that ends the connection
-            head, inbox = _tiny_http.split_request(inbox)
-            if head is None:
+            request, inbox = _tiny_http.split_request(inbox)
+            if request is None:
                 self.inboxes[sock] = inbox
                 return  # half a request: wait for the rest; other sockets carry on meanwhile
-            answer = _tiny_http.route(head, can_wait=True)
+            answer = _tiny_http.route(request, can_wait=True)
             if answer.wait_s:
                 # Do not sleep: ask the loop to call us back, and return so it can serve others.
                 # (Requests pipelined behind this one could overtake it; step 4 keeps them in order.)
