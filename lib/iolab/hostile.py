@@ -106,7 +106,7 @@ def fixed_cases():
         "chunk size huge": _get(host, chunked, method=b"POST", body=b"ffffffffffffffffffff\r\nhello\r\n0\r\n\r\n"),
         "chunk data overruns its size": _get(host, chunked, method=b"POST", body=b"3\r\nhello\r\n0\r\n\r\n" + SMUGGLED),
         "chunk size with bare LF": _get(host, chunked, method=b"POST", body=b"5\nhello\r\n0\r\n\r\n"),
-        "valid chunked then a request": _get(host, chunked, method=b"POST", body=b"5\r\nhello\r\n0\r\n\r\n") + SMUGGLED,
+        "a chunked body then a request": _get(host, chunked, method=b"POST", body=b"5\r\nhello\r\n0\r\n\r\n") + SMUGGLED,
         # Size.
         "head of 12 KiB": _get(host, b"X-Pad: " + b"a" * 12 * 1024),
         "head of 100 KiB": _get(host, b"X-Pad: " + b"a" * 100 * 1024),
