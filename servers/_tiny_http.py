@@ -12,7 +12,7 @@ import time
 from urllib.parse import parse_qs
 
 from iolab.contract import BadParameter, announce, burn_cpu, die_with_parent, exit_on_sigterm, parse_args, parse_ms
-from scratch.hardening import REASONS, BadRequest, keeps_alive, parse_request
+from scratch.hardening import MAX_HEADER_BYTES, REASONS, BadRequest, keeps_alive, parse_request
 
 END_OF_HEAD = b"\r\n\r\n"
 
@@ -44,6 +44,8 @@ def split_request(buffer):
 
     A request that breaks the protocol comes back as its BadRequest, which route() answers with its status.
     """
+    if END_OF_HEAD not in buffer and len(buffer) <= MAX_HEADER_BYTES:
+        return None, buffer  # the head is not all here yet: nothing to parse (the busy loop asks often)
     unread = bytearray(buffer)
     try:
         request = parse_request(unread)  # takes the request off the front of `unread`
