@@ -9,7 +9,8 @@ heap, and select()'s timeout is the time until the earliest one: that is how
 
 What it still lacks, and step 4 (scratch_app.py) adds: it assumes every
 send() takes the whole answer; it accepts one connection per wakeup; a slow
-callback silently stalls everyone; it cannot tell you what the loop is doing.
+callback silently stalls everyone; it cannot tell you what the loop is doing;
+it never cuts off a client that sends a request a byte at a time.
 """
 
 import heapq
