@@ -3,9 +3,10 @@
 Find the end of a request, route it, format the answer.
 
 The steps differ only in how they wait for sockets; this file is the part they
-share, so each step shows nothing but its way of doing IO. It is deliberately
-naive (no request bodies, no header limits): step 4, scratch_app.py, is the
-server that speaks HTTP properly.
+share, so each step shows nothing but its way of doing IO. It reads requests
+with step 4's strict parser (scratch/hardening.py: bodies, size limits, and a
+400 for bytes that break HTTP's grammar), so that even a teaching step answers
+hostile bytes with an error rather than a smuggled 200.
 """
 
 import socket
@@ -13,6 +14,7 @@ import time
 from urllib.parse import parse_qs
 
 from iolab.contract import BadParameter, announce, burn_cpu, die_with_parent, exit_on_sigterm, parse_args, parse_ms
+from scratch.hardening import MAX_HEADER_BYTES, REASONS, BadRequest, keeps_alive, parse_request
 
 END_OF_HEAD = b"\r\n\r\n"
 
@@ -40,26 +42,33 @@ class Answer:
 
 
 def split_request(buffer):
-    """(head, rest) if buffer holds a whole request head, else (None, buffer): the rest has not arrived."""
-    end = buffer.find(END_OF_HEAD)
-    if end < 0:
+    """(request, rest) if buffer holds a whole request, body included, else (None, buffer): the rest has not arrived.
+
+    A request that breaks the protocol comes back as its BadRequest, which route() answers with its status.
+    """
+    if END_OF_HEAD not in buffer and len(buffer) <= MAX_HEADER_BYTES:
+        return None, buffer  # the head is not all here yet: nothing to parse (the busy loop asks often)
+    unread = bytearray(buffer)
+    try:
+        request = parse_request(unread)  # takes the request off the front of `unread`
+    except BadRequest as error:
+        return error, b""  # where the next request would start cannot be told: the connection ends here
+    if request is None:
         return None, buffer
-    return buffer[:end], buffer[end + len(END_OF_HEAD) :]
+    return request, bytes(unread)
 
 
-def route(head, can_wait=False):
-    """Answer a request head. Sleeping and CPU work happen right here, blocking the caller.
+def route(request, can_wait=False):
+    """Answer a request. Sleeping and CPU work happen right here, blocking the caller.
 
     /async-sleep asks the caller to wait: it returns an Answer with wait_s set,
     and the caller must send it only after wait_s seconds, without blocking.
     A step that has no way to do that passes can_wait=False and the route is a 404.
     """
-    request_line = head.split(b"\r\n", 1)[0].decode("latin-1")
-    parts = request_line.split(" ")
-    if len(parts) != 3 or not parts[1].startswith("/"):
-        return Answer(400, f"400 request line must be 'METHOD /target HTTP/1.1', got {request_line[:80]!r}")
-    path, _, query = parts[1].partition("?")
-    keep_alive = wants_keep_alive(head, parts[2])
+    if isinstance(request, BadRequest):
+        return Answer(request.status, f"{request.status} {request}")
+    path, query = request.path, request.query
+    keep_alive = keeps_alive(request)
     try:
         if path == "/":
             return Answer(200, "hello world", keep_alive=keep_alive)
@@ -79,19 +88,8 @@ def route(head, can_wait=False):
     return Answer(404, f"404 no route for {path}", keep_alive=keep_alive)
 
 
-def wants_keep_alive(head, version):
-    """HTTP/1.1 keeps the connection unless told 'close'; HTTP/1.0 closes unless told 'keep-alive' (ab -k)."""
-    head = head.lower()
-    if version == "HTTP/1.0":
-        return b"connection: keep-alive" in head
-    return b"connection: close" not in head
-
-
 def query_ms(query):
     return parse_ms(parse_qs(query).get("ms", [None])[-1])
-
-
-REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found"}
 
 
 def format_answer(answer):

@@ -84,8 +84,8 @@ class BusyWaitServer:
                     client.answer_at = None
                     self.queue_answer(client, answer)
                 return
-            head, rest = _tiny_http.split_request(client.inbox)
-            if head is None:
+            request, rest = _tiny_http.split_request(client.inbox)
+            if request is None:
                 chunk = client.sock.recv(4096)
                 client.inbox += chunk
                 client.done = not chunk  # recv() returning nothing: the client hung up
@@ -97,7 +97,7 @@ class BusyWaitServer:
             client.done = True  # reset by the peer: nothing more to do for it
             return
         client.inbox = rest
-        answer = _tiny_http.route(head, can_wait=True)
+        answer = _tiny_http.route(request, can_wait=True)
         if answer.wait_s:
             client.answer_at = (now + answer.wait_s, answer)
         else:

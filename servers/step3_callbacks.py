@@ -11,7 +11,8 @@ heap, and select()'s timeout is the time until the earliest one: that is how
 
 What it still lacks, and step 4 (scratch_app.py) adds: it assumes every
 send() takes the whole answer; it accepts one connection per wakeup; a slow
-callback silently stalls everyone; it cannot tell you what the loop is doing.
+callback silently stalls everyone; it cannot tell you what the loop is doing;
+it never cuts off a client that sends a request a byte at a time.
 """
 
 import heapq
@@ -74,11 +75,11 @@ class CallbackServer:
             return
         inbox = self.inboxes[sock] + chunk
         while sock in self.inboxes:  # send() closes the socket after an answer that ends the connection
-            head, inbox = _tiny_http.split_request(inbox)
-            if head is None:
+            request, inbox = _tiny_http.split_request(inbox)
+            if request is None:
                 self.inboxes[sock] = inbox
                 return  # half a request: wait for the rest; other sockets carry on meanwhile
-            answer = _tiny_http.route(head, can_wait=True)
+            answer = _tiny_http.route(request, can_wait=True)
             if answer.wait_s:
                 # Do not sleep: ask the loop to call us back, and return so it can serve others.
                 # (Requests pipelined behind this one could overtake it; step 4 keeps them in order.)

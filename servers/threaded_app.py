@@ -1,6 +1,11 @@
 """The standard library's threaded HTTP server.
 
 One thread per connection, or a bounded pool of k.
+
+http.server's own request parsing is lenient (it takes a space before a colon, two Content-Lengths,
+bare LFs, and never reads a GET's body, so a request hidden in one is answered as the next), so
+LabHandler reads each request with the lab's strict parser (scratch/hardening.py) instead, within
+the head and body timeouts of iolab.contract.
 """
 
 import threading
@@ -10,6 +15,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 from iolab.contract import (
+    BODY_TIMEOUT_S,
+    HEAD_TIMEOUT_S,
     BadParameter,
     announce,
     burn_cpu,
@@ -18,6 +25,7 @@ from iolab.contract import (
     parse_args,
     parse_ms,
 )
+from scratch import hardening
 
 
 class LabHandler(BaseHTTPRequestHandler):
@@ -26,6 +34,62 @@ class LabHandler(BaseHTTPRequestHandler):
     # The head and the body go out in two writes. With Nagle's algorithm on, the body waits for
     # the client to acknowledge the head, which a client delays by up to 40 ms: every answer would too.
     disable_nagle_algorithm = True
+
+    def setup(self):
+        super().setup()
+        self.unread = bytearray()  # bytes received after the request being answered: the start of the next
+
+    def handle_one_request(self):
+        """Read one request strictly, answer it, and say whether the connection goes on (close_connection)."""
+        self.close_connection = True
+        try:
+            request = self.read_request()
+        except hardening.BadRequest as error:
+            self.wfile.write(hardening.error_response(error))
+            return
+        except TimeoutError:
+            if self.unread:  # half a request and then too slow: say so before hanging up
+                too_slow = hardening.BadRequest(408, "the request did not arrive in time")
+                self.wfile.write(hardening.error_response(too_slow))
+            return
+        except OSError:
+            return  # reset by the client: nobody to answer
+        if request is None:
+            return  # the client closed the connection
+        self.command, self.path, self.request_version = request.method, request.target, request.version
+        self.requestline = f"{request.method} {request.target} {request.version}"
+        self.headers = request.headers
+        self.close_connection = not hardening.keeps_alive(request)
+        if request.method == "GET":
+            self.do_GET()
+        else:
+            self.send_error(501, f"Unsupported method ({request.method!r})")  # as http.server answers it
+        self.wfile.flush()
+
+    def read_request(self):
+        """The next whole request, body included; None if the client left first.
+
+        Between requests the connection may stay idle for `timeout` (--idle-timeout). Once a
+        request's first byte is in, its head must arrive within HEAD_TIMEOUT_S and its body within
+        BODY_TIMEOUT_S more, however the client spreads its bytes out.
+        """
+        deadline = None if not self.unread else time.monotonic() + HEAD_TIMEOUT_S
+        waiting_for_body = False
+        while (request := hardening.parse_request(self.unread)) is None:
+            if deadline is not None and not waiting_for_body and b"\r\n\r\n" in self.unread:
+                waiting_for_body = True
+                deadline += BODY_TIMEOUT_S
+            wait_s = self.timeout if deadline is None else deadline - time.monotonic()
+            if wait_s <= 0:
+                raise TimeoutError("the request did not arrive in time")
+            self.connection.settimeout(wait_s)
+            chunk = self.rfile.read1(65536)
+            if not chunk:
+                return None
+            if deadline is None:
+                deadline = time.monotonic() + HEAD_TIMEOUT_S
+            self.unread += chunk
+        return request
 
     def do_GET(self):
         url = urlsplit(self.path)

@@ -118,11 +118,22 @@ def make_app():
     )
 
 
+TORNADO_BACKLOG = 128  # what tornado.netutil.bind_sockets asks listen() for unless told otherwise
+
+
 async def main():
-    args = parse_args(__doc__)
+    def add_arguments(parser):
+        parser.add_argument(
+            "--backlog", type=int, default=TORNADO_BACKLOG,
+            help=f"connections the kernel may queue for accept() (default {TORNADO_BACKLOG}, Tornado's own)",
+        )
+
+    args = parse_args(__doc__, add_arguments)
+    if not 1 <= args.backlog <= 65535:
+        raise SystemExit(f"--backlog must be between 1 and 65535, got {args.backlog}")
     die_with_parent()
     exit_on_sigterm()
-    sockets = tornado.netutil.bind_sockets(args.port, address=args.host)
+    sockets = tornado.netutil.bind_sockets(args.port, address=args.host, backlog=args.backlog)
     server = tornado.httpserver.HTTPServer(make_app())
     server.add_sockets(sockets)
     host, port = sockets[0].getsockname()[:2]

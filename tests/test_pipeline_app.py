@@ -163,7 +163,7 @@ def test_connection_close_head_and_http_1_0(parser, write):
             assert status == 200 and headers["connection"] == "close"
             assert reader.closed_by_server() and reader.buffer == b""
         with connect(server) as sock:
-            sock.sendall(b"HEAD / HTTP/1.1\r\n\r\n" + get_request("/"))
+            sock.sendall(b"HEAD / HTTP/1.1\r\nHost: lab\r\n\r\n" + get_request("/"))
             reader = AnswerReader(sock)
             assert reader.read(head_only=True)[1]["content-length"] == "12"
             assert reader.read()[2] == "hello world\n"  # HEAD sent no body, or this would be garbled

@@ -162,12 +162,12 @@ def test_wrk_with_pipelined_requests(server, tmp_path):
 def test_pipelined_requests_are_answered_in_order(server):
     # A slow first request, then others that could overtake it, and a body that
     # looks like a request but must be read as a body (Content-Length).
-    body = b"GET /smuggled HTTP/1.1\r\n\r\n"
+    body = b"GET /smuggled HTTP/1.1\r\nHost: lab\r\n\r\n"
     pipeline = (
         get_request("/async-sleep?ms=200")
         + get_request("/first-missing")
         + get_request("/")
-        + b"POST /second-missing HTTP/1.1\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+        + b"POST /second-missing HTTP/1.1\r\nHost: lab\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
         + get_request("/cpu?ms=1")
         + get_request("/async-sleep?ms=10")
         + get_request("/third-missing")
@@ -226,7 +226,7 @@ def test_malformed_request_gets_400_and_the_connection_closes(server, request_by
 
 def test_oversized_headers_get_431_and_the_connection_closes(server):
     with connect(server) as sock:
-        sock.sendall(b"GET / HTTP/1.1\r\nX-Padding: " + b"a" * 7000 + b"\r\n\r\n")  # under 8 KiB: fine
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: lab\r\nX-Padding: " + b"a" * 7000 + b"\r\n\r\n")  # under 8 KiB: fine
         reader = AnswerReader(sock)
         assert reader.read()[0] == 200
         sock.sendall(b"GET / HTTP/1.1\r\nX-Padding: " + b"a" * 9000 + b"\r\n\r\n")
@@ -245,8 +245,8 @@ def test_headers_that_never_end_get_431_before_they_fill_memory(server):
 @pytest.mark.parametrize(
     "request_bytes, status",
     [
-        (b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", 501),
-        (b"POST / HTTP/1.1\r\nContent-Length: 2000000\r\n\r\n", 413),
+        (b"POST / HTTP/1.1\r\nHost: lab\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", 501),
+        (b"POST / HTTP/1.1\r\nHost: lab\r\nContent-Length: 2000000\r\n\r\n", 413),
     ],
     ids=["chunked", "too-large-body"],
 )
@@ -260,7 +260,7 @@ def test_bodies_the_server_will_not_take(server, request_bytes, status):
 
 def test_head_http_1_0_and_connection_close(server):
     with connect(server) as sock:
-        sock.sendall(b"HEAD / HTTP/1.1\r\n\r\n" + get_request("/"))
+        sock.sendall(b"HEAD / HTTP/1.1\r\nHost: lab\r\n\r\n" + get_request("/"))
         reader = AnswerReader(sock)
         status, headers, _ = reader.read(head_only=True)
         assert status == 200 and headers["content-length"] == "12"
@@ -274,7 +274,7 @@ def test_head_http_1_0_and_connection_close(server):
         reader = AnswerReader(sock)
         assert [reader.read()[1].get("connection") for _ in range(2)] == ["keep-alive", "keep-alive"]
     with connect(server) as sock:
-        sock.sendall(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n")
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: lab\r\nConnection: close\r\n\r\n")
         reader = AnswerReader(sock)
         assert reader.read()[1].get("connection") == "close" and reader.closed_by_server()
 
@@ -453,7 +453,8 @@ def test_a_handler_that_raises_gets_a_500_and_the_connection_lives_on(capsys, mo
     runner.start()
     try:
         with socket.create_connection(http_server.address, timeout=TIMEOUT_S) as sock:
-            sock.sendall(get_request("/boom") + b"POST /echo HTTP/1.1\r\nContent-Length: 4\r\n\r\nbody" + get_request("/stop"))
+            echo = b"POST /echo HTTP/1.1\r\nHost: lab\r\nContent-Length: 4\r\n\r\nbody"
+            sock.sendall(get_request("/boom") + echo + get_request("/stop"))
             reader = AnswerReader(sock)
             status, _, body = reader.read()
             assert status == 500 and "stderr" in body

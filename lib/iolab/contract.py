@@ -26,6 +26,14 @@ HELLO_BODY = "hello world\n"  # what `/` answers on every server, nginx included
 FDS_BESIDES_CONNECTIONS = 64
 _PR_SET_PDEATHSIG = 1
 
+# --- The limits every server the lab wrote keeps against careless or hostile clients ---------------
+# Past them a request gets 431, 413 or 408 and its connection is closed (tests/test_hostile_http.py,
+# tests/test_slow_clients.py). nginx's defaults, for scale: 8 KiB header buffers, 1 MiB bodies, 60 s.
+MAX_HEAD_BYTES = 8 * 1024  # request line plus headers
+MAX_BODY_BYTES = 1024 * 1024  # no route reads a body; a larger one is refused rather than buffered
+HEAD_TIMEOUT_S = 10.0  # from a request's first byte to the end of its head (a slowloris sends it a byte at a time)
+BODY_TIMEOUT_S = 10.0  # from the end of the head to the end of the body it announced
+
 
 # --- The loopback rule --------------------------------------------------------------------------
 

@@ -66,6 +66,36 @@ def answer_length(data, start=0):
     return end - start if len(data) >= end else 0
 
 
+def statuses(raw):
+    """The final (non-1xx) status codes of the answers in `raw`, in order, as far as they can be told apart.
+
+    Lenient on purpose, for servers under attack: a chunked answer or one read to the close ends the list.
+    """
+    found = []
+    rest = raw
+    while rest.startswith(b"HTTP/"):
+        end = rest.find(b"\r\n\r\n")
+        if end < 0:
+            break
+        lines = rest[:end].split(b"\r\n")
+        try:
+            status = int(lines[0].split(b" ")[1])
+        except (IndexError, ValueError):
+            break
+        headers = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(b":")
+            headers[name.strip().lower()] = value.strip()
+        rest = rest[end + 4 :]
+        if status >= 200:
+            found.append(status)
+        if b"content-length" in headers and headers[b"content-length"].isdigit():
+            rest = rest[int(headers[b"content-length"]) :]
+        elif status >= 200 and status not in (204, 304):
+            break  # chunked or read to the close: its body is the rest, and no answer follows it here
+    return found
+
+
 class AnswerReader:
     """Reads HTTP/1.1 answers one at a time off a blocking socket, keeping any bytes of the next one (pipelining)."""
 

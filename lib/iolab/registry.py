@@ -111,7 +111,9 @@ SERVERS = {
         # tornado_app alone also answers /offload-sleep?ms=N (lesson 03's A′: time.sleep in a thread
         # pool); `routes` lists only the contract's, which every server must answer.
         ServerInfo(
-            "tornado_app", "tornado_app.py", "one thread, an event loop (Tornado on asyncio)", lesson="02-sync-vs-async",
+            "tornado_app", "tornado_app.py", "one thread, an event loop (Tornado on asyncio)",
+            options={"backlog": Option("--backlog", "connections the kernel may queue for accept() (Tornado's: 128)")},
+            lesson="02-sync-vs-async",
         ),
         ServerInfo(
             "threaded_app", "threaded_app.py",

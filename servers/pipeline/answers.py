@@ -14,6 +14,7 @@ REASONS = {
     200: "OK",
     400: "Bad Request",
     404: "Not Found",
+    408: "Request Timeout",
     413: "Content Too Large",
     414: "URI Too Long",
     431: "Request Header Fields Too Large",

@@ -1,5 +1,14 @@
-"""What keeps one pipelining connection from taking all memory or the server down: bounds, back-pressure, closing."""
+"""What keeps one pipelining connection from taking all memory or the server down: bounds, back-pressure, slow requests."""
 
+import asyncio
+
+from iolab.contract import BODY_TIMEOUT_S, HEAD_TIMEOUT_S
+from pipeline.answers import respond
+from pipeline.parsers import BadRequest
+
+# A request still partial at two checks this far apart, with none completed between them, gets a 408:
+# so a request has at most HEAD_TIMEOUT_S + BODY_TIMEOUT_S from its first byte to its last.
+SLOW_REQUEST_CHECK_S = min(HEAD_TIMEOUT_S, BODY_TIMEOUT_S)
 MAX_ANSWERS_IN_LINE = 1024  # answers (or waits) queued on one connection before we stop reading from it
 WRITE_HIGH_WATER = 1024 * 1024  # bytes of answers the client has not read yet before we stop reading from it
 
@@ -20,11 +29,30 @@ class Hardening:
     peer_done = False  # the client sent EOF: answer what it asked, then close
     reading = True
     client_not_reading = False
+    slow_check = None  # the timer of the slow-request check
+    partial_at_last_check = None  # (requests completed, True) when a request was partial at the last check
 
     def connection_made(self, transport):
         self.transport = transport
         self.settings.connections.add(self)
         transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)
+        self.slow_check = asyncio.get_running_loop().call_later(SLOW_REQUEST_CHECK_S, self.check_slow_request)
+
+    def check_slow_request(self):
+        """A slowloris sends a request a byte every few seconds to keep its connection: answer 408 and close.
+
+        One timer per connection, every SLOW_REQUEST_CHECK_S, looking at what the parser holds.
+        """
+        parser = self.parser
+        ours_to_answer = self.blocked or self.held or not self.reading  # the client waits for us, not we for it
+        now = (parser.completed, parser.pending and not ours_to_answer)
+        if now[1] and now == self.partial_at_last_check and not self.closing:
+            self.closing = True
+            self.transport.write(respond(BadRequest(408, ""), 408, "408 the request did not arrive in time\n"))
+            self.transport.close()
+            return
+        self.partial_at_last_check = now
+        self.slow_check = asyncio.get_running_loop().call_later(SLOW_REQUEST_CHECK_S, self.check_slow_request)
 
     def after_writing(self):
         """Close once every answer owed has gone; otherwise read only while this connection's bounds allow."""
@@ -63,6 +91,8 @@ class Hardening:
 
     def connection_lost(self, error):
         self.settings.connections.discard(self)
+        if self.slow_check is not None:
+            self.slow_check.cancel()
         for reply in self.blocked:
             if getattr(reply, "timer", None) is not None:
                 reply.timer.cancel()  # nobody is left to answer

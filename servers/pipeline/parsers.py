@@ -6,10 +6,17 @@ wait for the next read. A request that breaks the protocol raises BadRequest,
 after the complete requests in front of it have been delivered.
 """
 
+import re
 from collections import namedtuple
 
-MAX_HEAD_BYTES = 8 * 1024  # request line plus headers; more gets 431, RFC 6585's status for exactly this
-MAX_BODY_BYTES = 1024 * 1024  # no route reads a body; one this large is refused rather than buffered
+from iolab.contract import MAX_BODY_BYTES, MAX_HEAD_BYTES  # more head gets 431 (RFC 6585), more body 413
+
+# RFC 9110's grammar, checked on each head by one regular expression (in C): the method and every
+# header name a token, the target visible ASCII, no control byte but a tab in a header value. A byte a
+# parser lets through beyond these is one that another parser on the way may read differently:
+# the root of request smuggling.
+_TOKEN = rb"[-!#$%&'*+.^_`|~0-9A-Za-z]+"
+STRICT_HEAD = re.compile(rb"[A-Z]+ /[!-~]* HTTP/1\.[01](?:\r\n" + _TOKEN + rb":[\t -~\x80-\xff]*)*")
 
 # What a route needs to know about a request, nothing more.
 Request = namedtuple("Request", "method path query keep_alive")
@@ -37,6 +44,12 @@ class OurParser:
         self.on_request = on_request
         self.unparsed = b""  # the start of a request whose end has not arrived yet
         self.broken = False  # after a bad request we cannot tell where the next one starts
+        self.completed = 0  # requests delivered so far: hardening.py's slow-request clock watches it
+
+    @property
+    def pending(self):
+        """True while part of a request waits for the rest."""
+        return bool(self.unparsed) and not self.broken
 
     def feed(self, data):
         if self.broken:
@@ -60,6 +73,7 @@ class OurParser:
             if end > len(buffer):
                 break  # its body is still on its way
             start = end
+            self.completed += 1
             self.on_request(request)
         self.unparsed = buffer[start:]
         if len(self.unparsed) > MAX_HEAD_BYTES and self.unparsed.find(b"\r\n\r\n", 0, MAX_HEAD_BYTES + 4) < 0:
@@ -68,23 +82,15 @@ class OurParser:
 
 def parse_head(head):
     """The request line and headers of one request -> (Request, length of its body)."""
-    request_line, *header_lines = head.lstrip(b"\r\n").split(b"\r\n")
-    parts = request_line.split(b" ")
-    if len(parts) != 3:
-        raise BadRequest(400, f"request line must be 'METHOD /target HTTP/1.1', got {request_line[:80]!r}")
-    method, target, version = parts
-    if not (method.isalpha() and method.isupper()):
-        raise BadRequest(400, f"method must be upper-case letters, got {method[:20]!r}")
-    if not target.startswith(b"/"):
-        raise BadRequest(400, f"target must start with '/', got {target[:80]!r}")
-    if version != b"HTTP/1.1" and version != b"HTTP/1.0":
-        raise BadRequest(400, f"version must be HTTP/1.1 or HTTP/1.0, got {version[:20]!r}")
-    connection, body_length = b"", None
+    if head.startswith(b"\r\n"):
+        head = head[2:]  # RFC 9112 asks servers to skip a stray empty line before a request (one, not more)
+    if not STRICT_HEAD.fullmatch(head):
+        raise BadRequest(400, why_not_strict(head))
+    request_line, *header_lines = head.split(b"\r\n")
+    method, target, version = request_line.split(b" ")
+    connection, body_length, hosts = b"", None, 0
     for line in header_lines:
-        name, colon, value = line.partition(b":")
-        # No colon, an empty name, or space before the colon (a request-smuggling trick) are all refused.
-        if not colon or not name or name != name.strip():
-            raise BadRequest(400, f"header line must be 'Name: value', got {line[:80]!r}")
+        name, _, value = line.partition(b":")
         name = name.lower()
         if name == b"connection":
             connection = value.strip().lower()
@@ -92,11 +98,36 @@ def parse_head(head):
             body_length = parse_content_length(value.strip(), body_length)
         elif name == b"transfer-encoding":
             raise BadRequest(501, "Transfer-Encoding is not supported; send the body with Content-Length")
+        elif name == b"host":
+            hosts += 1
     http10 = version == b"HTTP/1.0"
+    if hosts > 1 or (hosts == 0 and not http10):
+        raise BadRequest(400, "an HTTP/1.1 request must carry one Host header (RFC 9112, section 3.2)")
     # HTTP/1.1 keeps the connection unless told to close; HTTP/1.0 closes unless asked to keep it.
     keep_alive = b"keep-alive" in connection if http10 else b"close" not in connection
     path, _, query = target.partition(b"?")
     return Request(method, path, query, keep_alive), body_length or 0
+
+
+def why_not_strict(head):
+    """The reason a head that STRICT_HEAD refused gets, naming the part that broke the grammar."""
+    request_line, *header_lines = head.split(b"\r\n")
+    parts = request_line.split(b" ")
+    if len(parts) != 3:
+        return f"request line must be 'METHOD /target HTTP/1.1', got {request_line[:80]!r}"
+    method, target, version = parts
+    if not (method.isalpha() and method.isupper()):
+        return f"method must be upper-case letters, got {method[:20]!r}"
+    if not STRICT_HEAD.fullmatch(b"GET " + target + b" HTTP/1.1"):
+        return f"target must start with '/' and be visible ASCII, got {target[:80]!r}"
+    if version != b"HTTP/1.1" and version != b"HTTP/1.0":
+        return f"version must be HTTP/1.1 or HTTP/1.0, got {version[:20]!r}"
+    for line in header_lines:
+        if not STRICT_HEAD.fullmatch(b"GET / HTTP/1.1\r\n" + line):
+            # No colon, a name that is not a token (space before the colon is a request-smuggling trick),
+            # or a control byte in the value (a bare CR or LF ends the line for some other parser).
+            return f"header line must be 'Name: value' in visible characters, got {line[:80]!r}"
+    return f"request line or headers break HTTP/1.1's grammar: {head[:80]!r}"
 
 
 def parse_content_length(raw, earlier):
@@ -119,10 +150,13 @@ class HttptoolsParser:
         self.parser = httptools.HttpRequestParser(self)
         self.url = b""
         self.broken = False  # llhttp refuses every byte after an error; so do we, once
+        self.completed = 0  # requests delivered so far: hardening.py's slow-request clock watches it
+        self.pending = False  # part of a request waits for the rest
 
     def feed(self, data):
         if self.broken:
             return
+        self.pending = True  # until on_message_complete says the last byte ended a request
         try:
             self.parser.feed_data(data)
         except self.errors as error:
@@ -140,7 +174,12 @@ class HttptoolsParser:
         if len(self.url) > MAX_HEAD_BYTES:
             raise BadRequest(414, f"the URL exceeds {MAX_HEAD_BYTES} bytes")
 
+    def on_message_begin(self):
+        self.pending = True
+
     def on_message_complete(self):
+        self.completed += 1
+        self.pending = False
         path, _, query = self.url.partition(b"?")
         self.url = b""
         parser = self.parser

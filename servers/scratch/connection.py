@@ -40,6 +40,7 @@ class HTTPConnection:
 
     def on_data(self):
         self.answer_buffered_requests()
+        self.idle.watch_partial_request()  # what is left must arrive whole in time (hardening.py)
 
     def on_eof(self):
         # The client will send nothing more. Answer what it has already asked, then close.

@@ -11,18 +11,25 @@ for a request that never finishes, and backpressure for a client that sends but
 does not read. Read connection.py first.
 """
 
+import re
 import sys
 import time
 import traceback
 from email.utils import formatdate
 
+from iolab.contract import BODY_TIMEOUT_S, HEAD_TIMEOUT_S, MAX_BODY_BYTES, MAX_HEAD_BYTES
 from scratch.loop import EVENT_READ
 
 # Request line plus headers; more gets 431 (RFC 6585's status for exactly this). Others do
 # otherwise: nginx answers 400 past its 8 KiB header buffers, and Tornado closes the
 # connection without an answer past its 64 KiB limit.
-MAX_HEADER_BYTES = 8 * 1024
-MAX_BODY_BYTES = 1024 * 1024
+MAX_HEADER_BYTES = MAX_HEAD_BYTES
+# RFC 9110's grammar: a method and a header name are tokens; a target is visible ASCII; a header
+# value may hold no control byte but a tab. Each byte a parser lets through beyond these is one
+# that another parser on the way (a proxy, a cache) may read differently: request smuggling.
+TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+TARGET = re.compile(r"/[\x21-\x7e]*")
+CONTROL_BYTE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 WRITE_HIGH_WATER = 1024 * 1024  # a client that sends but does not read gets no more answers until it reads
 READ_HIGH_WATER = 64 * 1024  # pipelined requests queued behind a slow one: stop reading past this much
 REASONS = {
@@ -77,6 +84,8 @@ def parse_request(buffer):
     lines = buffer[:head_end].decode("latin-1").split("\r\n")
     method, target, version = parse_request_line(lines[0])
     headers = parse_headers(lines[1:])
+    if version == "HTTP/1.1" and "host" not in headers:
+        raise BadRequest(400, "an HTTP/1.1 request must carry a Host header (RFC 9112, section 3.2)")
     if "transfer-encoding" in headers:
         raise BadRequest(501, "Transfer-Encoding is not supported; send the body with Content-Length")
     length = parse_content_length(headers.get("content-length"))
@@ -94,10 +103,10 @@ def parse_request_line(line):
     if len(parts) != 3:
         raise BadRequest(400, f"request line must be 'METHOD /target HTTP/1.1', got {line[:80]!r}")
     method, target, version = parts
-    if not method.isalpha() or not method.isupper():
+    if not (method.isascii() and method.isalpha() and method.isupper()):
         raise BadRequest(400, f"method must be upper-case letters, got {method[:20]!r}")
-    if not target.startswith("/"):
-        raise BadRequest(400, f"target must start with '/', got {target[:80]!r}")
+    if not TARGET.fullmatch(target):
+        raise BadRequest(400, f"target must start with '/' and be visible ASCII, got {target[:80]!r}")
     if version not in ("HTTP/1.1", "HTTP/1.0"):
         raise BadRequest(400, f"version must be HTTP/1.1 or HTTP/1.0, got {version[:20]!r}")
     return method, target, version
@@ -108,11 +117,15 @@ def parse_headers(lines):
     headers = {}
     for line in lines:
         name, colon, value = line.partition(":")
-        # No colon, an empty name, or space before the colon (a request-smuggling trick) are all refused.
-        if not colon or not name or name != name.strip():
-            raise BadRequest(400, f"header line must be 'Name: value', got {line[:80]!r}")
+        # No colon, a name that is not a token (space before the colon is a request-smuggling trick,
+        # and a line folded onto the one before starts with one), or a control byte in the value
+        # (a bare CR or LF would end the line for some other parser) are all refused.
+        if not colon or not TOKEN.fullmatch(name) or CONTROL_BYTE.search(value):
+            raise BadRequest(400, f"header line must be 'Name: value' in visible characters, got {line[:80]!r}")
         name = name.lower()
-        value = value.strip()
+        value = value.strip(" \t")
+        if name == "host" and name in headers:
+            raise BadRequest(400, "Host must be given once")
         headers[name] = f"{headers[name]}, {value}" if name in headers else value
     return headers
 
@@ -209,6 +222,9 @@ def writing_too_much(connection):
 class IdleTimeout:
     """Closes a connection that completes no request for `timeout_s`: with a 408 if it sent half of one.
 
+    A request begun must also arrive whole in time: its head within HEAD_TIMEOUT_S of its first
+    byte and its body within BODY_TIMEOUT_S more, or it gets a 408. Without that, a client sending
+    a byte every few seconds (a slowloris) would keep its connection for as long as it liked.
     One timer per connection, checked lazily, instead of re-arming it on every request.
     """
 
@@ -217,11 +233,40 @@ class IdleTimeout:
         self.loop = connection.server.loop
         self.timeout_s = timeout_s
         self.last_progress = self.loop.time()
+        self.request_began = None  # when the first byte of a request not yet whole arrived
+        self.deadline_armed = False
         self.loop.call_later(timeout_s, self._close_if_idle)
 
     def progress(self):
         """A whole request arrived: the connection is not idle."""
         self.last_progress = self.loop.time()
+        self.request_began = None
+
+    def watch_partial_request(self):
+        """After a read: if part of a request is left waiting for the rest, start its clock."""
+        if self.request_began is None and self.connection.stream.read_buffer:
+            self.request_began = self.loop.time()
+            if not self.deadline_armed:
+                self.deadline_armed = True
+                self.loop.call_later(HEAD_TIMEOUT_S, self._cut_off_slow_request)
+
+    def _cut_off_slow_request(self):
+        self.deadline_armed = False
+        connection, stream = self.connection, self.connection.stream
+        if stream.closed or self.request_began is None:
+            return
+        now = self.loop.time()
+        if connection.waiting_for_reply or stream.write_buffer:
+            self.request_began = now  # the rest waits behind an answer of ours, not for the client
+        head_whole = stream.read_buffer.find(b"\r\n\r\n", 0, MAX_HEADER_BYTES + 4) >= 0
+        left_s = self.request_began + HEAD_TIMEOUT_S + (BODY_TIMEOUT_S if head_whole else 0) - now
+        if left_s > 0:
+            self.deadline_armed = True
+            self.loop.call_later(left_s, self._cut_off_slow_request)
+            return
+        what = "body" if head_whole else "head"
+        stream.write(format_response(408, f"408 the request's {what} did not arrive in time\n", None, keep_alive=False))
+        stream.close_when_drained()
 
     def _close_if_idle(self):
         connection, stream = self.connection, self.connection.stream

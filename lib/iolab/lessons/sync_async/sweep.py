@@ -108,6 +108,38 @@ class Sweep:
         turn_s = self.bottleneck_s()
         return theory.knee(max(self.path_s(), turn_s), wait_s, bottleneck_s=turn_s)
 
+    def held(self, point):
+        """The share of a run the server's one thread was held by requests: X (Z + D + its wait for a CPU)."""
+        s = point.summary
+        return s.rps * (self.delay_ms + s.demand_ms + s.queued_ms) / 1000
+
+    def lone_idle_s(self):
+        """How long the thread had no request in the lone user's run: its duration less Z + D + queued per request.
+
+        It covers the moments before the first request arrives and after the last is answered, and the gaps
+        between a user's requests (the client reading an answer and sending the next).
+        """
+        lone = self.points[0].summary
+        return max(0.0, lone.duration_s * (1 - self.held(self.points[0])))
+
+    def least_held(self, point):
+        """The blocking thread's least share of a run of two users or more, built from the lone user's run.
+
+        From the second user on, another request is always waiting when one is answered; only the first
+        arrival and the last answer leave the thread idle, and the lone user's run had both (and its gaps besides).
+        And each sleep may end up to theory.TIMER_SLACK_S late, time the thread was held that Z leaves out.
+        """
+        return 1 - self.lone_idle_s() / point.summary.duration_s - point.summary.rps * theory.TIMER_SLACK_S
+
+    def cpu_bound_points(self):
+        """The runs past twice the predicted knee in which no connection attempt was dropped.
+
+        A dropped attempt (a listen backlog that overflowed: Tornado asks for 128) waits a second for TCP's retry,
+        so a run with drops spent part of its time waiting on TCP, not on the CPU: another experiment.
+        """
+        knee = self.knee_predicted()
+        return [p for p in self.points if p.summary.concurrency >= 2 * knee and not p.summary.listen_drops]
+
     def knee_measured(self):
         """Where the measured curve bends: the line through the origin and the lone user's throughput, times N, meets
         the highest throughput measured."""
