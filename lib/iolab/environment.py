@@ -91,6 +91,8 @@ class Cgroups:
         self.root = Path(root)
         self.own = {}  # controller -> this process's group path; "" for the v2 hierarchy
         for line in (_read(self_cgroup) or "").splitlines():
+            if line.count(":") < 2:
+                continue  # not a cgroup line
             _, controllers, path = line.split(":", 2)
             for controller in controllers.split(",") if controllers else [""]:
                 self.own[controller] = path
