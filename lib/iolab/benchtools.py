@@ -81,6 +81,11 @@ def parse_wrk(text):
 
 def run_wrk(url, connections, duration_s, threads=1, script=None, timeout_s=10, latency=False):
     """`wrk -t threads -c connections -d duration [-s script] [--latency] --timeout timeout url`, bounded in time."""
+    return parse_wrk(run_wrk_text(url, connections, duration_s, threads, script, timeout_s, latency))
+
+
+def run_wrk_text(url, connections, duration_s, threads=1, script=None, timeout_s=10, latency=False):
+    """The same run as run_wrk, returning wrk's report as it printed it (with whatever a script's done() wrote)."""
     args = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{duration_s}s", f"--timeout={timeout_s}s"]
     if script:
         args += ["-s", str(script)]
@@ -91,4 +96,4 @@ def run_wrk(url, connections, duration_s, threads=1, script=None, timeout_s=10, 
     )
     if completed.returncode != 0:
         raise RuntimeError(f"wrk exited with code {completed.returncode}: {completed.stderr.strip()[-500:]}")
-    return parse_wrk(completed.stdout)
+    return completed.stdout
