@@ -97,3 +97,12 @@ def growth(points, duration_s):
     last = [ms for sent, ms in points if sent >= duration_s * 2 / 3]
     mean = lambda values: sum(values) / len(values) if values else math.nan  # noqa: E731
     return mean(first), mean(last)
+
+
+def predicted_before(load_share, nominal_s):
+    """(rate, users, MVA's closed ms, M/D/1's open ms) from D alone, before any run at this load."""
+    rate = load_share / nominal_s
+    users = max(1, round(rate * THINK_S))
+    closed = theory.mva(users, nominal_s, THINK_S)[-1].response_s * 1000
+    opened = theory.open_response(rate, nominal_s, arrival_cv2=1.0, service_cv2=0.0) * 1000
+    return rate, users, closed, opened
