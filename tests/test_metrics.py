@@ -171,5 +171,9 @@ def test_a_saturated_client_is_named():
     assert "the client was saturated" in busy.headline()
     idle = metrics.Summary(**{**clean.as_dict(), "client_demand_ms": 0.5})
     assert "saturated" not in idle.headline()
+    # On a CPU half the time and waiting for one the other half (a CPU shared with the server): saturated too.
+    crowded = metrics.Summary(**{**clean.as_dict(), "client_demand_ms": 0.5, "client_queued_ms": 0.45})
+    assert crowded.client_utilization == pytest.approx(0.5) and crowded.client_runnable == pytest.approx(0.95)
+    assert "saturated" in crowded.headline()
     two = metrics.Summary(**{**clean.as_dict(), "client_demand_ms": 0.95, "client_processes": 2})
     assert two.client_utilization == pytest.approx(0.475) and "saturated" not in two.headline()

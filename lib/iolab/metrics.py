@@ -8,7 +8,8 @@ from .clients.aggregate import Aggregate, SortedLatenciesMs
 from .usage import per_run_figures
 
 AB_PERCENTAGES = (50, 66, 75, 80, 90, 95, 98, 99, 100)
-# A client process busy this share of a run or more had no time to spare: it may have set the pace itself.
+# A client process running or waiting to run this share of a run or more never waited for the server: it may have
+# set the pace itself.
 CLIENT_SATURATED = 0.9
 
 
@@ -53,8 +54,17 @@ class Summary:
 
     @property
     def client_utilization(self):
-        """The busiest share of a client process's CPU over the run: near 1, the client, not the server, set the pace."""
+        """The share of the run a client process spent on a CPU (its CPU seconds per second, per process)."""
         return self.client_demand_ms * self.rps / 1000 / max(self.client_processes, 1)
+
+    @property
+    def client_runnable(self):
+        """The share of the run a client process was on a CPU or waiting for one: near 1, it never waited for the
+        server, so the client, not the server, set the pace. (A wait for a CPU counts: on a shared CPU it is time
+        the client wanted and the server or another program had.)"""
+        queued = self.client_queued_ms if math.isfinite(self.client_queued_ms) else 0.0
+        share = (self.client_demand_ms + queued) * self.rps / 1000 / max(self.client_processes, 1)
+        return min(1.0, share) if math.isfinite(share) else math.nan  # NaN when the client was not measured
 
     def warnings(self):
         """What makes this run's figures suspect, as sentences: non-2xx answers, failed requests, a saturated client."""
@@ -66,10 +76,10 @@ class Summary:
             found.append(f"{answered_badly} of {self.completed} answers were not 2xx ({statuses}): the rate counts errors")
         if failed:
             found.append(f"{failed} of {self.completed} requests failed without an answer")
-        if self.client_utilization >= CLIENT_SATURATED:
+        if self.client_runnable >= CLIENT_SATURATED:
             found.append(
-                f"the client was saturated (its CPU busy {self.client_utilization:.0%} of the run): it, not the"
-                " server, may have set these figures"
+                f"the client was saturated (on a CPU or waiting for one {self.client_runnable:.0%} of the run):"
+                " it, not the server, may have set these figures"
             )
         return found
 

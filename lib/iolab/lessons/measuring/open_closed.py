@@ -22,6 +22,7 @@ class Point:
     predicted_closed_ms: float
     predicted_open_ms: float
     band_open_ms: tuple  # (low, high): the open model with the server's D alone, and with everything the CPU did
+    band_closed_ms: tuple  # (low, high): D (users never meet) and MVA (users arrive in random order)
 
     def row(self):
         return {
@@ -88,6 +89,9 @@ def run_point(server, path, load_share, nominal_s, duration_s, seed=1):
         open_points=[(s.intended, s.latency_from_intended * 1000) for s in opened.samples],
         service_s=service, predicted_closed_ms=predicted_closed, predicted_open_ms=predicted_open,
         band_open_ms=(low, high),
+        # Users who think a fixed time and start spread out rarely meet at the server: their response time can be
+        # as low as D. MVA assumes they arrive in random order, and queue as such: the most to expect.
+        band_closed_ms=(closed_summary.demand_ms, predicted_closed),
     )
 
 
