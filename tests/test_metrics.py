@@ -171,9 +171,24 @@ def test_a_saturated_client_is_named():
     assert "the client was saturated" in busy.headline()
     idle = metrics.Summary(**{**clean.as_dict(), "client_demand_ms": 0.5})
     assert "saturated" not in idle.headline()
-    # On a CPU half the time and waiting for one the other half (a CPU shared with the server): saturated too.
-    crowded = metrics.Summary(**{**clean.as_dict(), "client_demand_ms": 0.5, "client_queued_ms": 0.45})
-    assert crowded.client_utilization == pytest.approx(0.5) and crowded.client_runnable == pytest.approx(0.95)
+    assert "saturated" in metrics.Summary(**{**clean.as_dict(), "client_demand_ms": 0.85}).headline()
+    # On a CPU half the time and waiting for one most of the rest (a CPU shared with the server): saturated too.
+    crowded = metrics.Summary(**{**clean.as_dict(), "client_demand_ms": 0.5, "client_queued_ms": 0.35})
+    assert crowded.client_utilization == pytest.approx(0.5) and crowded.client_runnable == pytest.approx(0.85)
     assert "saturated" in crowded.headline()
     two = metrics.Summary(**{**clean.as_dict(), "client_demand_ms": 0.95, "client_processes": 2})
     assert two.client_utilization == pytest.approx(0.475) and "saturated" not in two.headline()
+
+
+def test_a_client_that_took_most_of_a_full_cpu_is_named():
+    clean = summary_of([Sample(0.0, 0.001, 200, 12, None, 0)] * 1000)
+    # One CPU, full: the server 0.28 ms per request, the client 0.72 ms, 1000 requests in 1 s.
+    shared = metrics.Summary(**{**clean.as_dict(), "cores": 1, "utilization": 0.28, "demand_ms": 0.28,
+                                "client_demand_ms": 0.72})
+    assert shared.client_took_the_cpus() and "the CPUs were full and the client took most" in shared.headline()
+    # Two CPUs: the same run leaves one idle, so neither set the pace by CPU.
+    roomy = metrics.Summary(**{**shared.as_dict(), "cores": 2})
+    assert not roomy.client_took_the_cpus() and not roomy.warnings()
+    # The server took most of it: the server set the pace, as a benchmark wants.
+    server_bound = metrics.Summary(**{**shared.as_dict(), "utilization": 0.72, "demand_ms": 0.72, "client_demand_ms": 0.28})
+    assert not server_bound.warnings()

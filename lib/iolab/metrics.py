@@ -8,9 +8,9 @@ from .clients.aggregate import Aggregate, SortedLatenciesMs
 from .usage import per_run_figures
 
 AB_PERCENTAGES = (50, 66, 75, 80, 90, 95, 98, 99, 100)
-# A client process running or waiting to run this share of a run or more never waited for the server: it may have
-# set the pace itself.
-CLIENT_SATURATED = 0.9
+# A client process running or waiting to run this share of a run or more hardly ever waited for the server: it may
+# have set the pace itself. Not 1: a Python client's threads also queue for the GIL, so it seldom shows a whole CPU.
+CLIENT_SATURATED = 0.8
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,14 @@ class Summary:
         share = (self.client_demand_ms + queued) * self.rps / 1000 / max(self.client_processes, 1)
         return min(1.0, share) if math.isfinite(share) else math.nan  # NaN when the client was not measured
 
+    def client_took_the_cpus(self):
+        """True when the server and the client together kept the server's CPUs busy, and the client spent more CPU
+        per request than the server: on a shared machine the client then set the pace (one CPU, most of all)."""
+        client = self.client_utilization * max(self.client_processes, 1)
+        if not (self.cores and math.isfinite(self.utilization) and math.isfinite(client)):
+            return False
+        return self.utilization + client >= CLIENT_SATURATED * self.cores and self.client_demand_ms > self.demand_ms
+
     def warnings(self):
         """What makes this run's figures suspect, as sentences: non-2xx answers, failed requests, a saturated client."""
         found = []
@@ -80,6 +88,11 @@ class Summary:
             found.append(
                 f"the client was saturated (on a CPU or waiting for one {self.client_runnable:.0%} of the run):"
                 " it, not the server, may have set these figures"
+            )
+        elif self.client_took_the_cpus():
+            found.append(
+                f"the CPUs were full and the client took most of them ({self.client_demand_ms:.3g} ms per request"
+                f" against the server's {self.demand_ms:.3g}): it, not the server, may have set these figures"
             )
         return found
 
