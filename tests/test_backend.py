@@ -13,10 +13,9 @@ import textwrap
 import threading
 import time
 
-import psutil
 import pytest
 
-from helpers import gone, wait_until
+from helpers import kill_the_parent, wait_until
 from iolab import registry, servers
 
 BACKEND_SERVERS = ("redis_server", "celery_worker", "tornado_backend", "gevent_flask", "gunicorn_flask")
@@ -232,31 +231,22 @@ def test_the_worker_killed_mid_run_ends_waits_at_the_timeout_and_leaves_its_task
         assert llen(redis) == 1
 
 
-STARTER = textwrap.dedent("""
-    import json, sys, time
-    sys.path.insert(0, {lib!r})
+STARTER = """
+    import json, psutil
     from iolab import servers
     redis = servers.start("redis_server")
-    broker = f"redis://{{redis.host}}:{{redis.port}}/0"
+    broker = f"redis://{redis.host}:{redis.port}/0"
     worker = servers.start("celery_worker", broker=broker, concurrency=2, pool="prefork")
     front = servers.start("gevent_flask", broker=broker)
-    print(json.dumps([redis.pid, worker.pid, front.pid]), flush=True)
-    time.sleep(60)
-""")
+    tree = [psutil.Process(server.pid) for server in (redis, worker, front)]
+    tree += [child for leader in list(tree) for child in leader.children(recursive=True)]
+    names = " ".join(" ".join(process.cmdline()) for process in tree)
+    print(json.dumps({"pids": [process.pid for process in tree], "names": names}), flush=True)
+"""
 
 
 def test_nothing_outlives_a_starter_killed_with_sigkill():
-    lib = str(servers.SERVERS_DIR.parent / "lib")
-    starter = subprocess.Popen([sys.executable, "-c", STARTER.format(lib=lib)], stdout=subprocess.PIPE, text=True)
-    try:
-        leaders = json.loads(starter.stdout.readline())
-        tree = [psutil.Process(pid) for pid in leaders]
-        tree += [child for leader in list(tree) for child in leader.children(recursive=True)]
-        names = " ".join(" ".join(p.cmdline()) for p in tree)
-        assert "redis-server" in names and "celery" in names, names
-        assert len(tree) >= 7  # 3 leaders, redis-server, the celery worker and its 2 prefork children
-    finally:
-        starter.kill()
-        starter.wait()
-    pids = [p.pid for p in tree]
-    assert wait_until(lambda: all(gone(pid) for pid in pids), 5), [p for p in pids if not gone(p)]
+    report, survivors = kill_the_parent(STARTER, within_s=5)
+    assert "redis-server" in report["names"] and "celery" in report["names"], report["names"]
+    assert len(report["pids"]) >= 7  # 3 leaders, redis-server, the celery worker and its 2 prefork children
+    assert not survivors, survivors

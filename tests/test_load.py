@@ -175,3 +175,24 @@ def test_connect_first_to_a_port_nobody_listens_on_records_each_refusal_and_ends
     result = load.run_load(f"http://127.0.0.1:{port}/", requests=12, concurrency=4, client="raw", connect_first=True)
     assert len(result.samples) == 12 and {s.error for s in result.samples} == {"refused"}, result.samples[:3]
     assert time.monotonic() - started < STOPPED_WITHIN_S
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("client", ["raw", "async"])
+def test_users_who_think_send_at_users_over_think_time(tornado, client):
+    # 4 users thinking 50 ms after each ~1 ms answer: about 4 / 0.051 = 78 requests per second.
+    result = load.run_load(tornado.url + "/", client=client, concurrency=4, think_s=0.05, requests=10_000,
+                           max_duration_s=1.5)
+    rate = len(result.samples) / result.duration_s
+    assert 50 < rate <= 4 / 0.05 * 1.05, rate
+    # Each user's next request leaves at least the think time after its last answer.
+    for user in range(4):
+        mine = sorted((s for s in result.samples if s.user == user), key=lambda s: s.start)
+        assert all(later.start - earlier.end >= 0.049 for earlier, later in zip(mine, mine[1:]))
+
+
+def test_think_time_is_for_the_closed_loop_only():
+    with pytest.raises(load.LoadParameterError, match="think_s is for the closed loop"):
+        load.LoadSpec("http://127.0.0.1:1/", loop="open", rate_rps=10, think_s=0.1).validate()
+    with pytest.raises(load.LoadParameterError, match="think_s must be between"):
+        load.LoadSpec("http://127.0.0.1:1/", think_s=-1).validate()

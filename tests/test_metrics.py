@@ -110,3 +110,85 @@ def test_an_aggregate_counts_errors_like_samples_do():
 def test_latency_from_must_be_send_or_intended():
     with pytest.raises(ValueError, match="latency_from must be 'send' or 'intended', got 'arrival'"):
         metrics.summarize(result_of([0.1]), latency_from="arrival")
+
+
+# --- Corrected recording (coordinated omission) and the warnings a report leads with -----------------
+
+
+@pytest.mark.parametrize("latencies, interval, expected", [
+    # Nothing longer than the interval: nothing added.
+    ([1, 2, 2], 2, [1, 2, 2]),
+    # 10 with an interval of 2: the requests a user on schedule would have sent meanwhile waited 8, 6, 4 and 2.
+    ([1, 1, 1, 10], 2, [1, 1, 1, 2, 4, 6, 8, 10]),
+    # 5 with an interval of 2: 3 is added; 1 is below one interval, so it is not (HdrHistogram's Java rule).
+    ([5], 2, [3, 5]),
+    # HdrHistogram's README case in miniature: a sample every 10 ms, 1 ms each, then one stall of 100 ms.
+    ([1] * 9 + [100], 10, [1] * 9 + [10, 20, 30, 40, 50, 60, 70, 80, 90, 100]),
+])
+def test_corrected_recording_by_hand(latencies, interval, expected):
+    assert metrics.corrected_for_omission(latencies, interval) == expected
+
+
+def test_corrected_recording_moves_the_p99_to_the_stall():
+    # A closed loop: 990 requests of 1 ms and 10 users stalled 1 s, each user sending every 50 ms.
+    latencies = [1.0] * 990 + [1000.0] * 10
+    assert metrics.percentile(sorted(latencies), 0.99) == 1.0
+    corrected = metrics.corrected_for_omission(latencies, 50.0)
+    assert len(corrected) == 1000 + 10 * 19  # 950, 900, ..., 50 for each stalled user
+    # The slowest 1% of 1190 is 12 values: the ten 1000s and two 950s.
+    assert metrics.percentile(corrected, 0.99) == 950.0
+
+
+def test_corrected_recording_refuses_a_useless_interval():
+    with pytest.raises(ValueError, match="expected_interval"):
+        metrics.corrected_for_omission([1, 2], 0)
+
+
+def summary_of(samples, duration=1.0):
+    spec = LoadSpec("http://127.0.0.1:1/", len(samples), 1)
+    return metrics.summarize(LoadResult(spec, samples, duration, "completed"))
+
+
+def test_a_run_of_errors_says_so_in_its_first_words():
+    samples = [Sample(0.0, 0.001, 405, 10, None, 0)] * 98 + [Sample(0.0, 0.5, 0, 0, "timeout", 0)] * 2
+    summary = summary_of(samples)
+    warnings = summary.warnings()
+    assert warnings[0].startswith("98 of 100 answers were not 2xx (98 × 405)")
+    assert warnings[1] == "2 of 100 requests failed without an answer"
+    assert summary.headline().startswith("WARNING: 98 of 100 answers were not 2xx")
+
+
+def test_a_clean_run_has_no_warning():
+    summary = summary_of([Sample(0.0, 0.001, 200, 12, None, 0)] * 10)
+    assert summary.warnings() == [] and not summary.headline().startswith("WARNING")
+
+
+def test_a_saturated_client_is_named():
+    clean = summary_of([Sample(0.0, 0.001, 200, 12, None, 0)] * 1000)
+    # 1000 requests in 1 s at 0.95 ms of client CPU each: the client was busy 95% of the run.
+    busy = metrics.Summary(**{**clean.as_dict(), "client_demand_ms": 0.95})
+    assert busy.client_utilization == pytest.approx(0.95)
+    assert "the client was saturated" in busy.headline()
+    idle = metrics.Summary(**{**clean.as_dict(), "client_demand_ms": 0.5})
+    assert "saturated" not in idle.headline()
+    assert "saturated" in metrics.Summary(**{**clean.as_dict(), "client_demand_ms": 0.85}).headline()
+    # On a CPU half the time and waiting for one most of the rest (a CPU shared with the server): saturated too.
+    crowded = metrics.Summary(**{**clean.as_dict(), "client_demand_ms": 0.5, "client_queued_ms": 0.35})
+    assert crowded.client_utilization == pytest.approx(0.5) and crowded.client_runnable == pytest.approx(0.85)
+    assert "saturated" in crowded.headline()
+    two = metrics.Summary(**{**clean.as_dict(), "client_demand_ms": 0.95, "client_processes": 2})
+    assert two.client_utilization == pytest.approx(0.475) and "saturated" not in two.headline()
+
+
+def test_a_client_that_took_most_of_a_full_cpu_is_named():
+    clean = summary_of([Sample(0.0, 0.001, 200, 12, None, 0)] * 1000)
+    # One CPU, full: the server 0.28 ms per request, the client 0.72 ms, 1000 requests in 1 s.
+    shared = metrics.Summary(**{**clean.as_dict(), "cores": 1, "utilization": 0.28, "demand_ms": 0.28,
+                                "client_demand_ms": 0.72})
+    assert shared.client_took_the_cpus() and "the CPUs were full and the client took most" in shared.headline()
+    # Two CPUs: the same run leaves one idle, so neither set the pace by CPU.
+    roomy = metrics.Summary(**{**shared.as_dict(), "cores": 2})
+    assert not roomy.client_took_the_cpus() and not roomy.warnings()
+    # The server took most of it: the server set the pace, as a benchmark wants.
+    server_bound = metrics.Summary(**{**shared.as_dict(), "utilization": 0.72, "demand_ms": 0.72, "client_demand_ms": 0.28})
+    assert not server_bound.warnings()

@@ -176,3 +176,17 @@ def test_dropped_connection_attempts_cost_the_in_step_prediction_their_retry_as_
     assert dropped.in_step_rps == pytest.approx(200 / (200 / clean.in_step_rps + theory.SYN_RETRY_S))
     assert dropped.low_rps == pytest.approx(200 / (200 / clean.low_rps + theory.SYN_RETRIES_S))
     assert dropped.low_rps <= dropped.in_step_rps <= dropped.high_rps == clean.high_rps
+
+
+def test_the_open_queue_by_hand():
+    # M/D/1 at ρ = 0.5, D = 10 ms: waits D ρ / (1 − ρ) / 2 = 5 ms, so R = 15 ms.
+    assert theory.open_response(50, 0.010, arrival_cv2=1.0, service_cv2=0.0) == pytest.approx(0.015)
+    # M/M/1 at ρ = 0.8: R = D / (1 − ρ) = 50 ms.
+    assert theory.open_response(80, 0.010, arrival_cv2=1.0, service_cv2=1.0) == pytest.approx(0.050)
+    # Arrivals on a fixed clock and fixed service below saturation: no wait at all.
+    assert theory.open_response(90, 0.010, arrival_cv2=0.0, service_cv2=0.0) == pytest.approx(0.010)
+    # At or past 1 / D the line grows without bound.
+    assert theory.open_response(100, 0.010) == math.inf
+    assert theory.open_response(130, 0.010) == math.inf
+    with pytest.raises(ValueError, match="rate_rps"):
+        theory.open_response(0, 0.010)

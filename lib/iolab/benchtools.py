@@ -45,15 +45,23 @@ def parse_ab(text):
     }
 
 
-def run_ab(url, requests, concurrency, keep_alive=False, timeout_s=30, deadline_s=600):
-    """`ab -n requests -c concurrency [-k] -s timeout url`, killed if it runs past `deadline_s`."""
+def ab_output(url, requests, concurrency, keep_alive=False, timeout_s=30, deadline_s=600):
+    """What `ab -q -n requests -c concurrency [-k] -s timeout url` prints, killed if it runs past `deadline_s`.
+
+    The one place ab runs; a failure raises RuntimeError with the end of ab's stderr.
+    """
     args = ["ab", "-q", "-n", str(requests), "-c", str(concurrency), "-s", str(max(1, round(timeout_s)))]
     if keep_alive:
         args.append("-k")
     completed = run(args + [_checked(url)], timeout_s=deadline_s)
     if completed.returncode != 0:
         raise RuntimeError(f"ab exited with code {completed.returncode}: {completed.stderr.strip()[-500:]}")
-    return parse_ab(completed.stdout)
+    return completed.stdout
+
+
+def run_ab(url, requests, concurrency, keep_alive=False, timeout_s=30, deadline_s=600):
+    """ab's report (parse_ab) of a run of ab_output's arguments."""
+    return parse_ab(ab_output(url, requests, concurrency, keep_alive, timeout_s, deadline_s))
 
 
 _UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 6e4}

@@ -15,13 +15,15 @@ from .contract import PARENT_ENV
 _spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="iolab-spawner")
 
 
-def spawn(argv, *, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=None, own_group=False):
+def spawn(argv, *, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=None, own_group=False, new_session=False):
     """Start `argv` as a child of this process and return its Popen.
 
     The child learns our pid from its environment (contract.PARENT_ENV); a child
     of ours calls contract.die_with_parent() first thing, so it goes however we
     die, SIGKILL included. `own_group` puts it in a process group of its own, for
-    a child that forks workers which must be signalled with it.
+    a child that forks workers which must be signalled with it. `new_session` is
+    for the one child that must outlive us (stall.py's resumer, which must wake a
+    stopped server even when our kernel is killed with its whole group).
     """
     return _spawner.submit(
         subprocess.Popen,
@@ -31,6 +33,7 @@ def spawn(argv, *, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=None
         stderr=stderr,
         env={**os.environ, PARENT_ENV: str(os.getpid())},
         process_group=0 if own_group else None,
+        start_new_session=new_session,
     ).result()
 
 

@@ -156,7 +156,8 @@ def load_experiment(server_name="tornado_app", workers_by_mode=None, max_duratio
             result = dashboard.follow(run)
         summary = metrics.summarize(result)
         prediction = predicted(result)
-        return (
+        warnings = summary.warnings()
+        return ("WARNING: " + "; ".join(warnings) + ". " if warnings else "") + (
             f"{summary.rps:.2f} req/s; theory from the measured {summary.demand_ms:.2f} ms of server CPU per request:"
             f" {prediction.low_rps:.2f} to {prediction.high_rps:.2f}, {prediction.in_step_rps:.2f} with users in step;"
             f" mean latency {summary.mean_ms:.0f} ms; {summary.errors} errors ({result.stop_reason})"

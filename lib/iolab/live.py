@@ -235,8 +235,11 @@ class Dashboard:
         """The finished run, with exact in-flight counts and its headline figures in the title."""
         summary = metrics.summarize(result)
         note = f" — {summary.rps:.2f} req/s, mean {summary.mean_ms:.0f} ms, {summary.errors} errors"
+        warnings = summary.warnings()
+        # First, where nobody can miss it: the figures may describe errors, or the client rather than the server.
+        heading = ("WARNING: " + "; ".join(warnings) + "\n" if warnings else "") + self.title + note
         bounds = self.final_bounds(result) if self.final_bounds else self.bound_rps
-        self._show(render(dashboard_figure(result.samples, self.title + note, bounds)).data)
+        self._show(render(dashboard_figure(result.samples, heading, bounds)).data)
 
 
 def follow(run, title, bound_rps=None, final_bounds=None):

@@ -42,6 +42,7 @@ LOOPS = ("closed", "open", "pipelined")
 SCHEDULES = ("fixed", "poisson")
 RECORDS = ("auto", "samples", "aggregate")
 RATE_LIMITS = (0.01, 10_000_000.0)
+THINK_LIMITS_S = (0.0, 600.0)
 PIPELINE_DEPTH_LIMITS = (1, 1000)
 SAMPLES_LIMIT = 1_000_000  # a run keeping every request as a Sample object stays below a few hundred MB
 AGGREGATE_ABOVE = 100_000  # record="auto" keeps samples up to here, an Aggregate beyond
@@ -125,6 +126,7 @@ class LoadSpec:
     processes: int = 1
     event_loop: str = "auto"  # "uvloop" where installed ("auto"), or "asyncio"
     connect_first: bool = False  # closed loop, raw client: every user opens its connection before the go
+    think_s: float = 0.0  # closed loop: each user waits this long after an answer before its next request
 
     def __post_init__(self):
         # Defaults that depend on other fields; a frozen dataclass sets them this way.
@@ -203,6 +205,12 @@ class LoadSpec:
                 raise LoadParameterError(f"seed must be a whole number (or None for fresh arrivals), got {self.seed!r}")
         elif self.rate_rps is not None:
             raise LoadParameterError(f"rate_rps is for the open loop only, got {self.rate_rps!r} with loop={self.loop!r}")
+        check_range("think_s", self.think_s, *THINK_LIMITS_S, integer=False, error=LoadParameterError)
+        if self.think_s and (self.loop != "closed" or self.client == "sync"):
+            raise LoadParameterError(
+                f"think_s is for the closed loop's async and raw clients, got think_s={self.think_s!r} with"
+                f" loop={self.loop!r}, client={self.client!r}"
+            )
         if self.loop == "pipelined":
             if self.pipeline_depth is None:
                 raise LoadParameterError("pipeline_depth is required for a pipelined run: requests in flight per connection")
@@ -292,6 +300,7 @@ class LoadRun:
         self._client_time = [0.0] * len(processes)
         self._ready = 0
         self._started_all = False
+        self.time_zero = None  # the run's time zero in time.perf_counter(), once the go is sent
         self._finished = threading.Event()
         self._stop_reason = "completed"
         self.meter = usage.RunMeter(server_pid)
@@ -353,7 +362,8 @@ class LoadRun:
                 self.stop(f"before the go: {type(error).__name__}: {error}", wait=False)
                 return
         self.meter.start()  # the CPU counters open at the go, after every client has started up
-        go = wire.go_line(time.perf_counter() + GO_MARGIN_S)
+        self.time_zero = time.perf_counter() + GO_MARGIN_S
+        go = wire.go_line(self.time_zero)
         for process in self.processes:
             try:
                 process.stdin.write(go)

@@ -8,6 +8,9 @@ from .clients.aggregate import Aggregate, SortedLatenciesMs
 from .usage import per_run_figures
 
 AB_PERCENTAGES = (50, 66, 75, 80, 90, 95, 98, 99, 100)
+# A client process running or waiting to run this share of a run or more hardly ever waited for the server: it may
+# have set the pace itself. Not 1: a Python client's threads also queue for the GIL, so it seldom shows a whole CPU.
+CLIENT_SATURATED = 0.8
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,58 @@ class Summary:
     lab_demand_ms: float = math.nan  # this notebook's CPU per request: reading the results, drawing
     cores: float = 0  # CPUs the server may use: its affinity, or fewer under a container's CPU quota
     listen_drops: int = 0  # connection attempts dropped by a full accept queue during the run (the whole machine's)
+    client_processes: int = 1  # the load client's processes, each one busy thread at most
+
+    @property
+    def client_utilization(self):
+        """The share of the run a client process spent on a CPU (its CPU seconds per second, per process)."""
+        return self.client_demand_ms * self.rps / 1000 / max(self.client_processes, 1)
+
+    @property
+    def client_runnable(self):
+        """The share of the run a client process was on a CPU or waiting for one: near 1, it never waited for the
+        server, so the client, not the server, set the pace. (A wait for a CPU counts: on a shared CPU it is time
+        the client wanted and the server or another program had.)"""
+        queued = self.client_queued_ms if math.isfinite(self.client_queued_ms) else 0.0
+        share = (self.client_demand_ms + queued) * self.rps / 1000 / max(self.client_processes, 1)
+        return min(1.0, share) if math.isfinite(share) else math.nan  # NaN when the client was not measured
+
+    def client_took_the_cpus(self):
+        """True when the server and the client together kept the server's CPUs busy, and the client spent more CPU
+        per request than the server: on a shared machine the client then set the pace (one CPU, most of all)."""
+        client = self.client_utilization * max(self.client_processes, 1)
+        if not (self.cores and math.isfinite(self.utilization) and math.isfinite(client)):
+            return False
+        return self.utilization + client >= CLIENT_SATURATED * self.cores and self.client_demand_ms > self.demand_ms
+
+    def warnings(self):
+        """What makes this run's figures suspect, as sentences: non-2xx answers, failed requests, a saturated client."""
+        found = []
+        answered_badly = sum(count for kind, count in self.error_kinds.items() if kind.startswith("status "))
+        failed = self.errors - answered_badly
+        if answered_badly:
+            statuses = ", ".join(f"{count} × {kind[7:]}" for kind, count in self.error_kinds.items()
+                                 if kind.startswith("status "))
+            found.append(f"{answered_badly} of {self.completed} answers were not 2xx ({statuses}): the rate counts errors")
+        if failed:
+            found.append(f"{failed} of {self.completed} requests failed without an answer")
+        if self.client_runnable >= CLIENT_SATURATED:
+            found.append(
+                f"the client was saturated (on a CPU or waiting for one {self.client_runnable:.0%} of the run):"
+                " it, not the server, may have set these figures"
+            )
+        elif self.client_took_the_cpus():
+            found.append(
+                f"the CPUs were full and the client took most of them ({self.client_demand_ms:.3g} ms per request"
+                f" against the server's {self.demand_ms:.3g}): it, not the server, may have set these figures"
+            )
+        return found
+
+    def headline(self):
+        """The run in one line, its warnings first: what a report must not bury in a footnote."""
+        figures = f"{self.rps:,.1f} req/s, mean {self.mean_ms:.3g} ms, p99 {self.p99_ms:.3g} ms, {self.completed} requests"
+        warnings = self.warnings()
+        return ("WARNING: " + "; ".join(warnings) + ". " + figures) if warnings else figures
 
     def as_dict(self, *keys):
         """The named figures (all of them by default), e.g. for a notebook's results JSON."""
@@ -60,6 +115,24 @@ def percentile(sorted_values, fraction):
         return math.nan
     rank = max(1, math.ceil(fraction * len(sorted_values)))
     return sorted_values[min(rank, len(sorted_values)) - 1]
+
+
+def corrected_for_omission(latencies, expected_interval):
+    """HdrHistogram's corrected recording: each latency, plus for one longer than the expected interval the
+    requests a client on schedule would have sent meanwhile (the latency less 1, 2, ... intervals, down to one
+    interval). Returns the values sorted. The same rule as HdrHistogram's recordValueWithExpectedInterval.
+    """
+    if not expected_interval > 0:
+        raise ValueError(f"expected_interval must be positive, got {expected_interval!r}")
+    corrected = []
+    for value in latencies:
+        corrected.append(value)
+        missing = value - expected_interval
+        while missing >= expected_interval:
+            corrected.append(missing)
+            missing -= expected_interval
+    corrected.sort()
+    return corrected
 
 
 def ab_percentile_table(sorted_latencies_ms):
@@ -130,6 +203,7 @@ def summarize(result, latency_from="send", usage=None):
         ab_percentiles=ab_percentile_table(latencies_ms),
         latency_from=latency_from,
         in_flight=done * _mean(latencies_ms) / 1000 / total_s if done and total_s else math.nan,
+        client_processes=result.spec.processes,
         **per_run_figures(usage if usage is not None else getattr(result, "usage", None), done, total_s),
     )
 

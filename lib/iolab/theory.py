@@ -272,6 +272,24 @@ def mva_throughput(users, demand_s, delay_s=0.0, servers=1):
     return mva(users, demand_s, delay_s, servers)[-1].throughput
 
 
+def open_response(rate_rps, service_s, arrival_cv2=1.0, service_cv2=0.0):
+    """Mean response time of an open queue: requests arrive at `rate_rps` and one server serves them in turn.
+
+    The wait in line is Kingman's formula, W_q = S ρ/(1−ρ) (c_a² + c_s²)/2 with
+    ρ = rate × S, and the response is W_q + S. With Poisson arrivals (c_a² = 1) it
+    is exact for any service time (Pollaczek-Khinchine's M/G/1): deterministic
+    service (c_s² = 0) gives M/D/1, exponential (c_s² = 1) M/M/1. Arrivals on a
+    fixed clock (c_a² = 0) with fixed service wait not at all below saturation.
+    At or past ρ = 1 the line grows without bound: the result is infinite.
+    """
+    check_range("rate_rps", rate_rps, 0, integer=False, above=True)
+    check_range("service_s", service_s, 0, integer=False, above=True)
+    rho = rate_rps * service_s
+    if rho >= 1:
+        return math.inf
+    return service_s + service_s * rho / (1 - rho) * (arrival_cv2 + service_cv2) / 2
+
+
 @dataclass(frozen=True)
 class Simulated:
     """A simulated closed-loop run: every request's latency (in the order they reached the centre) and the run's length."""

@@ -12,6 +12,7 @@ from iolab.lessons.c10k import exercises as lesson07
 from iolab.lessons.c10k import limits as c10k_limits
 from iolab.lessons.event_loop import exercises as lesson05
 from iolab.lessons.io_models import exercises as lesson04
+from iolab.lessons.measuring import exercises as lesson09
 from iolab.lessons.ordering import exercises as lesson03
 from iolab.lessons.pipelining import exercises as lesson08
 from iolab.lessons.start import exercises as lesson00
@@ -20,7 +21,8 @@ from iolab.lessons.workers import cores as workers_cores
 from iolab.lessons.workers import exercises as lesson06
 from iolab.lessons.workers import sweep as workers_sweep
 
-LESSONS = (lesson00, lesson01, lesson02, lesson03, lesson04, lesson05, lesson06, lesson07, lesson08, lesson10)
+LESSONS = (lesson00, lesson01, lesson02, lesson03, lesson04, lesson05, lesson06, lesson07, lesson08, lesson09,
+           lesson10)
 # statuses() names every exercise a lesson binds to q1, q2, ...
 EVERY_EXERCISE = [getattr(lesson, name) for lesson in LESSONS for name in lesson.statuses()]
 
@@ -66,6 +68,12 @@ OFFLINE = [
     (lesson07.q5, "1 s", "0.5 s", "its SYN was dropped"),
     (lesson08.q2, 1, 1 / 16, "batched server's figure"),
     (lesson08.q5, "multiplexing", "more connections", "six per host"),
+    (lesson09.q1, 800, 1000, "the first request of the stall"),
+    (lesson09.q1, 790, 1, "what a closed loop would report"),
+    (lesson09.q4, 0.19, 0.81, "the share of timeouts"),
+    (lesson09.q5, 0, 124.63, "errors included"),
+    (lesson09.q6, "a", "c", "sends on its schedule"),
+    (lesson09.q7, "merged", "averaged", "between their min and max"),
 ]
 
 
@@ -137,8 +145,10 @@ def test_statuses_list_every_exercise():
     (lesson08.q3, {"demand_us": 2.5}, 400_000, 800_000, "one core"),
     (lesson08.q4, {"last_ms": 305.0}, 300, 2100, "may not leave before"),
     (lesson08.q6, {"per_request_us": 2.0, "per_batch_us": 0.8}, 2.5, 0.4, "compare the two ceilings"),
+    (lesson09.q2, {"users": 10}, 10, 200, "at most one request out"),
+    (lesson09.q3, {"line_one_ms": 40149.0, "line_two_ms": 1003.7}, 40, 1, "concurrency × time / requests"),
 ], ids=["thread-server-rss", "wrk-hides-the-wait", "syscalls-at-depth-16", "syscalls-not-measured", "one-core-ceiling",
-        "behind-the-wait", "batch-ceilings"])
+        "behind-the-wait", "batch-ceilings", "closed-loop-stalled-requests", "concurrency-from-abs-lines"])
 def test_predictions_checked_against_what_the_notebook_measured(exercise, measured, right, wrong, reason, capsys):
     assert exercise.check(None, **measured) == "not attempted"
     assert exercise.check(wrong, **measured) == "incorrect"

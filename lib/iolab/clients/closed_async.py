@@ -33,8 +33,12 @@ async def run(spec, share, recorder):
             number = numbers[protocol] = recorder.new_connection()
         return number
 
-    async def user(number):
+    think_s = spec.get("think_s", 0.0)
+
+    async def user(number, index):
         nonlocal issued
+        if think_s:
+            await asyncio.sleep(think_s * index / len(share["users"]))  # spread over one think time
         while issued < share["requests"] and recorder.now() < spec["max_duration_s"]:
             issued += 1
             recorder.in_flight += 1
@@ -49,9 +53,11 @@ async def run(spec, share, recorder):
                 code = recorder.error_code(error_kind(error))
                 recorder.add(start, start, recorder.now(), 0, 0, code, number, connection)
             recorder.in_flight -= 1
+            if think_s:
+                await asyncio.sleep(think_s)
 
     async with aiohttp.ClientSession(connector=connector, timeout=timeout, auto_decompress=False) as session:
         await recorder.wait_for_go_async()  # after the session: creating it can take a quarter of a second
         flusher = asyncio.create_task(recorder.flush_periodically())
-        await asyncio.gather(*(user(n) for n in share["users"]))
+        await asyncio.gather(*(user(n, i) for i, n in enumerate(share["users"])))
         flusher.cancel()

@@ -1,6 +1,6 @@
 """Closed loop on raw connections.
 
-Each user sends its next request the moment its last answer is in; the lab's fastest client.
+Each user sends its next request the moment its last answer is in (or a think time later); the lab's fastest client.
 
 No coroutine, future or timer per request: an answer arrives in the connection's
 data_received, is recorded, and the next request is written from there. Request
@@ -36,6 +36,7 @@ class ClosedLoop:
         self.issued = 0
         self.max_duration_s = spec["max_duration_s"]
         self.timeout_s = spec["timeout_s"]
+        self.think_s = spec.get("think_s", 0.0)
         self.users = [User(number, self) for number in share["users"]]
         self.active = len(self.users)
         self.finished = self.loop.create_future()
@@ -49,8 +50,12 @@ class ClosedLoop:
         flusher = asyncio.create_task(self.recorder.flush_periodically())
         sweeper = asyncio.create_task(self.sweep())
         now = self.recorder.now()
-        for user in self.users:
-            user.next(now)
+        for index, user in enumerate(self.users):
+            if self.think_s:
+                # Users who think start spread over one think time, as users who arrived at random would be.
+                self.loop.call_later(self.think_s * index / len(self.users), user.thought)
+            else:
+                user.next(now)
         if self.active:
             await self.finished
         sweeper.cancel()
@@ -114,7 +119,17 @@ class User(RawConnection):
         if closes or not run.keep_alive:
             self.reader.transport.close()
             self.reader = None
-        self.next(now)
+        self.after(now)
+
+    def after(self, now):
+        """Send the next request now, or after the run's think time."""
+        if self.run.think_s:
+            self.run.loop.call_later(self.run.think_s, self.thought)
+        else:
+            self.next(now)
+
+    def thought(self):
+        self.next(self.run.recorder.now())
 
     def in_flight(self):
         return self.start is not None
@@ -128,7 +143,7 @@ class User(RawConnection):
         recorder.in_flight -= 1
         self.start = None
         self.drop()
-        self.next(now)
+        self.after(now)
 
 
 async def run(spec, share, recorder):

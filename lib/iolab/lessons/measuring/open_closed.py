@@ -1,0 +1,115 @@
+"""Open vs closed load on one server, each predicted before it runs.
+
+The same offered load sent on a schedule and by users who wait.
+"""
+
+import math
+from dataclasses import dataclass
+
+from iolab import environment, load, metrics, theory
+
+THINK_S = 0.05  # a closed user's think time: N users offer about N / Z requests per second
+
+
+@dataclass
+class Point:
+    """One load, run both ways: mean latencies measured and predicted, and what the run measured to predict them."""
+
+    load: float  # offered load as a share of what one core's 1/D can serve
+    rate_rps: float
+    users: int
+    closed: object  # metrics.Summary
+    open: object  # metrics.Summary, latencies from the intended send
+    open_points: list  # [(intended send s, latency ms)], to see the queue grow past 1/D
+    service_s: float  # the service time the predictions use: D of this point's runs, plus their wait for a CPU
+    predicted_closed_ms: float
+    predicted_open_ms: float
+    band_open_ms: tuple  # (low, high): the open model with the server's D alone, and with everything the CPU did
+    band_closed_ms: tuple  # (low, high): D (users never meet) and MVA (users arrive in random order)
+
+    def row(self):
+        return {
+            "load": self.load, "closed_ms": self.closed.mean_ms, "open_ms": self.open.mean_ms,
+            "predicted_closed_ms": self.predicted_closed_ms, "predicted_open_ms": self.predicted_open_ms,
+        }
+
+
+def service_time_s(summary, shared_cpu):
+    """The time a request holds the server: its CPU (D) and its wait for a CPU; on one CPU the client's CPU too."""
+    service = summary.demand_ms + (summary.queued_ms if math.isfinite(summary.queued_ms) else 0.0)
+    if shared_cpu:
+        service += summary.client_demand_ms
+    return service / 1000
+
+
+def shares_one_cpu():
+    """True when the client and the server must take turns on one CPU."""
+    return environment.usable_cores() < 2
+
+
+def calibrate(server, path, duration_s):
+    """One user, no think time, for `duration_s`: D, the server's CPU per request (on one CPU with the client's
+    added, since the two take turns), which sets 1/D, the most this one-threaded server can serve.
+    Returns (D in seconds, the run's metrics.Summary)."""
+    result = load.run_load(
+        server.url + path, server=server, loop="closed", client="raw", concurrency=1, requests=100_000,
+        max_duration_s=duration_s, timeout_s=30,
+    )
+    server.check()
+    summary = metrics.summarize(result)
+    demand_ms = summary.demand_ms + (summary.client_demand_ms if shares_one_cpu() else 0.0)
+    return demand_ms / 1000, summary
+
+
+def run_point(server, path, load_share, nominal_s, duration_s, seed=1):
+    """The same offered load, rate = load_share / nominal_s, sent by a Poisson open loop and by N = rate × Z users."""
+    rate = load_share / nominal_s
+    users = max(1, round(rate * THINK_S))
+    url = server.url + path
+    closed = load.run_load(
+        url, server=server, loop="closed", client="raw", concurrency=users, think_s=THINK_S,
+        requests=int(rate * duration_s * 3) + users, max_duration_s=duration_s, timeout_s=30,
+    )
+    connections = min(1000, max(32, math.ceil(rate * duration_s)))  # never short of a connection: a queue, not a cap
+    opened = load.run_load(
+        url, server=server, loop="open", schedule="poisson", seed=seed, rate_rps=rate, concurrency=connections,
+        requests=max(1, int(rate * duration_s)), max_duration_s=duration_s, timeout_s=30,
+    )
+    server.check()
+    closed_summary = metrics.summarize(closed)
+    open_summary = metrics.summarize(opened, latency_from="intended")
+    shared = shares_one_cpu()
+    service = service_time_s(open_summary, shared)
+    closed_service = service_time_s(closed_summary, shared)
+    # MVA: N users, think time Z, one queueing centre of demand D; R excludes Z.
+    predicted_closed = theory.mva(users, closed_service, THINK_S)[-1].response_s * 1000
+    # M/D/1: Poisson arrivals (c_a² = 1), service of fixed length (c_s² = 0).
+    predicted_open = theory.open_response(rate, service, arrival_cv2=1.0, service_cv2=0.0) * 1000
+    low = theory.open_response(rate, open_summary.demand_ms / 1000, 1.0, 0.0) * 1000
+    high = theory.open_response(rate, service + open_summary.client_demand_ms / 1000, 1.0, 1.0) * 1000
+    return Point(
+        load=load_share, rate_rps=rate, users=users, closed=closed_summary, open=open_summary,
+        open_points=[(s.intended, s.latency_from_intended * 1000) for s in opened.samples],
+        service_s=service, predicted_closed_ms=predicted_closed, predicted_open_ms=predicted_open,
+        band_open_ms=(low, high),
+        # Users who think a fixed time and start spread out rarely meet at the server: their response time can be
+        # as low as D. MVA assumes they arrive in random order, and queue as such: the most to expect.
+        band_closed_ms=(closed_summary.demand_ms, predicted_closed),
+    )
+
+
+def growth(points, duration_s):
+    """Mean latency (ms) of the requests sent in the first third of the run and in the last third."""
+    first = [ms for sent, ms in points if sent < duration_s / 3]
+    last = [ms for sent, ms in points if sent >= duration_s * 2 / 3]
+    mean = lambda values: sum(values) / len(values) if values else math.nan  # noqa: E731
+    return mean(first), mean(last)
+
+
+def predicted_before(load_share, nominal_s):
+    """(rate, users, MVA's closed ms, M/D/1's open ms) from D alone, before any run at this load."""
+    rate = load_share / nominal_s
+    users = max(1, round(rate * THINK_S))
+    closed = theory.mva(users, nominal_s, THINK_S)[-1].response_s * 1000
+    opened = theory.open_response(rate, nominal_s, arrival_cv2=1.0, service_cv2=0.0) * 1000
+    return rate, users, closed, opened

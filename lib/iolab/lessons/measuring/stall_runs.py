@@ -1,0 +1,213 @@
+"""Coordinated omission under a real stall.
+
+One server, stopped for S seconds mid-run, measured by a closed loop, wrk and an open loop.
+"""
+
+import math
+import re
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from iolab import benchtools, load, metrics, stall
+
+from .spectrum import SPECTRUM, spectrum
+
+STALL_AT = 0.25  # the stall begins a quarter into the run: a calm stretch before it sets each client's baseline
+
+
+@dataclass
+class StallRun:
+    """One client's view of a run with a stall: its latencies (ms, sorted) and what the run measured besides."""
+
+    client: str
+    latencies_ms: list
+    rate_rps: float
+    duration_s: float
+    stall_from_s: float  # when the server was stopped, in the run's seconds
+    stall_s: float  # for how long, as the stall's own child measured it
+    points: list = field(default_factory=list)  # [(intended send s, latency ms)] for the timeline (lab clients)
+    calm_p99_ms: float = math.nan  # p99 of the requests sent before the stall: this machine's noise
+    summary: object = None  # metrics.Summary for the lab's clients
+    wrk: dict = None  # benchtools.parse_wrk's figures, for wrk
+    wrk_spectrum: list = None  # [(fraction, ms)] as wrk itself reports them
+
+    @property
+    def requests(self):
+        return len(self.latencies_ms)
+
+    def percentile_ms(self, fraction):
+        if self.wrk_spectrum is not None:
+            return _at(self.wrk_spectrum, fraction)
+        return metrics.percentile(self.latencies_ms, fraction)
+
+    def spectrum(self):
+        return self.wrk_spectrum if self.wrk_spectrum is not None else spectrum(self.latencies_ms)
+
+    def stalled_share(self, stall_fraction=0.5):
+        """The share of requests that waited at least half the stall: the ones that saw it."""
+        if self.wrk_spectrum is not None:
+            threshold = self.stall_s * 1000 * stall_fraction
+            above = [1 - fraction for fraction, ms in self.wrk_spectrum if ms >= threshold]
+            return max(above) if above else 0.0
+        threshold = self.stall_s * 1000 * stall_fraction
+        return sum(1 for ms in self.latencies_ms if ms >= threshold) / max(self.requests, 1)
+
+
+def _at(points, fraction):
+    for point_fraction, value in points:
+        if point_fraction >= fraction - 1e-12:
+            return value
+    return points[-1][1] if points else math.nan
+
+
+def _stall_at_go(server, stall_s, stall_from_s, holder):
+    """A before_go for load.start_load: arms the stall on the run's own clock, whose zero is GO_MARGIN_S away."""
+
+    def arm():
+        # The go follows in a few milliseconds; the run's own time zero (run.time_zero) places the stall exactly.
+        holder["stall"] = stall.stall(server, stall_s, after_s=stall_from_s + load.GO_MARGIN_S)
+
+    return arm
+
+
+def _lab_run(server, label, stall_s, duration_s, latency_from, follow=None, stall_from_s=None, **spec):
+    holder = {}
+    stall_from_s = duration_s * STALL_AT if stall_from_s is None else stall_from_s
+    run = load.start_load(
+        server.url + "/", server=server, before_go=_stall_at_go(server, stall_s, stall_from_s, holder),
+        timeout_s=stall_s + 10, max_duration_s=duration_s, **spec,
+    )
+    try:
+        result = follow(run) if follow else run.wait()
+    finally:
+        run.stop()
+        if "stall" in holder and not holder["stall"].done():
+            holder["stall"].cancel()  # the run ended early (an error, an interrupt): resume the server now
+    stopped, resumed = holder["stall"].wait() if "stall" in holder else (None, None)
+    server.check()
+    zero = run.time_zero or 0.0  # time.perf_counter and time.monotonic are one clock on Linux
+    began = (stopped - zero) if stopped else stall_from_s
+    lasted = (resumed - stopped) if stopped and resumed else stall_s
+    summary = metrics.summarize(result, latency_from=latency_from)
+    samples = result.samples
+    measured = [s.latency_from_intended if latency_from == "intended" else s.latency for s in samples]
+    intended = [s.intended if s.intended is not None else s.start for s in samples]
+    # Sent before the stall and answered before it too: what a request costs here without one.
+    calm = sorted(ms * 1000 for ms, sent in zip(measured, intended) if sent + ms < began)
+    return StallRun(
+        client=label,
+        latencies_ms=sorted(ms * 1000 for ms in measured),
+        rate_rps=summary.rps,
+        duration_s=result.duration_s,
+        stall_from_s=began,
+        stall_s=lasted,
+        points=[(sent, ms * 1000) for sent, ms in zip(intended, measured)],
+        calm_p99_ms=metrics.percentile(calm, 0.99),
+        summary=summary,
+    )
+
+
+def closed_loop(server, rate_rps, users, duration_s, stall_s, follow=None):
+    """The lab's closed loop: `users` users, each thinking users/rate s between answer and next request.
+
+    `follow(run)` may draw the run live (live.follow) and must return its LoadResult."""
+    return _lab_run(
+        server, "closed loop", stall_s, duration_s, "send", follow, loop="closed", client="raw", concurrency=users,
+        requests=int(rate_rps * duration_s * 2) + users, think_s=users / rate_rps,
+    )
+
+
+def open_loop(server, rate_rps, duration_s, stall_s, follow=None, stall_from_s=None):
+    """The lab's open loop on a fixed clock, every latency timed from the request's intended send."""
+    # Enough connections for every request due during the stall, so none waits for a free one.
+    connections = min(1000, math.ceil(rate_rps * (stall_s + 0.5)) + 16)
+    return _lab_run(
+        server, "open loop", stall_s, duration_s, "intended", follow, stall_from_s, loop="open", rate_rps=rate_rps,
+        schedule="fixed",
+        concurrency=connections, requests=max(1, int(rate_rps * duration_s)),
+    )
+
+
+def paced_script(delay_ms, fractions=SPECTRUM):
+    """Lua for wrk: every connection waits `delay_ms` before each request (wrk's delay()), and wrk prints its own
+    latency spectrum at the end (after its correction, as its report does) as `PCT fraction microseconds`."""
+    listed = ", ".join(f"{fraction * 100:.6f}" for fraction in fractions)
+    return "\n".join([
+        f"local delay_ms = {delay_ms:.3f}",
+        "delay = function() return delay_ms end",
+        "done = function(summary, latency, requests)",
+        f"  for _, p in ipairs({{{listed}}}) do",
+        "    io.write(string.format('PCT %.6f %d\\n', p / 100, latency:percentile(p)))",
+        "  end",
+        "  io.write(string.format('MAXUS %d\\n', latency.max))",
+        "end",
+    ]) + "\n"
+
+
+def wrk_run(server, rate_rps, users, duration_s, stall_s, timeout_s=None, stall_from_s=None):
+    """wrk with `users` connections, each pacing itself users/rate s apart, while the server is stopped S s.
+
+    `timeout_s` is wrk's --timeout (by default long enough for the stall). Returns the reason, a sentence,
+    instead when wrk is not installed."""
+    reason = benchtools.missing_reason("wrk")
+    if reason:
+        return reason
+    duration_s = max(1, round(duration_s))  # wrk counts whole seconds
+    with tempfile.TemporaryDirectory() as folder:
+        script = Path(folder) / "paced.lua"
+        script.write_text(paced_script(users / rate_rps * 1000))
+        stall_from_s = duration_s * STALL_AT if stall_from_s is None else stall_from_s
+        stalled = stall.stall(server, stall_s, after_s=stall_from_s)
+        began = time.monotonic()
+        try:
+            report = benchtools.wrk_output(
+                server.url + "/", connections=users, duration_s=duration_s, script=script,
+                timeout_s=timeout_s or max(2, math.ceil(stall_s) + 1), latency=True,
+            )
+        finally:
+            if not stalled.done():
+                stalled.cancel()
+        stopped, resumed = stalled.wait()
+    server.check()
+    figures = benchtools.parse_wrk(report)
+    points = [(float(f), int(us) / 1000) for f, us in re.findall(r"^PCT ([\d.]+) (\d+)$", report, re.MULTILINE)]
+    max_us = re.search(r"^MAXUS (\d+)$", report, re.MULTILINE)
+    if max_us:
+        points.append((1 - 0.5 / max(figures["requests"] or 1, 1), int(max_us.group(1)) / 1000))
+    return StallRun(
+        client="wrk",
+        latencies_ms=[],
+        rate_rps=figures["rps"] or math.nan,
+        duration_s=duration_s,
+        stall_from_s=(stopped - began) if stopped else stall_from_s,
+        stall_s=(resumed - stopped) if stopped and resumed else stall_s,
+        wrk=figures,
+        wrk_spectrum=points,
+    )
+
+
+def predicted_open_ms(fraction, stall_s, duration_s, rate_rps, demand_s=0.0, base_ms=0.0):
+    """The latency at `fraction` of an open loop at `rate_rps` for `duration_s`, whose server stops for `stall_s`.
+
+    The requests due during the stall all wait for its end; the one due k/rate s
+    into it then leaves after the k before it, each D of the server's time, so it
+    waits S − k (1/rate − D). The slowest (1 − p) of the rate × T requests are the
+    first (1 − p) rate T of the stall: x_p = S − (1 − p) T (1 − rate D), when that
+    is positive (fewer than (1 − p) T × rate requests saw the stall otherwise),
+    plus what the request costs without a stall.
+    """
+    waited_s = stall_s - (1 - fraction) * duration_s * (1 - rate_rps * demand_s)
+    return max(waited_s, 0.0) * 1000 + base_ms
+
+
+def predicted_stalled_share(client, stall_s, duration_s, rate_rps, users):
+    """The share of requests that see the stall: rate × S of rate × T for the open loop, at most one per user closed."""
+    total = rate_rps * duration_s
+    return min(stall_s / duration_s, 1.0) if client == "open loop" else min(users / total, 1.0)
+
+
+def corrected(run, expected_interval_ms):
+    """A closed loop's latencies corrected for coordinated omission (HdrHistogram's rule), sorted."""
+    return metrics.corrected_for_omission(run.latencies_ms, expected_interval_ms)

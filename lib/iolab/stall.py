@@ -1,0 +1,186 @@
+"""Pause a process for a while with SIGSTOP, as a garbage-collection pause or a stalled disk would, and always resume it.
+
+A small child process of its own does the stop, the wait and the SIGCONT, so the
+resume does not depend on whoever asked for the stall: if the notebook's kernel
+is interrupted, the stall is cancelled and the process resumed at once; if the
+kernel dies (even by SIGKILL), the child, in a session of its own, still sends
+SIGCONT when the time is up. The child also resumes on SIGTERM; only a SIGKILL
+of the child itself could leave the process stopped, and cancel() follows its
+own SIGKILL with a SIGCONT.
+"""
+
+import atexit
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from .children import spawn
+from .params import ParameterError, check_range
+
+LIMITS = {"seconds": (0.001, 60.0), "after_s": (0.0, 3600.0)}
+START_MARGIN_S = 0.2  # a stall asked for "now" waits this long for its child to start: it is never late
+
+# The child: sleep until `at` (time.monotonic, shared by every process), stop, wait, resume; print both instants.
+_CHILD = r"""
+import os, signal, sys, time
+pid, group, at, seconds = int(sys.argv[1]), sys.argv[2] == "group", float(sys.argv[3]), float(sys.argv[4])
+for number in (signal.SIGINT, signal.SIGHUP):
+    signal.signal(number, signal.SIG_IGN)
+def leave(number, frame):
+    raise SystemExit(0)
+signal.signal(signal.SIGTERM, leave)
+send = (lambda sig: os.killpg(pid, sig)) if group else (lambda sig: os.kill(pid, sig))
+def say(*words):
+    try:
+        print(*words, flush=True)
+    except OSError:
+        pass  # whoever asked is gone: the resume matters, the report does not
+try:
+    time.sleep(max(0.0, at - time.monotonic()))
+    send(signal.SIGSTOP)
+    say("stopped", time.monotonic())
+    time.sleep(seconds)
+except ProcessLookupError:
+    sys.exit(0)
+finally:
+    try:
+        send(signal.SIGCONT)
+    except ProcessLookupError:
+        pass
+say("resumed", time.monotonic())
+"""
+
+
+class StallError(ParameterError):
+    """A stall asked for something outside its range, or for a process that does not exist."""
+
+
+_pending = []
+_pending_lock = threading.Lock()
+
+
+def _target(process):
+    pid = getattr(process, "pid", process)
+    if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 1 or pid == os.getpid():
+        raise StallError(f"the process to stall must be a server or another process's pid, got {process!r}")
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        raise StallError(f"no process {pid} to stall") from None
+    return pid
+
+
+class Stall:
+    """One stall under way: the process is stopped `after_s` from now for `seconds`, then continued.
+
+    `stopped_at` and `resumed_at` are time.monotonic() instants (the same clock as
+    time.perf_counter on Linux), known once wait() returns.
+    """
+
+    def __init__(self, process, seconds, after_s=0.0, group=None):
+        for name, value in (("seconds", seconds), ("after_s", after_s)):
+            check_range(name, value, *LIMITS[name], integer=False, error=StallError)
+        self.pid = _target(process)
+        # A server started by iolab.servers leads a process group of its own: stop all of it (workers too).
+        self.group = os.getpgid(self.pid) == self.pid if group is None else group
+        self.seconds = float(seconds)
+        self.planned_at = time.monotonic() + max(float(after_s), START_MARGIN_S)
+        self.stopped_at = None
+        self.resumed_at = None
+        self.cancelled = False
+        self._child = spawn(
+            [sys.executable, "-I", "-S", "-c", _CHILD, str(self.pid), "group" if self.group else "one",
+             repr(self.planned_at), repr(self.seconds)],
+            new_session=True,  # outlives a kernel killed with its process group
+        )
+        with _pending_lock:
+            _pending.append(self)
+
+    @property
+    def child_pid(self):
+        return self._child.pid
+
+    def done(self):
+        return self._child.poll() is not None
+
+    def wait(self, timeout=None):
+        """Block until the process has been resumed; returns (stopped_at, resumed_at) in time.monotonic()."""
+        limit = self.planned_at - time.monotonic() + self.seconds + 5.0 if timeout is None else timeout
+        try:
+            out, _ = self._child.communicate(timeout=max(limit, 0.1))
+        except subprocess.TimeoutExpired:
+            self.cancel()
+            raise TimeoutError(f"the stall of pid {self.pid} did not end within {limit:.1f} s; it was cancelled") from None
+        self._read(out)
+        self._forget()
+        return self.stopped_at, self.resumed_at
+
+    def cancel(self):
+        """Resume the process now (if stopped) and end the stall; safe to call at any time, more than once."""
+        if self._child.poll() is None:
+            self.cancelled = True
+            self._child.send_signal(signal.SIGTERM)  # the child resumes the process on its way out
+            try:
+                self._child.wait(timeout=1.0)
+            except subprocess.TimeoutExpired:
+                self._child.kill()
+                self._child.wait()
+        self._resume()  # whatever happened to the child, the process runs again
+        with contextlib.suppress(ValueError, OSError):
+            self._read(self._child.stdout.read())
+        self._forget()
+
+    def _resume(self):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            (os.killpg if self.group else os.kill)(self.pid, signal.SIGCONT)
+
+    def _read(self, out):
+        if isinstance(out, bytes):
+            out = out.decode(errors="replace")
+        for line in (out or "").splitlines():
+            word, _, value = line.partition(" ")
+            if word == "stopped":
+                self.stopped_at = float(value)
+            elif word == "resumed":
+                self.resumed_at = float(value)
+        if self._child.stdout and not self._child.stdout.closed:
+            self._child.stdout.close()
+
+    def _forget(self):
+        with _pending_lock:
+            if self in _pending:
+                _pending.remove(self)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, trace):
+        if kind is None:
+            self.wait()
+        else:
+            self.cancel()  # an interrupted cell resumes the process at once
+
+    def __repr__(self):
+        state = "cancelled" if self.cancelled else "done" if self.done() else "under way"
+        return f"<Stall pid={self.pid} {self.seconds} s {state}>"
+
+
+def stall(process, seconds, after_s=0.0, group=None):
+    """Stop `process` (a servers.Server or a pid) `after_s` from now for `seconds`, then continue it; returns the Stall.
+
+    `with stall(server, 1.0):` waits for the resume at the end of the block, or
+    resumes at once if the block raises (a KeyboardInterrupt included).
+    """
+    return Stall(process, seconds, after_s, group)
+
+
+@atexit.register
+def _resume_all():
+    with _pending_lock:
+        pending = list(_pending)
+    for stalled in pending:
+        stalled.cancel()
