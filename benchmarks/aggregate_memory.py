@@ -2,7 +2,7 @@
 
 The client processes' RSS through a ten-million-request run.
 
-Against nginx_hello when nginx is installed (else scratch_app), a run recorded
+Against nginx_hello when nginx is installed (else step4_event_loop), a run recorded
 in aggregate (counts per time bin and latency histograms), bounded by a
 duration. Every 0.25 s it reads the resident memory of each client process and
 of this process (the parent, which folds the rows into the aggregate). The last
@@ -33,9 +33,9 @@ def main():
     parser.add_argument("--loop", choices=("closed", "pipelined"), default="pipelined",
                         help="pipelined (depth --depth) reaches ten million sooner; closed is one request at a time")
     parser.add_argument("--depth", type=int, default=16)
-    parser.add_argument("--server", default=None, help="default: nginx_hello if installed, else scratch_app")
+    parser.add_argument("--server", default=None, help="default: nginx_hello if installed, else step4_event_loop")
     args = parser.parse_args()
-    name = args.server or ("nginx_hello" if registry.get("nginx_hello").missing() is None else "scratch_app")
+    name = args.server or ("nginx_hello" if registry.get("nginx_hello").missing() is None else "step4_event_loop")
     shape = {"client": "raw"} | ({"loop": "pipelined", "pipeline_depth": args.depth} if args.loop == "pipelined" else {})
 
     parent = psutil.Process()

@@ -6,12 +6,12 @@ fresh latency, time to open them.
 Each server holds --connections (default 10,000) idle keep-alive connections,
 opened in one go from none, while one more connection times
 --fresh-requests requests one after another. The figures to reach: the event
-loops (tornado_app, scratch_app, the raw asyncio server) hold them all with a
+loops (tornado_app, step4_event_loop, the raw asyncio server) hold them all with a
 fresh p99 under 20 ms and at most 16 KiB of RSS per connection; the holding
 client opens them within 10 s; the thread server's figures beside them. The
 last line printed is JSON: {"servers": {label: {...}}, "client_open_s": ..., "goals": {...}}.
 
-    .venv/bin/python benchmarks/c10k.py [--connections 10000] [--fresh-requests 500] [--servers tornado_app,scratch_app,...]
+    .venv/bin/python benchmarks/c10k.py [--connections 10000] [--fresh-requests 500] [--servers tornado_app,step4_event_loop,...]
 """
 
 import argparse

@@ -2,7 +2,7 @@
 
 Each request's actual send minus its intended send, at a fixed rate.
 
-Against `/` on scratch_app (the hand-built server), which answers a request in
+Against `/` on step4_event_loop (the hand-built server), which answers a request in
 well under the 1 ms between sends, so no request waits for a free connection
 and every bit of lateness is the client's own: its timer, its thread handing the
 send to the event loop, and the machine's scheduling. The last line printed is
@@ -21,7 +21,7 @@ TARGET_MS = 1.0  # sends within 1 ms of their intended time, at the 99th percent
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--server", default="scratch_app")
+    parser.add_argument("--server", default="step4_event_loop")
     parser.add_argument("--rate", type=float, default=1000.0, help="requests per second (default 1000)")
     parser.add_argument("--requests", type=int, default=10_000, help="requests in the run (default 10000: 10 s)")
     parser.add_argument("--connections", type=int, default=20, help="the most requests outstanding (default 20)")

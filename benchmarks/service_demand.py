@@ -6,7 +6,7 @@ import os
 
 from iolab import load, metrics, servers
 
-SERVERS = ("tornado_app", "threaded_app", "scratch_app")
+SERVERS = ("tornado_app", "threaded_app", "step4_event_loop")
 
 
 def main():

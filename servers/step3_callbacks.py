@@ -9,7 +9,7 @@ at least one is. Waiting costs no CPU any more. Timers (call_later) live on a
 heap, and select()'s timeout is the time until the earliest one: that is how
 /async-sleep waits without blocking and without spinning.
 
-What it still lacks, and step 4 (scratch_app.py) adds: it assumes every
+What it still lacks, and step 4 (step4_event_loop.py) adds: it assumes every
 send() takes the whole answer; it accepts one connection per wakeup; a slow
 callback silently stalls everyone; it cannot tell you what the loop is doing;
 it never cuts off a client that sends a request a byte at a time.

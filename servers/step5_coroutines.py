@@ -2,7 +2,7 @@
 
 They run by a small Future and Task on the hand-built loop.
 
-Read scratch_app.py (step 4) first. Its /async-sleep hands the loop a callback
+Read step4_event_loop.py (step 4) first. Its /async-sleep hands the loop a callback
 that sends the answer later, so whatever a handler does after a wait has to
 live in another function. What this adds: a handler can be a generator that
 yields a Future wherever it must wait, and goes on from that very line once the
@@ -18,7 +18,7 @@ generator. The loop, the stream and the HTTP connection are step 4's, unchanged.
 from iolab.contract import BadParameter, announce, die_with_parent, exit_on_sigterm, parse_args
 from scratch.connection import HTTPServer
 from scratch.loop import EventLoop
-from scratch_app import LabRoutes, query_ms
+from step4_event_loop import LabRoutes, query_ms
 
 
 class Future:

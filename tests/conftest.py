@@ -81,9 +81,9 @@ def tornado():
 
 
 @pytest.fixture(scope="module")
-def scratch():
-    """One scratch_app, the server on the hand-built loop, for a whole test module."""
-    with servers.serve("scratch_app") as server:
+def step4():
+    """One step4_event_loop, step 4: the server on the hand-built loop, for a whole test module."""
+    with servers.serve("step4_event_loop") as server:
         yield server
 
 

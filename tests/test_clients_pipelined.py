@@ -58,9 +58,9 @@ def backwards_server(tmp_path):
         process.wait()
 
 
-@pytest.mark.parametrize("server", ["tornado", "scratch"])
-def test_answers_come_back_in_order(server, tornado, scratch):
-    url = {"tornado": tornado, "scratch": scratch}[server].url
+@pytest.mark.parametrize("server", ["tornado", "step4"])
+def test_answers_come_back_in_order(server, tornado, step4):
+    url = {"tornado": tornado, "step4": step4}[server].url
     result = load.run_load(
         url + "/", loop="pipelined", pipeline_depth=4, pipeline_paths=PATHS, requests=80, concurrency=2, timeout_s=10
     )

@@ -208,6 +208,17 @@ def test_a_lesson_names_each_module_by_its_role_without_twins(lesson):
     assert drawing in ([], ["view"]), f"lesson {lesson}'s drawing module must be view.py, found {drawing}"
 
 
+def test_the_graded_server_series_is_numbered_without_a_gap():
+    # Lesson 05's steps are read in order; a step named otherwise hides where it falls.
+    steps = sorted(name for name in registry.names() if re.fullmatch(r"step\d+_\w+", name))
+    numbers = [int(re.match(r"step(\d+)", name).group(1)) for name in steps]
+    assert numbers == list(range(1, len(steps) + 1)), f"lesson 05's steps are numbered {numbers}: {steps}"
+    for name in steps:
+        assert registry.get(name).lesson == "05-event-loop-from-scratch", f"{name} is not one of lesson 05's steps"
+        assert (REPO / "servers" / f"{name}.py").exists(), f"{name} has no servers/{name}.py"
+    assert len(steps) == 5
+
+
 # One module owns each mechanism: whatever else needs it calls that module.
 OWNERS = {
     "starts a process": (r"subprocess\.(Popen|run|call|check_output)\(|os\.fork\(|create_subprocess_", "iolab.children"),

@@ -14,7 +14,7 @@ from .http1 import statuses
 # The servers whose HTTP parsing the lab wrote (or, for threaded_app, hardened) itself: these must be
 # strict. Every other server in the registry is someone else's code, so its leniency is recorded, not failed.
 OWN_HTTP = frozenset(
-    {"step1_blocking", "step2_busy_wait", "step3_callbacks", "scratch_app", "step5_coroutines", "threaded_app",
+    {"step1_blocking", "step2_busy_wait", "step3_callbacks", "step4_event_loop", "step5_coroutines", "threaded_app",
      "pipeline_app"}
 )
 CONNECT_TIMEOUT_S = 2.0

@@ -140,7 +140,7 @@ SERVERS = {
             lesson="05-event-loop-from-scratch",
         ),
         ServerInfo(
-            "scratch_app", "scratch_app.py",
+            "step4_event_loop", "step4_event_loop.py",
             "one thread, the hand-built event loop: loop, stream and HTTP connection as in Tornado",
             options={
                 "trace": Option("--trace", "write one JSON line per loop iteration to this path"),

@@ -27,7 +27,7 @@ def fds_of(pid):
 
 def test_every_server_that_times_out_idle_connections_is_told_to_wait_longer_than_a_run():
     # A server left at its own idle timeout (gunicorn's is 2 s) closes what a slow step is still weighing.
-    idle_options = {"scratch_app": "idle_timeout", "threaded_app": "idle_timeout", "gunicorn gthread": "keepalive"}
+    idle_options = {"step4_event_loop": "idle_timeout", "threaded_app": "idle_timeout", "gunicorn gthread": "keepalive"}
     for label, option in idle_options.items():
         name, options = SERVERS[label]
         assert option in registry.get(name).options, f"{name} has no {option} option"
@@ -68,7 +68,7 @@ def test_every_server_type_holds_a_thousand_connections_and_lets_them_all_go(lab
 
 
 def test_event_loop_memory_per_connection_and_threads():
-    with servers.serve("scratch_app", idle_timeout=600) as server:
+    with servers.serve("step4_event_loop", idle_timeout=600) as server:
         step = holding.hold(server, [1000], fresh_requests=10).last
     assert step.threads == step.baseline.threads  # one loop, whatever N
     assert 0 < step.kb_per_connection <= 16
@@ -85,7 +85,7 @@ def test_thread_server_grows_a_thread_and_a_stack_per_connection():
 
 def test_the_client_refuses_what_its_file_limit_cannot_hold_before_starting():
     _, hard = limits.file_limits()
-    with servers.serve("scratch_app") as server:
+    with servers.serve("step4_event_loop") as server:
         with pytest.raises(limits.LimitReached, match="RLIMIT_NOFILE") as refused:
             holding.Holding(server, [hard])
         assert refused.value.limit == limits.NOFILE_CLIENT
@@ -104,7 +104,7 @@ def test_bad_steps_are_refused_by_name(steps, words):
 
 
 def test_bad_options_are_refused_by_name():
-    with servers.serve("scratch_app") as server:
+    with servers.serve("step4_event_loop") as server:
         with pytest.raises(ValueError, match="window"):
             holding.Holding(server, [10], window=0)
         with pytest.raises(ValueError, match="hold_s"):
@@ -114,7 +114,7 @@ def test_bad_options_are_refused_by_name():
 
 
 def test_a_short_step_raises_the_limit_it_met():
-    with servers.serve("scratch_app") as server:
+    with servers.serve("step4_event_loop") as server:
         result = holding.hold(server, [300], nofile=128, preflight=False, fresh_requests=0)
     with pytest.raises(limits.LimitReached, match="EMFILE") as raised:
         result.raise_for_limit()
@@ -131,21 +131,21 @@ def check_meeting(meeting, *words):
 
 
 def test_client_file_limit():
-    with servers.serve("scratch_app") as server:
+    with servers.serve("step4_event_loop") as server:
         meeting = provoke.client_files(server, connections=300, soft_limit=200)
     check_meeting(meeting, "EMFILE", "RLIMIT_NOFILE", "setrlimit")
     assert meeting.met.held < 200 and meeting.held_when_met < 200
 
 
 def test_server_file_limit_and_inheritance():
-    meeting = provoke.server_files("scratch_app", connections=300, soft_limit=200, idle_timeout=600)
+    meeting = provoke.server_files("step4_event_loop", connections=300, soft_limit=200, idle_timeout=600)
     check_meeting(meeting, "Too many open files", "RLIMIT_NOFILE", "inherits")
     assert meeting.details["inherited"] == limits.file_limits()
     assert meeting.met.errors.get("no answer")  # connected by the kernel, never accepted by the server
 
 
 def test_ephemeral_ports():
-    with servers.serve("scratch_app") as server:
+    with servers.serve("step4_event_loop") as server:
         meeting = provoke.ephemeral_ports(server, ports=50, sources=2)
     check_meeting(meeting, "EADDRNOTAVAIL", "source address")
     assert meeting.held_when_met == 50
@@ -177,7 +177,7 @@ PARENT = """
     from iolab import servers
     from iolab.lessons.c10k import holding, limits
     limits.raise_file_limit()
-    server = servers.start("scratch_app")
+    server = servers.start("step4_event_loop")
     run = holding.Holding(server, [300], fresh_requests=0)
     run.next_step()
     run.proceed()
@@ -193,7 +193,7 @@ def test_a_killed_notebook_takes_the_holder_and_the_server_with_it():
 
 
 def test_the_holder_alone_exits_when_its_stdin_closes():
-    with servers.serve("scratch_app") as server:
+    with servers.serve("step4_event_loop") as server:
         run = holding.Holding(server, [50], fresh_requests=0)
         run.next_step()
         run.close()  # end of file on its stdin: it closes every socket and goes
@@ -225,7 +225,7 @@ def test_sources_spread_past_the_ports_of_one_address():
 
 def test_a_holder_started_from_a_short_lived_thread_outlives_the_thread():
     # A notebook's widget callback is such a thread: the client must live as long as the notebook, not the thread.
-    with servers.serve("scratch_app") as server:
+    with servers.serve("step4_event_loop") as server:
         made = []
         starter = threading.Thread(target=lambda: made.append(holding.Holding(server, [50], fresh_requests=0)))
         starter.start()

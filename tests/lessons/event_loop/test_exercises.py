@@ -11,7 +11,7 @@ from iolab.lessons.event_loop import exercises as ex
 
 EXERCISES = (ex.q1, ex.q2, ex.q3, ex.q4, ex.q5, ex.q6)
 
-# Step 1 holds / behind a request finished 500 ms later; scratch_app holds / behind a 300 ms
+# Step 1 holds / behind a request finished 500 ms later; step4_event_loop holds / behind a 300 ms
 # sync sleep begun 50 ms earlier (250 ms). Timer jitter below, a loaded machine above.
 HELD_BY_HALF_SENT_AT_LEAST_MS, HELD_BY_HALF_SENT_AT_MOST_MS = 450, 900
 HELD_BY_SYNC_SLEEP_AT_LEAST_MS, HELD_BY_SYNC_SLEEP_AT_MOST_MS = 200, 500
@@ -32,7 +32,7 @@ def test_predictions_against_a_stand_in_measurement(exercise, measured, right, w
 def test_predictions_measure_the_real_servers():
     with servers.serve("step1_blocking") as step1:
         assert HELD_BY_HALF_SENT_AT_LEAST_MS <= ex.q1.measure(url=step1.url) < HELD_BY_HALF_SENT_AT_MOST_MS
-    with servers.serve("scratch_app") as scratch:
+    with servers.serve("step4_event_loop") as scratch:
         assert HELD_BY_SYNC_SLEEP_AT_LEAST_MS <= ex.q5.measure(url=scratch.url) < HELD_BY_SYNC_SLEEP_AT_MOST_MS
 
 

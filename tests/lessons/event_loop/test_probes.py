@@ -33,26 +33,26 @@ STEP_WAITS_AT_LEAST_MS, STEP_WAITS_AT_MOST_MS = 190, 500
 IDLE_CPU_UNDER = 10
 
 
-def test_a_half_sent_request_costs_others_nothing_on_a_loop_and_everything_on_a_blocking_server(scratch):
-    assert loop_probes.half_sent_wait_s(scratch.url, finish_after_s=0.3) < NOT_HELD_UP_S
+def test_a_half_sent_request_costs_others_nothing_on_a_loop_and_everything_on_a_blocking_server(step4):
+    assert loop_probes.half_sent_wait_s(step4.url, finish_after_s=0.3) < NOT_HELD_UP_S
     with servers.serve("step1_blocking") as blocking:
         waited = loop_probes.half_sent_wait_s(blocking.url, finish_after_s=0.3)
         assert HELD_BY_HALF_SENT_AT_LEAST_S <= waited < HELD_BY_HALF_SENT_AT_MOST_S
 
 
-def test_sync_sleep_blocks_the_next_request_and_async_sleep_does_not(scratch):
-    waited = loop_probes.blocked_wait_s(scratch.url, "/sync-sleep?ms=300", gap_s=0.05)
+def test_sync_sleep_blocks_the_next_request_and_async_sleep_does_not(step4):
+    waited = loop_probes.blocked_wait_s(step4.url, "/sync-sleep?ms=300", gap_s=0.05)
     assert HELD_BY_SYNC_SLEEP_AT_LEAST_S <= waited < HELD_BY_SYNC_SLEEP_AT_MOST_S
-    assert loop_probes.blocked_wait_s(scratch.url, "/async-sleep?ms=300", gap_s=0.05) < NOT_HELD_UP_S
+    assert loop_probes.blocked_wait_s(step4.url, "/async-sleep?ms=300", gap_s=0.05) < NOT_HELD_UP_S
 
 
-def test_pipelined_answers_wait_their_turn(scratch):
-    waited = loop_probes.pipelined_wait_s(scratch.url, "/async-sleep?ms=300")
+def test_pipelined_answers_wait_their_turn(step4):
+    waited = loop_probes.pipelined_wait_s(step4.url, "/async-sleep?ms=300")
     assert HELD_BY_PIPELINE_AT_LEAST_S <= waited < HELD_BY_PIPELINE_AT_MOST_S
 
 
-def test_hello_burst_counts_every_answer(scratch):
-    began, ended, rps = loop_probes.hello_burst(scratch.url, requests=500, connections=7)
+def test_hello_burst_counts_every_answer(step4):
+    began, ended, rps = loop_probes.hello_burst(step4.url, requests=500, connections=7)
     assert began < ended and rps == pytest.approx(500 / (ended - began))
 
 
@@ -127,9 +127,9 @@ def test_the_race_alternates_servers_and_who_goes_first(monkeypatch):
     assert rps == {"a": [19] * 3, "bb": [20] * 3}
 
 
-def test_the_race_against_real_servers(scratch):
+def test_the_race_against_real_servers(step4):
     with servers.serve("tornado_app") as tornado:
-        rps = loop_probes.alternating_rps({"scratch": scratch.url + "/", "tornado": tornado.url + "/"}, 300, 5, 2)
+        rps = loop_probes.alternating_rps({"step4": step4.url + "/", "tornado": tornado.url + "/"}, 300, 5, 2)
     assert [len(runs) for runs in rps.values()] == [2, 2] and all(value > 0 for runs in rps.values() for value in runs)
 
 

@@ -26,7 +26,7 @@ def servers():
     raw = _raw_asyncio()
     return {
         "tornado_app": ("tornado_app", {}),
-        "scratch_app": ("scratch_app", _with_idle("scratch_app", {})),
+        "step4_event_loop": ("step4_event_loop", _with_idle("step4_event_loop", {})),
         f"{raw} (raw asyncio)": (raw, {}),
         "threaded_app": ("threaded_app", _with_idle("threaded_app", {})),
         "gunicorn gthread": ("gunicorn_app", _with_idle(
@@ -34,7 +34,7 @@ def servers():
     }
 
 
-EVENT_LOOPS = ("tornado_app", "scratch_app", "raw asyncio")
+EVENT_LOOPS = ("tornado_app", "step4_event_loop", "raw asyncio")
 
 
 def is_event_loop(label):

@@ -135,7 +135,7 @@ def burst_while_blocked(server, burst, block_ms):
     return step
 
 
-def listen_backlog(name="tornado_app", burst=600, block_ms=500, fixed_name="scratch_app"):
+def listen_backlog(name="tornado_app", burst=600, block_ms=500, fixed_name="step4_event_loop"):
     """A burst of connects while the loop is busy: beyond the backlog the SYNs are dropped and resent 1 s, 3 s later."""
     with servers.serve(name) as server:
         backlog = listening.listen_backlog(server.port)

@@ -34,7 +34,7 @@ class WhichStepSpins(checks.ChoiceExercise):
         "step1": "step 1 is asleep in accept(): the kernel wakes it when someone connects, and not before.",
         "step2": "",
         "step3": "step 3 sleeps in select() until a socket is ready or a timer is due: no CPU at all while idle.",
-        "step4": "scratch_app sleeps in select() too; its loop only runs when something happens.",
+        "step4": "step4_event_loop sleeps in select() too; its loop only runs when something happens.",
     }
     correct = "step2"
     correct_text = "Non-blocking calls without a selector mean asking again and again: every EAGAIN is wasted CPU."
@@ -91,7 +91,7 @@ class WhereTheLoopSpendsItsTime(checks.ChoiceExercise):
 
 class BlockedBySyncSleep(checks.PredictThenMeasure):
     prompt = (
-        "On scratch_app, one client asks for /sync-sleep?ms=300; 50 ms later another asks for /. "
+        "On step4_event_loop, one client asks for /sync-sleep?ms=300; 50 ms later another asks for /. "
         "Predict how long / takes, in ms."
     )
     rel_tol = 0.2

@@ -1,6 +1,6 @@
-"""scratch_app, the server on a hand-built loop, against real clients.
+"""step4_event_loop, step 4: the server on a hand-built loop, against real clients.
 
-scratch_app, the server on a hand-built event loop, against real clients: HTTP/1.1 in full, limits,
+step4_event_loop, lesson 05's step 4, the server on a hand-built event loop, against real clients: HTTP/1.1 in full, limits,
 timeouts, 1000 connections.
 """
 
@@ -42,13 +42,13 @@ TIMER_SLEPT_AT_LEAST_MS = 80  # the loop slept in select() until its 100 ms time
 
 
 @pytest.fixture(scope="module")
-def server(scratch):
-    return scratch
+def server(step4):
+    return step4
 
 
 @pytest.fixture
 def quick_timeout_server():
-    with servers.serve("scratch_app", "--idle-timeout", 0.5) as running:
+    with servers.serve("step4_event_loop", "--idle-timeout", 0.5) as running:
         yield running
 
 
@@ -383,12 +383,12 @@ def test_sync_sleep_blocks_the_loop_and_the_loop_says_so(server):
 
 
 def test_only_callbacks_over_the_threshold_warn():
-    with servers.serve("scratch_app") as fresh:
+    with servers.serve("step4_event_loop") as fresh:
         assert requests.get(fresh.url + "/async-sleep?ms=300", timeout=TIMEOUT_S).status_code == 200
         assert requests.get(fresh.url + "/cpu?ms=20", timeout=TIMEOUT_S).status_code == 200
         assert "blocking the loop" not in fresh.stderr_tail()
         assert requests.get(fresh.url + "/cpu?ms=20", timeout=TIMEOUT_S).status_code == 200
-    with servers.serve("scratch_app", "--slow-callback-ms", 10) as strict:
+    with servers.serve("step4_event_loop", "--slow-callback-ms", 10) as strict:
         assert requests.get(strict.url + "/cpu?ms=20", timeout=TIMEOUT_S).status_code == 200
         time.sleep(0.1)
         assert "GET /cpu?ms=20" in strict.stderr_tail() and "blocking the loop" in strict.stderr_tail()
@@ -396,7 +396,7 @@ def test_only_callbacks_over_the_threshold_warn():
 
 def test_trace_records_every_iteration(tmp_path):
     trace_path = tmp_path / "trace.jsonl"
-    with servers.serve("scratch_app", "--trace", trace_path) as traced:
+    with servers.serve("step4_event_loop", "--trace", trace_path) as traced:
         with requests.Session() as session:
             for _ in range(20):
                 session.get(traced.url + "/", timeout=TIMEOUT_S)
@@ -425,7 +425,7 @@ def test_trace_records_every_iteration(tmp_path):
 def test_bad_command_line_values_are_refused(python):
     for args in (["--slow-callback-ms", "0"], ["--idle-timeout", "-1"]):
         completed = subprocess.run(
-            [python, str(servers.SERVERS_DIR / "scratch_app.py"), *args],
+            [python, str(servers.SERVERS_DIR / "step4_event_loop.py"), *args],
             capture_output=True,
             text=True,
             timeout=10,

@@ -1,9 +1,9 @@
-"""The lab's routes on an event loop built from scratch.
+"""Step 4 of lesson 05: the lab's routes on an event loop built from scratch.
 
 The lab's routes served by an event loop built from scratch on the standard library's selectors
-(epoll on Linux).
+(epoll on Linux), in scratch/.
 
-Step 4 of lesson 05. Read step1_blocking.py, step2_busy_wait.py and
+Read step1_blocking.py, step2_busy_wait.py and
 step3_callbacks.py first: each adds one idea, and this server puts them together
 in three parts that mirror Tornado's:
 
