@@ -17,6 +17,7 @@ import pytest
 
 from helpers import kill_the_parent, wait_until
 from iolab import registry, servers
+from iolab.lessons.backend import runs, stack
 
 BACKEND_SERVERS = ("redis_server", "celery_worker", "tornado_backend", "gevent_flask", "gunicorn_flask")
 MISSING = next(filter(None, (registry.get(name).missing() for name in BACKEND_SERVERS)), None)
@@ -185,6 +186,25 @@ def test_redis_at_its_memory_cap_refuses_with_a_503():
         status, body, _ = answer
         assert status == 503 and body.startswith("503 broker full"), (sent, body)
         assert 10 < sent < 20_000
+
+
+def test_tasks_that_fit_is_the_cap_less_what_redis_uses_empty_over_bytes_per_task():
+    assert runs.tasks_that_fit(2, 2**20, 1024) == 1024
+    assert runs.tasks_that_fit(1, 2**21, 800) == 0  # already over the cap: nothing fits
+    with pytest.raises(ValueError, match="bytes_per_task"):
+        runs.tasks_that_fit(2, 0, float("nan"))
+
+
+@pytest.mark.slow
+def test_filling_a_small_redis_holds_about_what_its_own_bytes_per_task_predict_then_only_503s():
+    with stack.capped_broker(2) as (broker, client), servers.serve("tornado_backend", broker=broker) as front:
+        cap = runs.fill_to_cap(front, client, 2, 820.0, 500.0, users=8, refused=20)
+    own = runs.tasks_that_fit(2, cap.empty_bytes, cap.bytes_per_task_here())
+    assert 0.8 * own <= cap.held <= 1.2 * own, (cap.held, own, cap.bytes_per_task_here())
+    assert cap.held == runs.statuses(cap.result)[200]  # nothing drains it, and a refused task is not queued
+    assert {sample.status for sample in cap.refusals()} == {503}, cap.as_dict()
+    assert cap.reason_status == 503 and cap.reason.startswith("503 broker full"), cap.reason
+    assert cap.reason_ms < 1000, cap.reason_ms
 
 
 @pytest.mark.parametrize("name", ["tornado_backend", "gevent_flask", "gunicorn_flask"])

@@ -3,16 +3,21 @@
 Also the broker's queue while tasks are fired and forgotten, and the faults.
 """
 
+import contextlib
 import math
 import time
+import urllib.error
+import urllib.request
 from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from iolab import environment, load, metrics, theory
+from iolab.lessons.backend.stack import QUEUE
 
 TIE = 0.05  # tiers whose limits are within 5% share the bottleneck: closer than one run can tell apart
+ALONE = 5  # 503s asked for one at a time once Redis is full
 RUN_SLACK_S = 15.0  # added to every run's timeouts: client start-up and a loaded machine
 
 
@@ -199,3 +204,109 @@ def run_with_fault(front, path, users, before, after, timeout_s, kill, what):
     finally:
         run.stop()
     return FaultRun(what, killed_at, result), time.monotonic() - began
+
+
+
+def tasks_that_fit(cap_mb, empty_bytes, bytes_per_task):
+    """How many waiting tasks a Redis capped at `cap_mb` holds: (cap − what it uses empty) / bytes per task."""
+    if not bytes_per_task > 0:
+        raise ValueError(f"bytes_per_task={bytes_per_task!r}: the queue's run must measure a positive figure first")
+    return max(0.0, (cap_mb * 2**20 - empty_bytes) / bytes_per_task)
+
+
+@dataclass
+class CapRun:
+    """Fire and forget into a small Redis with no worker until it refuses: how many tasks fit, and the answers after."""
+
+    cap_mb: int
+    empty_bytes: int  # used_memory before the first task: what Redis holds with nothing queued
+    bytes_per_task: float  # Redis memory per waiting task, measured by the queue's run
+    rate: float  # the front end's fire-and-forget answers per second, measured before
+    held: int  # LLEN once the run is over: no worker takes any, and a refused task is not queued
+    result: object
+    reason: str = ""  # the first line of one answer asked for alone after the run
+    reason_status: int = 0
+    reason_ms: float = math.nan  # the median time of ALONE answers, each asked for alone
+    used_at_end: int = 0  # used_memory once Redis refused
+    memory: list = field(default_factory=list)  # (LLEN, used_memory) read during the run
+
+    def bytes_per_task_here(self):
+        """Redis memory per waiting task in this run: the slope of used_memory against LLEN."""
+        if len({length for length, _ in self.memory}) < 3:
+            return math.nan
+        lengths, used = np.array(self.memory, dtype=float).T
+        return float(np.polyfit(lengths, used, 1)[0])
+
+    @property
+    def predicted_tasks(self):
+        return tasks_that_fit(self.cap_mb, self.empty_bytes, self.bytes_per_task)
+
+    @property
+    def predicted_s(self):
+        return self.predicted_tasks / self.rate
+
+    def refusals(self):
+        """The answers from the first 503 on, in the order they were sent."""
+        samples = sorted(self.result.samples, key=lambda sample: sample.start)
+        first = next((i for i, sample in enumerate(samples) if sample.status == 503), len(samples))
+        return samples[first:]
+
+    def first_503_after_s(self):
+        refused = self.refusals()
+        return refused[0].end if refused else math.nan
+
+    def median_503_ms(self):
+        refused = [sample.latency for sample in self.refusals() if sample.status == 503]
+        return float(np.median(refused)) * 1000 if refused else math.nan
+
+    def as_dict(self):
+        return {"cap_mb": self.cap_mb, "predicted_tasks": round(self.predicted_tasks), "measured_tasks": self.held,
+                "predicted_s": self.predicted_s, "first_503_after_s": self.first_503_after_s(),
+                "median_503_ms": self.median_503_ms(), "reason": self.reason, "alone_503_ms": self.reason_ms,
+                "bytes_per_task_here": self.bytes_per_task_here(), "used_at_end": self.used_at_end,
+                "after_first_503": {str(k): v for k, v in Counter(s.status for s in self.refusals()).items()}}
+
+
+def one_answer(url, timeout_s=5.0):
+    """(status, body's first line, ms) of one GET alone; an HTTP error's status and body too."""
+    began = time.perf_counter()
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as answer:
+            status, body = answer.status, answer.read()
+    except urllib.error.HTTPError as error:
+        status, body = error.code, error.read()
+    return status, (body.decode().strip().splitlines() or [""])[0], (time.perf_counter() - began) * 1000
+
+
+def fill_to_cap(front, client, cap_mb, bytes_per_task, rate, users, refused=100, empty_bytes=None):
+    """A closed loop of fire and forget into `client`'s Redis until `refused` answers were 503s.
+
+    Nothing drains the queue, so LLEN at the end is every task Redis took before
+    its cap. The run is bounded at three times the tasks predicted to fit, in case
+    Redis never refuses. (LLEN, used_memory) pairs are read as it goes, for the
+    bytes per task of this queue. `empty_bytes`: used_memory read before, when a
+    prediction was printed from it.
+    """
+    empty = client.info("memory")["used_memory"] if empty_bytes is None else empty_bytes
+    requests = round(3 * tasks_that_fit(cap_mb, empty, bytes_per_task)) + refused
+    url = f"{front.url}/backend?ms=10&how=forget"
+    run = load.start_load(url, requests=requests, concurrency=users, timeout_s=10.0,
+                          max_duration_s=requests / max(rate, 1.0) * 3 + RUN_SLACK_S)
+    memory = []
+    try:
+        while not run.done() and sum(sample.status == 503 for sample in run.samples()) < refused:
+            with contextlib.suppress(Exception):
+                memory.append((client.llen(QUEUE), client.info("memory")["used_memory"]))
+            time.sleep(0.05)
+        run.stop()
+        result = run.wait()
+    finally:
+        run.stop()
+    front.check()
+    cap = CapRun(cap_mb, empty, bytes_per_task, rate, client.llen(QUEUE), result)
+    cap.used_at_end = client.info("memory")["used_memory"]
+    alone = [one_answer(url) for _ in range(ALONE)]  # each alone: how fast a single user learns the broker is full
+    cap.reason_status, cap.reason, _ = alone[-1]
+    cap.reason_ms = float(np.median([ms for _, _, ms in alone]))
+    cap.memory = memory
+    return cap

@@ -110,6 +110,20 @@ def tree_rss_mb(pid):
     return total / 2**20
 
 
+@contextlib.contextmanager
+def capped_broker(maxmemory_mb):
+    """A Redis of its own, capped at `maxmemory_mb` and with no worker: yields (broker URL, client); stopped after."""
+    import redis
+
+    with servers.serve("redis_server", maxmemory_mb=maxmemory_mb) as server:
+        url = f"redis://{server.host}:{server.port}/0"
+        client = redis.Redis.from_url(url, socket_timeout=PROBE_TIMEOUT_S, socket_connect_timeout=PROBE_TIMEOUT_S)
+        try:
+            yield url, client
+        finally:
+            client.close()
+
+
 class QueueWatch:
     """Reads LLEN every `period_s` on a thread of its own until stopped: [(seconds since start, length)].
 

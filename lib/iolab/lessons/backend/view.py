@@ -66,3 +66,21 @@ def follow_queue(run, watch, predicted_slope, limit=None, title="The broker's qu
     time.sleep(0.3)  # the last tasks' arrival in Redis
     handle.update(figures.render(queue_figure(list(watch.stop()), predicted_slope, limit, title)))
     return result
+
+
+def cap_figure(cap):
+    """Tasks Redis took against time in a run to its memory cap, the predicted count, and every 503 after it."""
+    figure, axes = figures.subplots(figsize=(7.5, 3.6), dpi=72)
+    samples = sorted(cap.result.samples, key=lambda sample: sample.end)
+    taken = [sample.end for sample in samples if sample.status == 200]
+    refused = [sample.end for sample in samples if sample.status == 503]
+    axes.step(taken, range(1, len(taken) + 1), where="post", color="#1f77b4", label="tasks Redis took (200s)")
+    axes.axhline(cap.predicted_tasks, color="#2ca02c", ls="--",
+                 label=f"predicted: ({cap.cap_mb} MB − empty) / {cap.bytes_per_task:.0f} B = {cap.predicted_tasks:.0f}")
+    if refused:
+        axes.plot(refused, [len(taken)] * len(refused), "|", color="#d62728", markersize=12,
+                  label=f"503 broker full ({len(refused)}, median {cap.median_503_ms():.1f} ms)")
+    axes.set(xlabel="time (s)", ylabel="tasks waiting", ylim=(0, max(len(taken), cap.predicted_tasks) * 1.25),
+             title=f"Fire and forget into a Redis capped at {cap.cap_mb} MB, no worker")
+    axes.legend(fontsize=8, loc="lower right")
+    return figure
