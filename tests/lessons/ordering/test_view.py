@@ -7,6 +7,7 @@ import requests
 
 from iolab import load
 from iolab.lessons.ordering import view
+from iolab.load import Sample
 
 DELAY_MS, GAP_MS = 300, 30
 TIMEOUT_S = 10
@@ -47,3 +48,9 @@ def test_timelines_draw_the_new_handlers_in_their_own_colours(tornado):
     image = view.request_timelines(runs, 20, {"D,C": "C waits", "A′,C": "C at once"})
     assert image.data.startswith(b"\x89PNG")
     assert {"D", "A′"} <= set(view.HANDLER_COLORS)
+
+
+def test_gantt_draws_one_panel_per_order():
+    runs = {"A,C": [Sample(0, 1.0, 200, 1, None, 0), Sample(0.1, 1.01, 200, 1, None, 1)]}
+    image = view.request_timelines(runs, 1000, {"A,C": "C waits"})
+    assert image.data.startswith(b"\x89PNG")

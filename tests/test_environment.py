@@ -183,3 +183,12 @@ def test_a_short_run_above_the_quotas_average_is_explained_by_the_period():
 
     verdict = model.judge(Run, explained, explained, demands, demands, setup, most)
     assert verdict.kind == "explained" and "caught the unused rest" in verdict.reason
+
+
+def test_environment_report_has_what_lesson_00_shows():
+    found = environment.report()
+    assert found["cores"] >= 1 and found["rlimit_nofile"]["soft"] > 0
+    assert found["versions"]["tornado"] and set(found["tools"]) == set(environment.OPTIONAL_TOOLS)
+    assert environment.problems(found) == []
+    broken = {**found, "rlimit_nofile": {"soft": 64, "hard": 64}}
+    assert any("RLIMIT_NOFILE is 64" in problem for problem in environment.problems(broken))

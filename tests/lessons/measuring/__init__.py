@@ -1,0 +1,1 @@
+"""Tests of lesson 09, measuring right (iolab.lessons.measuring), one file per module."""
