@@ -239,7 +239,9 @@ def test_the_worker_killed_mid_run_ends_waits_at_the_timeout_and_leaves_its_task
                    for _ in range(3)]
         for thread in threads:
             thread.start()
-        assert wait_until(lambda: llen(redis) == 1, 5)  # two running, one queued
+        # Two running, one queued. LLEN is 1 for a moment while the tasks are still being sent and taken, too:
+        # wait for both counts, or the kill may land before the worker holds its second task.
+        assert wait_until(lambda: llen(redis) == 1 and int(redis_command(redis, "HLEN", "unacked")[1:]) == 2, 5)
         os.kill(worker_pid, signal.SIGKILL)
         for thread in threads:
             thread.join(10)
