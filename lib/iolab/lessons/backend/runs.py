@@ -56,6 +56,9 @@ class Row:
     bottleneck: str
     statuses: dict = field(default_factory=dict)
     summary: object = None
+    # The pessimistic side: the law again with the path's own time (R − T, everything but the task's wait) counted
+    # twice, as a machine whose CPUs are shared (a browser, the worker, Redis, the client) can stretch it.
+    low_rps: float = math.nan
 
     @property
     def off(self):
@@ -106,7 +109,10 @@ def blocking_row(test, front, how, result, ms, tiers, trip, slot):
     summary = metrics.summarize(result)
     predicted, bottleneck = tiers.law(trip, slot)
     bound, _ = tiers.law(ms / 1000)  # no slot of any tier can be held for less than the task's T
-    return Row(test, front.name, how, tiers.users, summary.rps, predicted, bound, bottleneck, statuses(result), summary)
+    own_s = max(0.0, trip - ms / 1000)
+    low, _ = tiers.law(trip + own_s, slot + own_s)
+    return Row(test, front.name, how, tiers.users, summary.rps, predicted, bound, bottleneck, statuses(result), summary,
+               low)
 
 
 def start_cpu_bound(front, path, users, requests):
