@@ -1,6 +1,7 @@
 """Helpers the tests share.
 
-A GET on a kept-alive connection, a server started by hand, waiting, a parent killed, a PATH without tools.
+A GET on a kept-alive connection, a server started by hand or from a test's own script, waiting, a parent killed, a PATH
+without tools.
 """
 
 import contextlib
@@ -14,7 +15,7 @@ import time
 
 import psutil
 
-from iolab import contract, environment, registry, servers
+from iolab import children, contract, environment, registry, servers
 
 GONE_WITHIN_S = 2.0  # how long a process may take to exit after its parent dies (the lab's promise)
 POLL_S = 0.02
@@ -69,6 +70,20 @@ def start_by_hand(name, *args):
     )
     line = process.stdout.readline().strip()
     return process, line
+
+
+@contextlib.contextmanager
+def script_server(tmp_path, source, *args):
+    """Run a test's own small server (Python `source` that announces its port as the contract says): yields its URL."""
+    script = tmp_path / "script_server.py"
+    script.write_text(source)
+    process = children.spawn(children.python(script, *args), stdout=subprocess.PIPE)
+    try:
+        host, port = contract.parse_listening(process.stdout.readline().decode())
+        yield f"http://{host}:{port}"
+    finally:
+        process.kill()
+        process.wait()
 
 
 def wait_until(condition, within_s, poll_s=POLL_S):

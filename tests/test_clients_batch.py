@@ -1,19 +1,16 @@
 """The batch client against real servers: every answer's number checked in its place, errors counted, every run bounded."""
 
 import asyncio
-import contextlib
 import socket
-import subprocess
-import sys
 import textwrap
 import time
 import types
 
 import pytest
 
+from helpers import script_server
 from iolab import servers
 from iolab.clients import batch
-from iolab.contract import parse_listening
 
 # A server that reads what has arrived and answers hello world to every GET /?seq=N in it, each echoing a number:
 # MODE "reversed" answers a read's requests backwards, "body" answers with the wrong body, "silent" never answers.
@@ -53,18 +50,6 @@ MISBEHAVING_SERVER = textwrap.dedent(
 )
 
 
-@contextlib.contextmanager
-def misbehaving_server(tmp_path, mode):
-    script = tmp_path / "misbehaving_server.py"
-    script.write_text(MISBEHAVING_SERVER)
-    process = subprocess.Popen([sys.executable, str(script), mode], stdout=subprocess.PIPE, text=True)
-    try:
-        host, port = parse_listening(process.stdout.readline())
-        yield f"http://{host}:{port}"
-    finally:
-        process.kill()
-        process.wait()
-
 
 @pytest.fixture(scope="module", params=["pipeline_batch_app", "pipeline_app"])
 def server(request):
@@ -88,20 +73,20 @@ def test_the_request_bound_holds_to_a_batch(server):
 
 def test_the_answers_of_the_same_in_reverse_are_wrong(tmp_path):
     # The server's answers are all right except their order within a read: a batch of one is still right.
-    with misbehaving_server(tmp_path, "reversed") as url:
+    with script_server(tmp_path, MISBEHAVING_SERVER, "reversed") as url:
         assert batch.run(url, depth=1, connections=1, duration_s=0.3).errors == {}
         result = batch.run(url, depth=4, connections=2, duration_s=0.3)
     assert result.errors == {"wrong answer": 8} and result.requests == 0
 
 
 def test_a_wrong_body_is_wrong(tmp_path):
-    with misbehaving_server(tmp_path, "body") as url:
+    with script_server(tmp_path, MISBEHAVING_SERVER, "body") as url:
         result = batch.run(url, depth=4, connections=1, duration_s=0.3)
     assert result.errors == {"wrong answer": 4} and result.requests == 0
 
 
 def test_a_server_that_never_answers_times_out(tmp_path):
-    with misbehaving_server(tmp_path, "silent") as url:
+    with script_server(tmp_path, MISBEHAVING_SERVER, "silent") as url:
         began = time.perf_counter()
         result = batch.run(url, depth=4, connections=2, duration_s=5, timeout_s=0.3)
         took = time.perf_counter() - began

@@ -3,15 +3,12 @@
 Depth d in flight, every answer matched to its own request.
 """
 
-import contextlib
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
+from helpers import script_server
 from iolab import load, metrics
-from iolab.contract import parse_listening
 
 PATHS = ("/", "/async-sleep?ms=0")  # two routes with different answers, so an answer in the wrong place shows
 
@@ -45,18 +42,6 @@ BACKWARDS_SERVER = textwrap.dedent(
 )
 
 
-@contextlib.contextmanager
-def backwards_server(tmp_path):
-    script = tmp_path / "backwards_server.py"
-    script.write_text(BACKWARDS_SERVER)
-    process = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
-    try:
-        host, port = parse_listening(process.stdout.readline())
-        yield f"http://{host}:{port}"
-    finally:
-        process.kill()
-        process.wait()
-
 
 @pytest.mark.parametrize("server", ["tornado", "step4"])
 def test_answers_come_back_in_order(server, tornado, step4):
@@ -75,7 +60,7 @@ def test_answers_come_back_in_order(server, tornado, step4):
 
 
 def test_an_answer_out_of_order_is_counted(tmp_path):
-    with backwards_server(tmp_path) as url:
+    with script_server(tmp_path, BACKWARDS_SERVER) as url:
         result = load.run_load(
             url + "/", loop="pipelined", pipeline_depth=2, pipeline_paths=("/a", "/bb"), requests=20, concurrency=1,
             timeout_s=10,
