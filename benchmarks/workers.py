@@ -7,6 +7,7 @@ Python.
 import argparse
 import json
 import math
+import statistics
 import time
 from collections import Counter
 
@@ -60,8 +61,14 @@ def main():
         print(f"{cell.config.label:26s} {cell.handler:5s} predicted {cell.predicted.rps:9,.0f} ({cell.predicted.limit:7s})"
               f" measured {cell.rps:9,.0f} {cell.error:+5.0%}  {cell.verdict.kind} {cell.verdict.reason}")
     curve = [lab.measure(sweep.Config("sync", n), ["hello"])[0] for n in args.usl_workers]
-    fit = usl.fit([c.config.processes for c in curve], [c.rps for c in curve])
+    # As the lesson fits it (Gunther's way): normalised to one worker, on the points up to the knee, where the
+    # knee is judged against the noise between hello world's identical baseline runs.
+    alone = lab.find(sweep.Config("sync"), "hello")
+    noise = (max(alone.tries) - min(alone.tries)) / statistics.median(alone.tries)
+    knee_workers, knee_rps, _ = usl.before_saturation([c.config.processes for c in curve], [c.rps for c in curve], noise)
+    fit = usl.normalised_fit(knee_workers, knee_rps)
     peak_workers = fit.peak_workers(most=2 * max(args.usl_workers))
+    peak_range = usl.peak_range(knee_workers, knee_rps, noise, most=2 * max(args.usl_workers))
     check = lab.measure(sweep.Config("sync", peak_workers), ["hello"], again=True)[0]
     peak_rps = fit.predict(peak_workers)
     print(f"USL: λ {fit.lam:,.0f}, σ {fit.sigma:.3f}, κ {fit.kappa:.4f}; peak {peak_workers} workers,"
@@ -90,7 +97,8 @@ def main():
         # gthread with several workers: predicted from the spread of connections read before each run.
         "spread_read_first_within_10_percent": f"{sum(abs(c.error) <= 0.10 for c in spread_read)}/{len(spread_read)}",
         "largest_miss": max((abs(c.error) for c in judged.values()), default=math.nan),
-        "usl": {"sigma": fit.sigma, "kappa": fit.kappa, "lambda": fit.lam, "peak_workers": peak_workers,
+        "usl": {"sigma": fit.sigma, "kappa": fit.kappa, "lambda": fit.lam, "fitted_workers": knee_workers,
+                "noise": noise, "peak_range": list(peak_range), "peak_workers": peak_workers,
                 "peak_rps": peak_rps, "checked_rps": check.rps, "checked_error": check.rps / peak_rps - 1,
                 "checked_others_share": check.run.others_share},
         "side_by_side": {label: {"rps": cell.rps, "demand_ms": cell.run.server_demand_ms} for label, cell in side.items()},

@@ -156,19 +156,19 @@ def test_predictions_checked_against_what_the_notebook_measured(exercise, measur
     assert exercise.check(right, **measured) == "correct"
 
 
-# Lesson 06's matrix on /sync-sleep, as the model predicts it: (workers, threads) -> req/s.
+# Lesson 06's matrix on /sync-sleep, as measured: (workers, threads) -> req/s (more in tests/lessons/workers/).
 WAITING_MATRIX = {(1, 1): 47.0, (1, 8): 376.0, (2, 1): 94.0, (2, 8): 752.0}
 
 
 def test_the_best_cell_for_waiting_is_the_one_that_holds_most(capsys):
     exercise = lesson06.q5
-    assert exercise.check(None, predicted=WAITING_MATRIX) == "not attempted"
-    assert exercise.check((2, 1), predicted=WAITING_MATRIX) == "incorrect"
-    assert "holds 2 requests at once" in capsys.readouterr().out
-    assert exercise.check((3, 3), predicted=WAITING_MATRIX) == "incorrect"
-    assert "not a cell of the matrix" in capsys.readouterr().out
-    assert exercise.check("2x8", predicted=WAITING_MATRIX) == "incorrect"
-    assert exercise.check((2, 8), predicted=WAITING_MATRIX) == "correct"
+    assert exercise.check(None, measured=WAITING_MATRIX) == "not attempted"
+    assert exercise.check((2, 1), measured=WAITING_MATRIX) == "incorrect"
+    assert "held 2 requests at once" in capsys.readouterr().out
+    assert exercise.check((3, 3), measured=WAITING_MATRIX) == "incorrect"
+    assert "not one of the cells asked about" in capsys.readouterr().out
+    assert exercise.check("2x8", measured=WAITING_MATRIX) == "incorrect"
+    assert exercise.check((2, 8), measured=WAITING_MATRIX) == "correct"
 
 
 @pytest.mark.parametrize("one_core", [False, True], ids=["every-core", "one-core"])

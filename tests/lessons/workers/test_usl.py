@@ -90,3 +90,32 @@ def test_coefficients_stay_in_their_ranges_for_data_that_would_push_them_out():
 def test_bad_data_is_refused_with_the_reason(workers, rps, words):
     with pytest.raises(ValueError, match=words):
         usl.fit(workers, rps)
+
+
+def test_the_normalised_fit_keeps_one_workers_throughput_as_lambda():
+    workers = [1, 2, 4, 6, 8]
+    rps = list(usl.throughput(workers, 1000, 0.05, 0.01))
+    rps[0] *= 1.03  # one worker's run came out 3% high: λ follows it, and σ, κ absorb the rest
+    fit = usl.normalised_fit(workers, rps)
+    assert fit.lam == rps[0]
+    assert fit.predict(1) == pytest.approx(rps[0])
+    with pytest.raises(ValueError, match="needs a run with one worker"):
+        usl.normalised_fit([2, 4, 8], [1, 2, 3])
+
+
+def test_points_before_saturation_stop_at_the_knee():
+    # Two cores: 1 -> 2 workers doubles, 3 adds a little, 4 adds nothing beyond 3% noise, 6 falls.
+    workers, rps = [1, 2, 3, 4, 6], [1000, 1900, 2000, 2030, 1900]
+    assert usl.before_saturation(workers, rps, noise=0.03) == ([1, 2, 3, 4], [1000, 1900, 2000, 2030], False)
+    assert usl.before_saturation(workers, rps, noise=0.10) == ([1, 2, 3], [1000, 1900, 2000], False)
+    # One core: nothing rises, and the fit still gets the three points it needs, said so.
+    assert usl.before_saturation(workers, [1000, 990, 1000, 980, 970], noise=0.03) == (
+        [1, 2, 3], [1000, 990, 1000], True)
+
+
+def test_the_peak_range_is_wide_where_noise_decides_it():
+    exact = list(usl.throughput([1, 2, 3, 4], 1000, 0.05, 0.01))
+    low, high = usl.peak_range([1, 2, 3, 4], exact, noise=0.0, most=32)
+    assert low == high == usl.normalised_fit([1, 2, 3, 4], exact).peak_workers(32)
+    low, high = usl.peak_range([1, 2, 3, 4], exact, noise=0.10, most=32)
+    assert low < high

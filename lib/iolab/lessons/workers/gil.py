@@ -3,14 +3,18 @@
 How long `/` takes while CPU-bound requests run in other threads of its process.
 """
 
+import hashlib
 import socket
 import sys
 import sysconfig
 import threading
 import time
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from iolab import http1, usage
+from iolab import environment, http1, usage
+
+from . import cores
 
 
 def _connect(url, timeout_s):
@@ -117,6 +121,61 @@ def hello_latencies_ms(url, busy_threads, probes=50, cpu_ms=500, pid=None, gap_s
         for helper in helpers:
             helper.join(timeout=timeout_s)  # each finishes the /cpu request it is in: at most cpu_ms
     return latencies
+
+
+BUFFER = bytes(1 << 20)  # 1 MiB: hashlib lets the GIL go while it hashes anything over 2 KiB
+
+
+def hash_in_c():
+    """C code that releases the GIL: SHA-256 of 1 MiB, done inside hashlib with the GIL let go."""
+    hashlib.sha256(BUFFER).digest()
+
+
+def count_in_python():
+    """Python bytecode: the same kind of work, a loop, but every step of it needs the GIL."""
+    total = 0
+    for number in range(20_000):
+        total += number
+    return total
+
+
+@dataclass(frozen=True)
+class ThreadsAtWork:
+    threads: int
+    calls_per_s: float
+    cores_busy: float  # the process's CPU seconds per second of the run: how many cores it kept busy
+    others_share: float  # the share of the usable cores' time other programs took meanwhile
+
+
+def threads_at_work(work, threads, seconds=0.3, retries=0, disturbed_share=0.05):
+    """Call `work` again and again in `threads` threads at once for about `seconds`: the calls per second they
+    made together, and the cores the process kept busy meanwhile. While other programs took more than
+    `disturbed_share` of the cores, it runs again (`retries` times at most) and keeps the least disturbed run."""
+    runs = [_threads_at_work(work, threads, seconds)]
+    while runs[-1].others_share > disturbed_share and len(runs) <= retries:
+        runs.append(_threads_at_work(work, threads, seconds))
+    return min(runs, key=lambda run: run.others_share)
+
+
+def _threads_at_work(work, threads, seconds):
+    calls = [0] * threads
+    deadline = time.perf_counter() + seconds
+
+    def keep_calling(index):
+        while time.perf_counter() < deadline:
+            work()
+            calls[index] += 1
+
+    workers = [threading.Thread(target=keep_calling, args=(index,), daemon=True) for index in range(threads)]
+    machine_began = cores.read()
+    began, cpu_began = time.perf_counter(), time.process_time()
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    wall_s, cpu_s = time.perf_counter() - began, time.process_time() - cpu_began
+    use = cores.between(machine_began, cores.read(), wall_s, 0.0, environment.usable_cpus(len(cores.usable_cores())))
+    return ThreadsAtWork(threads, sum(calls) / wall_s, cpu_s / wall_s, use.others_share)
 
 
 def switch_interval_ms():

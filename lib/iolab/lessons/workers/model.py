@@ -15,8 +15,6 @@ prediction is the tightest of them, and the lesson names which one it is.
 import math
 from dataclasses import dataclass, field, replace
 
-from iolab import theory
-
 LIMITS = {
     "users": "each user has one request out at a time: N / (Z + every party's CPU)",
     "GIL": "a Python process runs Python on one core at a time: processes x g / D",
@@ -91,25 +89,23 @@ def _holders_and_busy_processes(setup, users):
     return setup.processes * setup.threads, setup.processes
 
 
+def _per(count, seconds):
+    """`count` request-holders, each busy `seconds` per request: count / seconds requests per second (no bound
+    when there is nothing to hold or nothing to spend)."""
+    return count / seconds if count and seconds > 0 else math.inf
+
+
 def predict(demands, setup, users, cores):
     """The tightest bound on the throughput of `users` closed-loop users on `cores` cores."""
-    ms = 1 / 1000
-    wait_s, app_s = demands.wait_ms * ms, demands.app_ms * ms
+    wait_s, app_s, cpu_s = demands.wait_ms / 1000, demands.app_ms / 1000, demands.cpu_ms / 1000
     holders, busy_processes = _holders_and_busy_processes(setup, users)
-    bounds = {
-        "users": users / (wait_s + demands.cpu_ms * ms),
-        # Listed before "threads": with no wait and one thread per process the two are equal, and it is the core
-        # (the GIL's, for a process with threads) that the requests queue for.
-        "GIL": busy_processes * demands.process_cores / app_s if app_s > 0 else math.inf,
-        # Each of the k holders serves one request at a time for Z + D: theory's k / D with D = Z + D. (A process
-        # with g > 1 spends part of D outside the thread that holds the request: that thread holds it D / g.)
-        "threads": (
-            theory.optimistic_throughput(users, wait_s + app_s / demands.process_cores, servers=min(holders, users))
-            if setup.processes and wait_s + app_s > 0 else math.inf
-        ),
-        "cores": cores / (demands.cpu_ms * ms),
-        "nginx": setup.nginx_workers / (demands.nginx_ms * ms) if setup.nginx_workers and demands.nginx_ms else math.inf,
-        "client": setup.client_processes / (demands.client_ms * ms) if demands.client_ms > 0 else math.inf,
+    bounds = {  # GIL before threads: on a tie (no wait, one thread) the requests queue for the core
+        "users": users / (wait_s + cpu_s),
+        "GIL": _per(busy_processes * demands.process_cores, app_s),
+        "threads": _per(min(holders, users), wait_s + app_s / demands.process_cores),
+        "cores": cores / cpu_s,
+        "nginx": _per(setup.nginx_workers, demands.nginx_ms / 1000),
+        "client": _per(setup.client_processes, demands.client_ms / 1000),
     }
     limit = min(bounds, key=bounds.get)
     return Prediction(bounds[limit], limit, bounds)
@@ -133,8 +129,9 @@ class Verdict:
     """'predicted' (within TOLERANCE of the prediction from the first run's demands, and the connections' spread
     where it was read before the run), 'explained' (within it once this run's own demands and spread are used,
     with the reason), 'reported' (slower, and not judged: the run was
-    disturbed, the cores idled, or nothing it measured names the reason; a busy machine only slows a run down) or
-    'unexplained' (faster than its own measured demands allow, which no disturbance can cause)."""
+    disturbed, the cores idled, or nothing it measured names the reason) or 'unexplained' (faster than its own
+    measured demands allow, which no disturbance can cause: other programs may keep a core awake and so speed a
+    hand-off up, but they cannot make a request cost less CPU)."""
 
     kind: str
     reason: str = ""
@@ -164,7 +161,8 @@ def _what_changed(first, own, setup):
 def ceiling(run, own, setup, users, cores):
     """The most this run could have done with its own demands: the model's bounds with every request-holder
     working (an even spread) and g as high as the run itself kept its processes busy. Other programs and idle cores
-    only push a run below it; a run above it means a measurement is wrong."""
+    can push a run below it, never above it, since no one can make a request cost less CPU than it measured: a run
+    above it means a measurement is wrong."""
     kept_busy = run.rps * run.app_demand_ms / 1000 / setup.processes if setup.processes and not setup.one_thread else 0.0
     loosest = replace(own, process_cores=max(own.process_cores, kept_busy))
     return predict(loosest, replace(setup, connections=()), users, cores)

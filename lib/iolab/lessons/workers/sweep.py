@@ -23,7 +23,9 @@ MAX_REQUESTS = 200_000
 # Every other prediction leans on a baseline's demands, so one odd baseline run would tilt them all. Hello world's D is
 # a third of a millisecond, which a shared or virtual machine moves by 10-20% from one short run to the next (the 5 ms
 # of /cpu by about 2%; benchmarks/repeatability.py measures both): its baseline is the middle one of three runs.
-BASELINE_RUNS = {"hello": 3}
+# /cpu's baseline runs three times too, not to steady it but to measure its noise: the lesson checks that D stays
+# the same across configurations, which only means something against how much D moves between identical runs.
+BASELINE_RUNS = {"hello": 3, "cpu": 3}
 NGINX_KINDS = ("tornado", "nginx")  # the kinds with nginx in them: the comparisons a machine without it skips
 
 
@@ -106,6 +108,15 @@ class Cell:
     verdict: model.Verdict
     ceiling: model.Prediction  # the most this run's own demands allow, with every holder at work
     tries: tuple = ()  # req/s of every run made for this cell, the kept one among them (a baseline's: BASELINE_RUNS)
+    tries_demand_ms: tuple = ()  # D of each of those runs, in the same order
+
+    @property
+    def noise(self):
+        """How far D moved between this cell's identical runs, as a share of their middle one (0 with one run)."""
+        if len(self.tries_demand_ms) < 2:
+            return 0.0
+        ordered = sorted(self.tries_demand_ms)
+        return (ordered[-1] - ordered[0]) / ordered[len(ordered) // 2]
 
     @property
     def rps(self):
@@ -127,7 +138,7 @@ class Cell:
             "mean_ms": self.run.mean_ms, "p99_ms": self.run.p99_ms, "errors": self.run.errors,
             "others_share": self.run.others_share, "idle_share": self.run.idle_share,
             "connections": list(self.run.connections), "connections_at_go": list(self.run.connections_at_go),
-            "tries_rps": list(self.tries),
+            "tries_rps": list(self.tries), "tries_demand_ms": list(self.tries_demand_ms),
         }
 
 
@@ -212,7 +223,8 @@ class Lab:
         # The most a run could do: under a quota a short run may catch a period's unused quota (environment.cpus_within).
         most = model.ceiling(run, own, setup, users, environment.cpus_within(run.duration_s, len(self.cpus)))
         verdict = model.judge(run, predicted, explained, first, own, setup_as_run, most)
-        cell = Cell(config, handler, users, predicted, explained, run, verdict, most, tuple(t.rps for t in tries))
+        cell = Cell(config, handler, users, predicted, explained, run, verdict, most, tuple(t.rps for t in tries),
+                    tuple(t.app_demand_ms or t.server_demand_ms for t in tries))
         if keep:
             self.cells.append(cell)
         return cell
@@ -247,6 +259,11 @@ class Lab:
             cell for cell in self.cells
             if (kinds is None or cell.config.kind in kinds) and (handler is None or cell.handler == handler)
         ]
+
+    def noise(self, handler):
+        """How far D moved between identical baseline runs of `handler` (the largest share over the kinds measured):
+        the yardstick for a change of D between configurations."""
+        return max((c.noise for c in self.select(handler=handler) if c.config == c.config.baseline), default=0.0)
 
     def predict(self, config, handler):
         """The prediction for a configuration from its baseline's demands, without running it."""

@@ -64,14 +64,17 @@ class Fit:
         return float(result) if np.ndim(result) == 0 else result
 
 
-def _best_lambda(n, x, sigma, kappa):
-    """For fixed σ and κ, the λ that minimizes the squared error is a closed form (X is linear in λ)."""
+def _best_lambda(n, x, sigma, kappa, fixed=None):
+    """For fixed σ and κ, the λ that minimizes the squared error is a closed form (X is linear in λ); `fixed`, when
+    given, is λ itself (the measured one-worker throughput, when the fit is normalised to it)."""
+    if fixed is not None:
+        return float(fixed)
     shape = throughput(n, 1.0, sigma, kappa)
     return float(x @ shape / (shape @ shape))
 
 
-def _error(n, x, sigma, kappa):
-    lam = _best_lambda(n, x, sigma, kappa)
+def _error(n, x, sigma, kappa, fixed=None):
+    lam = _best_lambda(n, x, sigma, kappa, fixed)
     return x - throughput(n, lam, sigma, kappa)
 
 
@@ -89,12 +92,12 @@ def _linear_start(n, x):
     return _clip(b / a, c / a)
 
 
-def fit(workers, rps, iterations=200):
+def fit(workers, rps, iterations=200, lam=None):
     """Least-squares fit of λ, σ and κ to measured (N, X), with 0 <= σ <= 1 and κ >= 0.
 
     Starts from the straight-line fit of N / X, then refines σ and κ on the
-    errors in X itself (λ is solved exactly at every step) by Levenberg-Marquardt
-    steps kept inside the bounds.
+    errors in X itself (λ is solved exactly at every step, or held at `lam`) by
+    Levenberg-Marquardt steps kept inside the bounds.
     """
     n = np.asarray(workers, dtype=float)
     x = np.asarray(rps, dtype=float)
@@ -106,14 +109,14 @@ def fit(workers, rps, iterations=200):
         raise ValueError("worker counts must be at least 1 and throughputs positive and finite")
     sigma, kappa = _linear_start(n, x)
     damping = 1e-3
-    cost = float(_error(n, x, sigma, kappa) @ _error(n, x, sigma, kappa))
+    cost = float(_error(n, x, sigma, kappa, lam) @ _error(n, x, sigma, kappa, lam))
     for _ in range(iterations):
-        residual = _error(n, x, sigma, kappa)
+        residual = _error(n, x, sigma, kappa, lam)
         # The Jacobian of the errors by forward differences, one column per parameter; steps scaled to each.
         columns = []
         for d_sigma, d_kappa in ((1e-7 + 1e-6 * sigma, 0.0), (0.0, 1e-9 + 1e-6 * kappa)):
             step = d_sigma or d_kappa
-            columns.append((_error(n, x, sigma + d_sigma, kappa + d_kappa) - residual) / step)
+            columns.append((_error(n, x, sigma + d_sigma, kappa + d_kappa, lam) - residual) / step)
         jacobian = np.column_stack(columns)
         normal = jacobian.T @ jacobian
         gradient = jacobian.T @ residual
@@ -123,7 +126,7 @@ def fit(workers, rps, iterations=200):
             except np.linalg.LinAlgError:
                 step = np.zeros(2)
             trial = _clip(sigma + step[0], kappa + step[1])
-            trial_error = _error(n, x, *trial)
+            trial_error = _error(n, x, *trial, lam)
             trial_cost = float(trial_error @ trial_error)
             if trial_cost <= cost or damping > 1e12:
                 break
@@ -135,6 +138,48 @@ def fit(workers, rps, iterations=200):
         if moved < STEP_TOLERANCE or damping > 1e12:
             break
     sigma, kappa = (0.0 if value < NEGLIGIBLE else value for value in (sigma, kappa))
-    lam = _best_lambda(n, x, sigma, kappa)
-    cost = float(_error(n, x, sigma, kappa) @ _error(n, x, sigma, kappa))
+    lam = _best_lambda(n, x, sigma, kappa, lam)
+    cost = float(_error(n, x, sigma, kappa, lam) @ _error(n, x, sigma, kappa, lam))
     return Fit(lam=lam, sigma=float(sigma), kappa=float(kappa), residual_rms=math.sqrt(cost / len(n)))
+
+
+def normalised_fit(workers, rps):
+    """The fit as Gunther makes it: normalised to one worker, so λ is the measured X(1) and σ and κ are fitted to
+    the relative capacity X(N) / X(1). `workers` must include 1."""
+    alone = [x for n, x in zip(workers, rps) if n == 1]
+    if not alone:
+        raise ValueError(f"a fit normalised to one worker needs a run with one worker, got {sorted(set(workers))}")
+    return fit(workers, rps, lam=alone[0])
+
+
+def before_saturation(workers, rps, noise=0.0, at_least=3):
+    """The points up to the knee: in rising N, up to and including the first whose throughput does not beat the
+    best before it by more than `noise` (a share). Past the knee the cores are full, and X only says how much
+    the machine gives, not how the workers scale; Gunther fits the points that show the scaling. At least
+    `at_least` points are kept (a fit of σ and κ needs them), and the second value says whether more were kept
+    than the knee alone allowed."""
+    points = sorted(zip(workers, rps))
+    kept, best = [], 0.0
+    for n, x in points:
+        kept.append((n, x))
+        if best and x <= best * (1 + noise):
+            break
+        best = max(best, x)
+    widened = len(kept) < at_least
+    kept = points[: max(len(kept), at_least)]
+    return [n for n, _ in kept], [x for _, x in kept], widened
+
+
+def peak_range(workers, rps, noise, most=None):
+    """The best whole number of workers the normalised fit gives when each point moves by ±`noise` (a share) in
+    turn: (fewest, most). A wide range says the peak is the noise's choice, not the curve's."""
+    found = {normalised_fit(workers, rps).peak_workers(most)}
+    for index in range(len(rps)):
+        for sign in (-1, 1):
+            moved = list(rps)
+            moved[index] *= 1 + sign * noise
+            try:
+                found.add(normalised_fit(workers, moved).peak_workers(most))
+            except ValueError:
+                continue
+    return min(found), max(found)
