@@ -1,6 +1,7 @@
 """Lesson 10 at full size: every backend run's throughput against the bottleneck law, the queue's slope, and the stack's RSS.
 
-Run under the shared lock (flock /tmp/iolab-measure.lock ...); add `taskset -c 0` to see one CPU, as on Binder.
+Run under the shared lock (flock /tmp/iolab-measure.lock ...). Binder gives a container one CPU as a quota, not
+a pinned core: `make binder-like LESSONS=10` runs the lesson under that limit (a 1-CPU quota, 2 GB).
 """
 
 import argparse

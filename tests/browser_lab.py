@@ -13,6 +13,8 @@ from pathlib import Path
 
 import psutil
 
+from helpers import link_all_but_optional_tools
+
 REPO = Path(__file__).resolve().parents[1]
 # The lab's own JupyterLab settings (the news prompt off); `make lab` and binder/postBuild use the same file.
 LAB_SETTINGS = REPO / "jupyter" / "lab-settings"
@@ -26,6 +28,9 @@ CHROMIUM_ARGS = [
 # which is how the test finds them again after they have been orphaned.
 MARKER = "IOLAB_BROWSER_TEST_LAB"
 START_TIMEOUT_S = 60
+# A kernel of the lab's own that runs without the optional programs (wrk, ab, nginx, strace, ss, ...), as a machine
+# that never installed them: the lessons tool_paths.py names run on it.
+TOOLS_OFF_KERNEL = "python3-without-optional-tools"
 STOP_TIMEOUT_S = 15
 
 
@@ -98,6 +103,7 @@ class Lab:
         autosave.parent.mkdir(parents=True)
         autosave.write_text(json.dumps({"autosave": False}))
         self.env = self.environment()
+        self.add_tools_off_kernel()
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(
                 self.command(), cwd=REPO, env=self.env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
@@ -105,6 +111,22 @@ class Lab:
             )
         self.started_at = time.monotonic()
         return self
+
+    def add_tools_off_kernel(self):
+        """TOOLS_OFF_KERNEL: python3 with a PATH that has every program but the optional ones, and the lab told they are
+        off (find_program also looks in sbin, where nginx lives)."""
+        from iolab import contract
+
+        farm = self.home / "path-without-optional-tools"
+        farm.mkdir()
+        hidden = link_all_but_optional_tools(farm, self.env.get("PATH"))
+        spec = self.home / "data" / "kernels" / TOOLS_OFF_KERNEL / "kernel.json"
+        spec.parent.mkdir(parents=True)
+        spec.write_text(json.dumps({
+            "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            "display_name": "Python 3 (without wrk, ab, nginx, strace, ss, redis-server)", "language": "python",
+            "env": {"PATH": str(farm), contract.TOOLS_OFF_VARIABLE: ",".join(hidden)},
+        }))
 
     def wait_ready(self):
         """Waits until the server listens; returns the lab. Quick once it has."""
@@ -130,16 +152,17 @@ class Lab:
         self.stop()
         raise RuntimeError(f"jupyter lab did not start within {START_TIMEOUT_S} s:\n{self.log_tail()}")
 
-    def start_kernel_for(self, notebook_path):
+    def start_kernel_for(self, notebook_path, kernel_name="python3"):
         """Starts the notebook's kernel through the server's REST API, as JupyterLab does when it opens a notebook.
 
         JupyterLab then joins this session rather than starting its own, so the
-        kernel boots while the page loads, not after it.
+        kernel boots while the page loads, not after it. `kernel_name`
+        TOOLS_OFF_KERNEL runs it without the optional programs.
         """
         request = urllib.request.Request(
             f"{self.url}/api/sessions",
             data=json.dumps({"path": notebook_path, "name": Path(notebook_path).name, "type": "notebook",
-                             "kernel": {"name": "python3"}}).encode(),
+                             "kernel": {"name": kernel_name}}).encode(),
             headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
             method="POST",
         )

@@ -22,25 +22,32 @@ POLL_S = 0.02
 
 
 # A missing optional tool must never stop a lesson: the papermill runs of the lessons (test_notebooks.py,
-# test_make_student.py) run without them, while the browser runs (test_browser.py) keep them, so one CI run takes
-# both paths. IOLAB_WITH_TOOLS=1 keeps them for the papermill runs too.
+# test_make_student.py) run without them, and so do some lessons in the browser (tool_paths.py says which and why), so
+# one CI run takes both paths of every lesson. IOLAB_WITH_TOOLS=1 keeps them for the papermill runs.
 TOOLS_OFF = os.environ.get("IOLAB_WITH_TOOLS") != "1"
+
+
+def link_all_but_optional_tools(farm, path=None):
+    """Fill the folder `farm` with a link to every program on `path` (default $PATH) but the optional ones lessons call
+    (wrk, ab, nginx, strace, ss, ...); returns their names. The farm alone, as PATH, leaves every other program reachable
+    by name, the first on the PATH first."""
+    hidden = sorted(environment.DEBIAN_PACKAGES)
+    for folder in (path or os.environ.get("PATH") or os.defpath).split(os.pathsep):
+        with contextlib.suppress(OSError):
+            for name in os.listdir(folder):
+                link = os.path.join(farm, name)
+                if name not in hidden and not os.path.lexists(link):
+                    os.symlink(os.path.join(folder, name), link)
+    return hidden
 
 
 @contextlib.contextmanager
 def without_optional_tools():
     """Run what is inside on a PATH without the optional programs lessons call (wrk, ab, nginx, strace, ss, ...), and
     with the lab told they are off (nginx lives in sbin, where find_program looks too). Yields their names."""
-    hidden = sorted(environment.DEBIAN_PACKAGES)
     saved = {name: os.environ.get(name) for name in ("PATH", contract.TOOLS_OFF_VARIABLE)}
     with tempfile.TemporaryDirectory(prefix="iolab-path-") as farm:
-        # Every other program stays reachable by name: one link to each, first on the PATH first.
-        for folder in (saved["PATH"] or os.defpath).split(os.pathsep):
-            with contextlib.suppress(OSError):
-                for name in os.listdir(folder):
-                    link = os.path.join(farm, name)
-                    if name not in hidden and not os.path.lexists(link):
-                        os.symlink(os.path.join(folder, name), link)
+        hidden = link_all_but_optional_tools(farm, saved["PATH"])
         os.environ["PATH"] = farm
         os.environ[contract.TOOLS_OFF_VARIABLE] = ",".join(hidden)
         try:

@@ -15,10 +15,12 @@ from pathlib import Path
 import psutil
 import pytest
 from browser_figures import MATCH, title_score
-from browser_lab import Lab, describe, launch_chromium, missing_browser_tools, runs_from_servers
+from browser_lab import TOOLS_OFF_KERNEL, Lab, describe, launch_chromium, missing_browser_tools, runs_from_servers
 from student_copies import WITH_SOLUTIONS, unexpected_statuses, write_filled, write_student_copy
+from tool_paths import TOOLS_OFF_IN_BROWSER
 
 from helpers import wait_until
+from iolab.contract import TOOLS_OFF_VARIABLE
 
 try:
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
@@ -179,6 +181,16 @@ class LessonInBrowser:
         self.timings["open"] = time.monotonic() - began
         if len(self.lab.kernels()) != 1:  # JupyterLab joined the kernel open_lab started, and started none of its own
             self.fail(f"{len(self.lab.kernels())} kernels run for one lesson")
+
+    def check_kernel_programs(self, without):
+        """The kernel JupyterLab joined runs without the optional programs exactly when asked to."""
+        for kernel in self.lab.kernels():
+            try:
+                off = bool(kernel.environ().get(TOOLS_OFF_VARIABLE))
+            except psutil.Error:
+                continue
+            if off != without:
+                self.fail(f"the lesson's kernel runs {'without' if off else 'with'} the optional programs, not as asked")
 
     def close(self):
         """Closes the lesson's tab, dropping its outputs: the committed notebook is never saved."""
@@ -474,16 +486,18 @@ def page(lab, browser):
         tab.close()
 
 
-def open_lab(lab, page, path):
+def open_lab(lab, page, path, kernel_name="python3"):
     """JupyterLab in a fresh workspace named after the lesson, its kernel starting while the page loads."""
-    lab.start_kernel_for(path.relative_to(REPO).as_posix())
+    lab.start_kernel_for(path.relative_to(REPO).as_posix(), kernel_name)
     page.goto(lab.lab_url(f"{path.stem}-{secrets.token_hex(4)}"))
     page.wait_for_function("() => window.jupyterapp?.shell?.widgets", timeout=OPEN_TIMEOUT_S * 1000)
     page.locator("#jp-MainMenu").wait_for(timeout=OPEN_TIMEOUT_S * 1000)
 
 
-def run_in_browser(lab, page, path, screenshots=SCREENSHOTS):
-    """Open, run, check and shut down one notebook; returns the lesson's record and what outlived its kernel."""
+def run_in_browser(lab, page, path, screenshots=SCREENSHOTS, kernel_name="python3"):
+    """Open, run, check and shut down one notebook; returns the lesson's record and what outlived its kernel.
+
+    `kernel_name` browser_lab.TOOLS_OFF_KERNEL runs it without the optional programs."""
     watch = ServerWatch(lab)
     watch.start()
     started = time.monotonic()
@@ -491,9 +505,10 @@ def run_in_browser(lab, page, path, screenshots=SCREENSHOTS):
     try:
         try:
             began = time.monotonic()
-            open_lab(lab, page, path)
+            open_lab(lab, page, path, kernel_name)
             lesson.timings["lab"] = time.monotonic() - began
             lesson.open()
+            lesson.check_kernel_programs(without=kernel_name == TOOLS_OFF_KERNEL)
             lesson.run_all()
             lesson.check_cells()
             lesson.check_no_news_prompt()
@@ -519,7 +534,7 @@ def run_in_browser(lab, page, path, screenshots=SCREENSHOTS):
     for process in left:
         process.kill()
     lesson.timings["total"] = time.monotonic() - started
-    print(f"{path.stem}: {lesson.timings}; servers started: {len(watch.seen)}")
+    print(f"{path.stem} ({kernel_name}): {lesson.timings}; servers started: {len(watch.seen)}")
     # Compared by content, not bytes: other people may edit the lesson meanwhile, but never with outputs in it.
     saved = [cell for cell in json.loads(path.read_text())["cells"] if cell.get("outputs") or cell.get("execution_count")]
     assert not saved, f"{path.name} was saved with outputs: the browser test must never save a notebook"
@@ -544,8 +559,11 @@ def as_a_student_has_it(path):
 @pytest.mark.timeout(LESSON_TIMEOUT_S)
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_lesson_runs_in_the_browser(lab, page, path):
+    # Some lessons run here without the optional programs, so that CI takes each lesson's path without them somewhere
+    # (tool_paths.py); the rest with them, as on Binder.
     notebook, results = as_a_student_has_it(path)
-    lesson, left = run_in_browser(lab, page, notebook)
+    kernel = TOOLS_OFF_KERNEL if path.stem in TOOLS_OFF_IN_BROWSER else "python3"
+    lesson, left = run_in_browser(lab, page, notebook, kernel_name=kernel)
     assert not left, f"{path.stem}: left after its kernel was shut down: {left}"
     assert not lesson.problems, f"{path.stem}:\n- " + "\n- ".join(lesson.problems)
     if results:

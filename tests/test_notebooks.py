@@ -1,7 +1,11 @@
 """Every lesson runs to the end under papermill in quick mode, its own assertions hold and its checkers accept the solutions."""
 
+import ast
 import contextlib
+import io
 import json
+import re
+import tokenize
 from pathlib import Path
 
 import nbformat
@@ -9,6 +13,7 @@ import papermill
 import pytest
 import student_copies
 from nbclient.exceptions import CellTimeoutError
+from tool_paths import TOOLS_OFF_IN_BROWSER
 
 from helpers import TOOLS_OFF, without_optional_tools
 
@@ -25,10 +30,14 @@ CELL_TIMEOUT_S = 200
 # A lesson with solutions to fill in runs as a student's copy with the answers typed in (in the
 # browser, test_browser.py, or under papermill, test_make_student.py): the same cells as
 # solutions=True, so running each here too would run it twice (about 3 of CI's minutes). Here run
-# the lessons without solutions, and the first with, which keeps the instructor's own path
-# (solutions=True, solution() shown) run end to end.
+# the lessons without solutions, and one with, which keeps the instructor's own path
+# (solutions=True, solution() shown) run end to end; one more runs with solutions=False.
+# Every run here is without the optional programs (helpers.TOOLS_OFF), so these two are lessons that call programs
+# and run with them in the browser: CI takes their path without the programs here (tool_paths.py).
 WITH_SOLUTIONS = student_copies.WITH_SOLUTIONS
-INSTRUCTOR_RUNS = [path for path in NOTEBOOKS if path not in WITH_SOLUTIONS or path == WITH_SOLUTIONS[0]]
+INSTRUCTOR_LESSON = "06-workers-threads-processes"
+NOT_ATTEMPTED_LESSON = "10-slow-backend"
+INSTRUCTOR_RUNS = [path for path in NOTEBOOKS if path not in WITH_SOLUTIONS or path.stem == INSTRUCTOR_LESSON]
 
 
 def run_notebook(path, name, **parameters):
@@ -88,13 +97,63 @@ def test_every_lesson_runs_as_the_instructors_copy_or_as_a_filled_in_students_co
 
 @pytest.mark.notebook
 @pytest.mark.timeout(NOTEBOOK_TIMEOUT_S)
-def test_first_notebook_with_exercises_reports_not_attempted_without_solutions():
-    with_exercises = [p for p in NOTEBOOKS if mentions_exercises(p)]
-    if not with_exercises:
-        pytest.skip("no notebook in notebooks/ imports its exercises yet")
-    path = with_exercises[0]
+def test_a_lesson_run_without_solutions_reports_its_exercises_not_attempted():
+    path = NOTEBOOK_DIR / f"{NOT_ATTEMPTED_LESSON}.ipynb"
+    assert mentions_exercises(path), f"{path.name} has no exercises to leave unattempted"
     results = run_notebook(path, f"{path.stem}.unsolved", solutions=False)
     exercises = results.get("exercises")
     assert isinstance(exercises, dict) and exercises, f"{path.name}: results JSON has no exercises dict"
     attempted = {name: status for name, status in exercises.items() if status != "not attempted"}
     assert not attempted, f"{path.name}: with solutions=False these exercises were not 'not attempted': {attempted}"
+
+
+# What runs a program: its name (as a string or a name), a core module that runs one, a server that needs one.
+PROGRAM_MODULES = {"benchtools", "listening", "syscalls", "wrk_lua"}
+
+
+def words_and_strings(source):
+    """The names and the string literals of Python source (comments and the text of prose left out)."""
+    found = set()
+    with contextlib.suppress(tokenize.TokenError, SyntaxError, IndentationError):
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type == tokenize.NAME:
+                found.add(token.string)
+            elif token.type == tokenize.STRING:
+                with contextlib.suppress(ValueError, SyntaxError):
+                    found.add(str(ast.literal_eval(token.string)))
+    return found
+
+
+def programs_a_lesson_may_call(path):
+    """What in a lesson's notebook and its lib/iolab/lessons packages runs an optional program (empty: none)."""
+    from iolab import environment, registry
+
+    code = [cell.source for cell in nbformat.read(path, as_version=4).cells if cell.cell_type == "code"]
+    code = ["\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))) for source in code]
+    for topic in set(re.findall(r"iolab\.lessons\.(\w+)", "\n".join(code))):
+        code += [module.read_text() for module in sorted((REPO / "lib" / "iolab" / "lessons" / topic).glob("*.py"))]
+    needing = {name for name in registry.names() if registry.get(name).needs_programs}
+    found = set().union(*(words_and_strings(source) for source in code))
+    return found & (set(environment.DEBIAN_PACKAGES) | PROGRAM_MODULES | needing)
+
+
+def test_ci_runs_every_lesson_with_the_optional_programs_and_without():
+    """CI has the programs and Chromium: a lesson runs once in the browser, with them unless tool_paths.py says
+    without, and the papermill runs here and in test_make_student.py are all without them. A lesson that calls a
+    program needs both paths run: without (in the browser or here), and with (in the browser or by the tests
+    tool_paths.py names)."""
+    from test_make_student import WRONG_ANSWERS_IN
+
+    stems = {path.stem for path in NOTEBOOKS}
+    assert set(TOOLS_OFF_IN_BROWSER) | {INSTRUCTOR_LESSON, NOT_ATTEMPTED_LESSON} <= stems, "a lesson named here is gone"
+    for stem, tests in TOOLS_OFF_IN_BROWSER.items():
+        missing = [test for test in tests if not (REPO / test).is_file()]
+        assert not missing, f"{stem}: tool_paths.py names tests that do not exist: {missing}"
+    papermill_without = {path.stem for path in [*INSTRUCTOR_RUNS, *WRONG_ANSWERS_IN]} | {NOT_ATTEMPTED_LESSON}
+    calls = {path.stem: programs_a_lesson_may_call(path) for path in NOTEBOOKS}
+    # The scan still finds what it should: lesson 02 runs ab, 08 strace, 10 needs redis-server.
+    assert {"ab"} <= calls["02-sync-vs-async"] and "syscalls" in calls["08-pipelining"], calls
+    assert any("redis" in name for name in calls["10-slow-backend"]), calls
+    without = {stem for stem, programs in calls.items()
+               if programs and stem not in TOOLS_OFF_IN_BROWSER and stem not in papermill_without}
+    assert not without, f"never run without the optional programs in CI: {sorted(without)} (they call {calls})"

@@ -191,12 +191,28 @@ PROGRAM_ARGV = re.compile(r'\[\s*"([A-Za-z][\w.+-]*)",\s*f?"-')
 PROGRAM_NEEDED = re.compile(r"needs_programs=\(([^)]*)\)")
 
 
+# A notebook's shell escape (`!wrk ...`) runs a program too.
+PROGRAM_SHELL = re.compile(r"^\s*!\s*([A-Za-z][\w.+-]*)", re.MULTILINE)
+
+
+def code_of(path):
+    """A Python file's text, or the code cells of a notebook."""
+    if path.suffix != ".ipynb":
+        return path.read_text()
+    return "\n".join(cell.source for cell in nbformat.read(path, as_version=4).cells if cell.cell_type == "code")
+
+
+def files_that_may_run_programs():
+    return (sorted((REPO / "lib").rglob("*.py")) + sorted((REPO / "servers").glob("*.py"))
+            + sorted((REPO / "notebooks").glob("*.ipynb")))
+
+
 def programs_named():
-    """{program: [files that name it]} over lib/ and servers/."""
+    """{program: [files that name it]} over lib/, servers/ and the lessons' code cells."""
     found = {}
-    for path in sorted((REPO / "lib").rglob("*.py")) + sorted((REPO / "servers").glob("*.py")):
-        text = path.read_text()
-        names = set(PROGRAM_LOOKUP.findall(text)) | set(PROGRAM_ARGV.findall(text))
+    for path in files_that_may_run_programs():
+        text = code_of(path)
+        names = set(PROGRAM_LOOKUP.findall(text)) | set(PROGRAM_ARGV.findall(text)) | set(PROGRAM_SHELL.findall(text))
         names |= {name for group in PROGRAM_NEEDED.findall(text) for name in re.findall(r'"([\w.+-]+)"', group)}
         for name in names:
             found.setdefault(name, []).append(str(path.relative_to(REPO)))
@@ -218,10 +234,15 @@ def test_every_program_a_lesson_calls_is_in_apt_txt_and_in_ci():
 
 
 def test_every_file_that_runs_a_program_can_skip_it_with_the_reason():
-    """A program run by name is looked up first in the same file, so a missing one is skipped with a sentence (the
-    papermill runs of the lessons then prove it, with every optional program off PATH: test_notebooks.py)."""
-    for path in sorted((REPO / "lib").rglob("*.py")) + sorted((REPO / "servers").glob("*.py")):
-        text = path.read_text()
+    """A program run by name is looked up first in the same file, so a missing one is skipped with a sentence (runs of
+    every lesson with every optional program off PATH then prove it: tests/tool_paths.py says where)."""
+    from iolab import environment
+
+    for path in files_that_may_run_programs():
+        text = code_of(path)
+        # A shell escape cannot be skipped: a lesson runs its programs through the lab's functions, which look first.
+        escaped = set(PROGRAM_SHELL.findall(text)) & set(environment.DEBIAN_PACKAGES)
+        assert not escaped, f"{path.relative_to(REPO)} runs {sorted(escaped)} with a shell escape, which cannot skip them"
         for name in set(PROGRAM_ARGV.findall(text)):
             looked_up = re.search(rf'(?:find_program|which)\(\s*"{re.escape(name)}"', text) or "def missing_reason(" in text
             assert looked_up, f"{path.relative_to(REPO)} runs {name} without checking first that it is installed"
