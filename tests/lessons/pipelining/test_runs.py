@@ -55,12 +55,12 @@ def test_a_batch_costs_a_read_and_a_write(fast_server):
     point = runs.measure("fast", fast_server, depth=16, connections=8, duration_s=1)
     if point.syscalls_skipped:
         pytest.skip(point.syscalls_skipped)  # strace is installed but may not trace here (no ptrace permission)
-    # A read and a write per batch of 16, and at most one epoll_wait, give or take the batches in flight (one per
-    # connection) at each edge of the counted window.
-    edges = 2 * point.connections / point.counted_requests
+    # A read and a write per batch of 16, and at most one epoll_wait, give or take the edges of the counted window.
+    row = point.row()
     assert point.counted_requests > 1000 and point.connections == 8
-    assert point.writes_per_request <= (1 + edges) / 16
-    assert (2 - 2 * edges) / 16 <= point.syscalls_per_request <= (3 + 3 * edges) / 16
+    assert point.writes_per_request <= 1 / 16 + runs.counted_at_edges(row, 1 / 16)
+    assert 2 / 16 - runs.counted_at_edges(row, 2 / 16) <= point.syscalls_per_request
+    assert point.syscalls_per_request <= 3 / 16 + runs.counted_at_edges(row, 3 / 16, setup=True)
 
 
 def test_order_paths_get_the_bodies_the_checks_expect(fast_server):
@@ -126,3 +126,10 @@ def test_the_ceilings_count_the_clients_own_threads():
     # One client thread bounds the machine before the shared cores do; a process per core lifts that bound.
     assert min(bounds, key=bounds.get) == "client's threads"
     assert min(runs.ceilings(2.0, 4.0, 2, client_threads=2).values()) == 2e6 / 6
+
+
+def test_the_edges_of_a_counted_window_scale_with_connections_and_depth():
+    row = {"depth": 16, "connections": 64, "counted_requests": 28_736}
+    # A batch in flight per connection at each edge: 2 × 64 batches, one write each, over the requests counted.
+    assert runs.counted_at_edges(row, 1 / 16) == 128 / 28_736
+    assert runs.counted_at_edges(row, 3 / 16, setup=True) == 64 * (6 + runs.SETUP_CALLS_PER_CONNECTION) / 28_736

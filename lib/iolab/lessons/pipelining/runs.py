@@ -204,6 +204,21 @@ def measure(label, server, depth=1, connections=64, duration_s=2, batched=True, 
 
 STRACE_DURATION_S = 1
 TOP_CALLS = 4
+# What a server calls once per connection, not per request: accept4, setsockopt, registering with epoll and
+# leaving it, close. The client connects inside the counted window, so these are in the count.
+SETUP_CALLS_PER_CONNECTION = 10
+
+
+def counted_at_edges(row, per_request, setup=False):
+    """How far a count per request (system calls, or writes) can stray from `per_request` by the counted window alone.
+
+    strace counts from before the client connects to after it stops; the client counts the answers it read in between.
+    At each edge a connection can have one batch in flight (depth requests of `per_request` calls each), counted by one
+    side and not the other; with `setup`, each connection's own calls are counted too. Spread over the requests
+    counted, from this run's own figures: `row` is a Measured.row().
+    """
+    per_connection = 2 * row["depth"] * per_request + (SETUP_CALLS_PER_CONNECTION if setup else 0)
+    return row["connections"] * per_connection / row["counted_requests"]
 
 
 def count_syscalls(server, pid, depth, connections, paths=None, client=None):
