@@ -9,13 +9,15 @@ pytestmark = pytest.mark.usefixtures("fresh_exercises")  # from conftest.py
 # Calls per request at depth 16 that the lesson's own assertions accept: a read and a write per batch at least,
 # at most those and an epoll_wait per batch (measured from 1.9/16 at a window's edge to 3/16 pinned to one core).
 COUNTS_THE_LESSON_PASSES = [1.9 / 16, 2 / 16, 2.6 / 16, 3 / 16]
-# D (µs) of the ladder's three servers that always run, as two-core and one-CPU runs measured them.
+# D (µs) of the ladder's servers as two-core (wrk or the lab's client) and one-CPU runs measured them.
 LADDERS = [
-    {"tornado_app": 156.4, "raw asyncio": 13.7, "uvloop + httptools": 10.0, "nginx": 7.1},
-    {"tornado_app": 231.6, "raw asyncio": 12.7, "uvloop + httptools": 8.5},
-    {"tornado_app": 147.9, "raw asyncio": 12.7, "uvloop + httptools": 8.6, "nginx": 7.3},
+    {"tornado_app": 156.4, "aiohttp_app": 37.2, "raw asyncio": 13.7, "uvloop + httptools": 10.0, "nginx": 7.1},
+    {"tornado_app": 231.6, "aiohttp_app": 71.2, "raw asyncio": 12.7, "uvloop + httptools": 8.5},
+    {"tornado_app": 147.9, "aiohttp_app": 45.1, "raw asyncio": 12.7, "uvloop + httptools": 8.6, "nginx": 7.3},
+    {"tornado_app": 154.8, "aiohttp_app": 77.2, "raw asyncio": 13.8, "uvloop + httptools": 12.6, "nginx": 8.6},
+    {"tornado_app": 153.4, "aiohttp_app": 49.3, "raw asyncio": 16.2, "uvloop + httptools": 10.4, "nginx": 7.9},
 ]
-RIGHT_ORDER = ["tornado_app", "raw asyncio", "uvloop + httptools"]
+RIGHT_ORDER = ["tornado_app", "aiohttp_app", "uvloop + httptools"]
 
 
 @pytest.mark.parametrize("measured", COUNTS_THE_LESSON_PASSES + [None])

@@ -18,29 +18,31 @@ def _number(answer):
 
 class LadderOrder(checks.PredictThenMeasure):
     prompt = (
-        "Before the ladder runs: put tornado_app, 'raw asyncio' and 'uvloop + httptools' in order from the most CPU "
+        "Before the ladder runs: put tornado_app, aiohttp_app and 'uvloop + httptools' in order from the most CPU "
         "per request (D) to the least, and predict how many times D of the first is D of the last: "
         "answer (['first', 'second', 'third'], ratio)."
     )
-    servers = ("tornado_app", "raw asyncio", "uvloop + httptools")
+    servers = ("tornado_app", "aiohttp_app", "uvloop + httptools")
     unit = "times"
     quantity = "D of the first over D of the last"
     # A prediction of an order of magnitude, judged as one: within a factor of 2 of what this run measured.
     factor = 2.0
     correct_text = (
-        "The spread is the Python run per request: Tornado builds request and response objects, headers, a route"
-        " and a log line; the bare Protocol parses in Python; uvloop and httptools leave little Python but the route."
+        "The spread is the Python run per request: Tornado parses and builds request and response objects, headers,"
+        " a route and a log line in Python; aiohttp parses in C (llhttp) but builds the rest in Python; a bare"
+        " Protocol on uvloop and httptools leaves little Python but the route."
     )
     off_text = (
         "What does each run per request besides the read and the write it cannot avoid? A framework runs a hundred"
         " microseconds or more of Python; a parser and a loop in C, a few."
     )
     hint_text = ["Every server pays a read and a write per request: a few microseconds of kernel time each.",
-                 "The difference is the Python per request: a framework's objects, a parser in Python, or C."]
+                 "The difference is the Python per request: where does each parse (Python or C), and does it build a"
+                 " framework's request and response objects?"]
     solution_text = (
-        "(['tornado_app', 'raw asyncio', 'uvloop + httptools'], 16): the framework's Python costs over a hundred"
-        " microseconds a request, the bare Protocol on uvloop and httptools under ten; any ratio within a factor of"
-        " 2 of the measured one is right."
+        "(['tornado_app', 'aiohttp_app', 'uvloop + httptools'], 16): Tornado's Python costs over a hundred"
+        " microseconds a request, aiohttp's (its parser in C) tens, the bare Protocol on uvloop and httptools about"
+        " ten; any ratio within a factor of 2 of the measured one is right."
     )
 
     def measure(self, demands_us):
