@@ -13,7 +13,8 @@ against the batch server, its requests numbered too, so they take the batch path
 
 For each run: req/s, the server's CPU per request D (user + system), the
 client's CPU per request, and what the utilization law says the pair can reach
-from those two alone: min(1 / D, cores / (D + client)). Rounds alternate the
+from those two and the client's threads alone: min(1 / D, threads / client, cores / (D + client)),
+as lesson 06's model counts the load client. Rounds alternate the
 order of the runs; each figure is the median of its rounds. The last line is JSON.
 
 Run it alone: flock /tmp/iolab-measure.lock .venv/bin/python benchmarks/pipelining_batch.py
@@ -103,8 +104,8 @@ def main():
             "rps": round(statistics.median(point.rps for point in points)),
             "rps_spread": [round(min(point.rps for point in points)), round(max(point.rps for point in points))],
             "demand_us": round(demand, 3), "user_us": round(user, 3), "client_us": round(client_us, 3),
-            # The utilization law twice: one server thread, and server plus client on the machine's cores.
-            "reach_rps": round(min(1e6 / demand, cores * 1e6 / (demand + client_us))),
+            # The utilization law three times: the server's thread, the client's own threads, both on the cores.
+            "reach_rps": round(min(runs.ceilings(demand, client_us, cores, points[0].client_threads).values())),
         })
     print(f"{args.connections} connections, {args.duration} s runs, median of {args.rounds}"
           f"{', all on CPU 0' if args.one_cpu else ', servers on CPU 1, clients on CPU 0' if args.split else ''};"

@@ -17,15 +17,18 @@ sends answers back in the order the requests came: head-of-line blocking. At
 most --max-waiting requests wait at once on one connection; past that, the rest
 are held, parsed but not started, and the connection is not read from until they
 drain. A deep pipeline of waits therefore costs bounded memory and never crashes
-the server.
+the server. Only safe methods (GET, HEAD...) run beside one another: a POST, PUT
+or DELETE starts once every answer ahead of it has been written, and nothing
+behind it starts until its own has (RFC 9112, section 9.3.2).
 
     --loop asyncio|uvloop           the event loop (uvloop: libuv underneath, as Japronto)
     --parser ours|httptools         pipeline/parsers.py: ours, to be read, or llhttp in C
     --write batched|per-response    one transport.write per batch, or one per answer
     --max-waiting N                 requests that may wait at once on one connection
 
-The limits that keep one connection from taking all memory, back-pressure and
-closing live in pipeline/hardening.py; the bytes of an answer in pipeline/answers.py.
+The line (waits, held requests, the unsafe methods' turn) lives in pipeline/line.py;
+the limits that keep one connection from taking all memory, back-pressure and
+closing in pipeline/hardening.py; the bytes of an answer in pipeline/answers.py.
 pipeline_batch_app.py puts a batch path in front of this connection's parser: a
 read of hello worlds answered without Python per request.
 """
@@ -36,28 +39,25 @@ import signal
 import socket
 import time
 import traceback
-from collections import deque
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs
 
 from iolab.contract import HELLO_BODY, BadParameter, announce, burn_cpu, die_with_parent, log, parse_args, parse_ms
 from pipeline.answers import MAX_SEQ_DIGITS, clock, respond
 from pipeline.hardening import Hardening
+from pipeline.line import SAFE_METHODS, InLine, Wait
 from pipeline.parsers import PARSERS, BadRequest
 
 DEFAULT_MAX_WAITING = 100
 
 
-class PipelinedHTTP(Hardening, asyncio.Protocol):
+class PipelinedHTTP(InLine, Hardening, asyncio.Protocol):
     """One connection: every complete request in a read is answered in order, and the ready answers leave in one write."""
 
     def __init__(self, settings):
+        super().__init__()  # pipeline/line.py: the answers ready, the ones behind a wait, the requests held
         self.settings = settings
         self.parser = settings.parser(self.on_request)  # calls on_request once per complete request
-        self.ready = []  # answers that go with the next write: nothing ahead of them is waiting
-        self.blocked = deque()  # answers behind one that waits (a Wait), in request order
-        self.held = deque()  # requests parsed but not started, because too many are waiting already
-        self.waiting = 0
 
     def data_received(self, data):
         try:
@@ -67,8 +67,8 @@ class PipelinedHTTP(Hardening, asyncio.Protocol):
         self.write_ready()
 
     def on_request(self, request):
-        if self.held or self.waiting >= self.settings.max_waiting:
-            self.held.append(request)  # started when a wait ends; meanwhile we stop reading (hardening.py)
+        if self.held or not self.may_start(request):
+            self.held.append(request)  # behind too many waits, or an unsafe method's turn (pipeline/line.py)
         else:
             self.start(request)
 
@@ -80,50 +80,19 @@ class PipelinedHTTP(Hardening, asyncio.Protocol):
             self.blocked.append(reply)  # head-of-line blocking: it goes after the answers ahead of it
         else:
             self.ready.append(reply)  # nothing ahead of it waits: it leaves with this batch
+        self.alone = request.method not in SAFE_METHODS  # POST, PUT...: nothing behind it starts until it is answered
         self.closing = not request.keep_alive
 
     def write_ready(self):
-        if self.ready:
+        while self.ready:
             if self.settings.batched:
                 self.transport.write(b"".join(self.ready))  # one system call for the whole batch
             else:
                 for reply in self.ready:
                     self.transport.write(reply)  # one system call per answer
             self.ready.clear()
-        self.after_writing()  # close, or stop or resume reading (hardening.py)
-
-    def wait(self, seconds, make_answer):
-        """An answer the loop fills in later (/async-sleep). It keeps its place in line meanwhile."""
-        wait = Wait(make_answer)
-        self.waiting += 1
-        wait.timer = asyncio.get_running_loop().call_later(seconds, self.wait_over, wait)
-        return wait
-
-    def wait_over(self, wait):
-        wait.answer = wait.make_answer()
-        self.waiting -= 1
-        while self.blocked:  # the answers behind it go now, up to the next one still waiting
-            first = self.blocked[0]
-            if type(first) is Wait:
-                if first.answer is None:
-                    break
-                first = first.answer
-            self.ready.append(first)
-            self.blocked.popleft()
-        while self.held and self.waiting < self.settings.max_waiting:
-            self.start(self.held.popleft())
-        self.write_ready()
-
-
-class Wait:
-    """The place in line of an answer that is not ready yet."""
-
-    __slots__ = ("make_answer", "answer", "timer")
-
-    def __init__(self, make_answer):
-        self.make_answer = make_answer
-        self.answer = None
-        self.timer = None
+            self.start_held()  # requests held until these answers had left (pipeline/line.py)
+        self.after_writing()  # close, or stop or resume reading (pipeline/hardening.py)
 
 
 # --- The contract's routes: each returns the bytes of its answer, or a Wait -----------------------

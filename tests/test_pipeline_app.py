@@ -199,6 +199,71 @@ def test_a_wait_first_in_a_batch_of_8_holds_back_all_8(variant):
     assert other_after < NOT_HELD_UP_S, f"another connection waited {other_after * 1000:.0f} ms"
 
 
+# --- RFC 9112, section 9.3.2: an unsafe method runs alone ---------------------------------------
+
+SHORT_WAIT_MS, LONG_BLOCK_MS = 200, 1000
+
+
+def post(path):
+    return f"POST {path} HTTP/1.1\r\nHost: lab\r\nContent-Length: 0\r\n\r\n".encode()
+
+
+# (first request, second request, their bodies): a slow safe request ahead of an unsafe one that blocks the loop,
+# and an unsafe request that waits ahead of a safe one that blocks the loop.
+UNSAFE_ORDERS = {
+    "post-behind-a-slow-get": (
+        get_request(f"/async-sleep?ms={SHORT_WAIT_MS}"), post(f"/sync-sleep?ms={LONG_BLOCK_MS}"),
+        [f"waited {SHORT_WAIT_MS} ms without blocking\n", f"slept {LONG_BLOCK_MS} ms blocking the loop\n"]),
+    "get-behind-a-slow-post": (
+        post(f"/async-sleep?ms={SHORT_WAIT_MS}"), get_request(f"/sync-sleep?ms={LONG_BLOCK_MS}"),
+        [f"waited {SHORT_WAIT_MS} ms without blocking\n", f"slept {LONG_BLOCK_MS} ms blocking the loop\n"]),
+}
+
+
+@pytest.mark.parametrize("order", UNSAFE_ORDERS)
+@pytest.mark.parametrize("variant", VARIANTS[:2] + BATCH_VARIANTS, ids=IDS[:2] + BATCH_IDS)
+def test_an_unsafe_method_starts_after_the_answers_ahead_and_before_the_requests_behind(variant, order):
+    """Two requests in one write: the second blocks the loop for 1 s once its handler starts.
+
+    Run side by side (allowed only for safe methods), the second would start at once and hold the first's 200 ms
+    timer until it was done: both answers at about 1 s. One at a time, the first answer is written at 200 ms, and
+    only then does the second start: its answer comes at 1.2 s or later.
+    """
+    first, second, bodies = UNSAFE_ORDERS[order]
+    with start(variant) as server, connect(server) as sock:
+        began = time.perf_counter()
+        sock.sendall(first + second)
+        reader = AnswerReader(sock)
+        answers, arrivals = [], []
+        for _ in bodies:
+            answers.append(reader.read()[2])
+            arrivals.append(time.perf_counter() - began)
+        server.check()
+    assert answers == bodies
+    assert arrivals[0] < (SHORT_WAIT_MS / 1000) + NOT_HELD_UP_S, f"the first answer waited for the second: {arrivals}"
+    assert arrivals[1] >= (SHORT_WAIT_MS + LONG_BLOCK_MS) / 1000 - TIMER_EARLY_AT_MOST_S, arrivals
+
+
+@pytest.mark.parametrize("variant", [VARIANTS[0], BATCH_VARIANTS[1]], ids=[IDS[0], BATCH_IDS[1]])
+def test_safe_requests_around_unsafe_ones_keep_their_places(variant):
+    """GETs, POSTs, a DELETE and waits mixed in one write: every answer in its request's place, none lost."""
+    parts, bodies = [], []
+    for i in range(24):
+        if i % 3 == 0:
+            parts.append(get_request(f"/async-sleep?ms={30 - i}")), bodies.append(f"waited {30 - i} ms without blocking\n")
+        elif i % 3 == 1:
+            method = "DELETE" if i % 2 else "POST"
+            parts.append(f"{method} /async-sleep?ms={i} HTTP/1.1\r\nHost: lab\r\nContent-Length: 2\r\n\r\nhi".encode())
+            bodies.append(f"waited {i} ms without blocking\n")
+        else:
+            parts.append(get_request("/")), bodies.append("hello world\n")
+    with start(variant) as server, connect(server) as sock:
+        sock.sendall(b"".join(parts))
+        reader = AnswerReader(sock)
+        assert [reader.read()[2] for _ in bodies] == bodies
+        server.check()
+
+
 # --- deep pipelines of waits -----------------------------------------------------------
 
 

@@ -10,6 +10,9 @@ from dataclasses import dataclass
 from iolab.http1 import AnswerReader, get_request
 
 TIMEOUT_S = 10
+# A loop may fire a timer up to its clock's resolution early (libuv's is 1 ms): an answer held behind a wait of
+# W ms arrives no sooner than W minus this.
+TIMER_EARLY_AT_MOST_MS = 5
 
 
 @dataclass(frozen=True)

@@ -32,9 +32,11 @@ class Drive:
 
     client: str  # "wrk", "lab client" or "batch client"
     requests: int
-    seconds: float
+    seconds: float  # the window the client counted its requests in
     client_cpu_s: float
     errors: int
+    threads: int = 1  # the client's threads of its own: wrk and the batch client run one, the lab client a process per core
+    window_s: float = 0.0  # from the client's start to its end, start-up included: its CPU was counted over this
 
     @property
     def rps(self):
@@ -66,8 +68,10 @@ def drive(url, depth, connections, duration_s, paths=None, client=None):
     paths = list(paths or ["/"])
     client = client or client_name()
     if client == "batch client":
+        began = time.perf_counter()
         result = batch_client.run(url, depth, connections, duration_s, timeout_s=TIMEOUT_S)
-        return Drive("batch client", result.requests, result.seconds, result.client_cpu_s, result.error_count)
+        return Drive("batch client", result.requests, result.seconds, result.client_cpu_s, result.error_count, 1,
+                     time.perf_counter() - began)
     if client == "wrk":
         before = _children_cpu_s()
         began = time.perf_counter()
@@ -82,15 +86,18 @@ def drive(url, depth, connections, duration_s, paths=None, client=None):
         errors = report["socket_errors"] + report["non_2xx"]
         # wrk's own figure divides by the duration it was given; its start-up is not in it.
         seconds = report["requests"] / report["rps"] if report["rps"] else wall
-        return Drive("wrk", report["requests"], seconds, _children_cpu_s() - before, errors)
+        return Drive("wrk", report["requests"], seconds, _children_cpu_s() - before, errors, 1, wall)
+    processes = min(environment.usable_cores(), connections)
     result = load.run_load(
         url, loop="pipelined", pipeline_depth=depth, pipeline_paths=paths, concurrency=connections,
         requests=LAB_CLIENT_MAX_REQUESTS, max_duration_s=duration_s, timeout_s=TIMEOUT_S, record="aggregate",
-        processes=min(environment.usable_cores(), connections),
+        processes=processes,
     )
     summary = metrics.summarize(result)
     client_cpu = result.usage.client_cpu_s if result.usage is not None else math.nan
-    return Drive("lab client", summary.completed, result.duration_s, client_cpu, summary.errors)
+    # Its processes' CPU is read from the go to the end of the run (RunUsage), the window it counts requests in.
+    return Drive("lab client", summary.completed, result.duration_s, client_cpu, summary.errors, processes,
+                 result.duration_s)
 
 
 def _tree_times(pid):
@@ -126,6 +133,11 @@ class Measured:
     syscalls_skipped: str | None = None  # why system calls were not counted
     top_calls: dict | None = None  # the most frequent system calls, per request, by name
     cores: int = 1  # the CPUs the server could run on
+    connections: int = 1
+    client_threads: int = 1  # wrk and the batch client: one thread; the lab client: a process per core
+    seconds: float = 0.0  # the window the client counted requests in
+    window_s: float = 0.0  # the longest window any CPU of this run was counted over (the server's, the client's)
+    counted_requests: int = 0  # requests answered while strace counted
 
     @property
     def one_process_ceiling_rps(self):
@@ -134,11 +146,28 @@ class Measured:
 
     @property
     def machine_ceiling_rps(self):
-        """Server and client on the same cores: together they need D + client's CPU per request."""
-        return self.cores * 1e6 / (self.demand_us + self.client_us)
+        """The machine's reach (ceilings(): the server's thread, the client's threads, both sharing the cores)."""
+        return min(ceilings(self.demand_us, self.client_us, self.cores, self.client_threads).values())
+
+    @property
+    def edges(self):
+        """How much a figure over a ceiling can come from the windows alone: CPU counted over window_s, requests over
+        seconds, so X·D can read as high as window_s / seconds where the thread was busy all along."""
+        return max(self.window_s / self.seconds, 1.0) if self.seconds > 0 else math.inf
 
     def row(self):
-        return asdict(self)
+        return {**asdict(self), "edges": self.edges}
+
+
+def ceilings(demand_us, client_us, cores, client_threads=1):
+    """The utilization law three times, in req/s: the server's one thread (1 / D), the client's own threads
+    (threads / the client's CPU per request), and both sharing the cores (cores / (D + client)).
+    As lesson 06's model counts the load client; the smallest is the machine's reach."""
+    return {
+        "server's thread": 1e6 / demand_us,
+        "client's threads": client_threads * 1e6 / client_us if client_us > 0 else math.inf,
+        "the cores, shared": cores * 1e6 / (demand_us + client_us),
+    }
 
 
 def measure(label, server, depth=1, connections=64, duration_s=2, batched=True, count=True, paths=None, client=None):
@@ -159,33 +188,50 @@ def measure(label, server, depth=1, connections=64, duration_s=2, batched=True, 
     user_share = user_s / (user_s + system_s) if user_s + system_s > 0 else math.nan
     busiest = max(deltas, key=lambda pid: sum(deltas[pid])) if deltas else server.pid
     per_request = writes = skipped = top = None
+    counted = 0
     if count:
-        per_request, writes, skipped, top = count_syscalls(server, busiest, depth, connections, paths, client)
+        per_request, writes, skipped, top, counted = count_syscalls(server, busiest, depth, connections, paths, client)
     return Measured(
         label=label, depth=depth, batched=batched, client=drive_.client, requests=drive_.requests, rps=drive_.rps,
         demand_us=total_s / requests * 1e6, user_us=total_s * user_share / requests * 1e6,
         system_us=total_s * (1 - user_share) / requests * 1e6, client_us=drive_.client_cpu_s / requests * 1e6,
         queued_us=used.busiest_queued_s / requests * 1e6 if math.isfinite(used.busiest_queued_s) else math.nan,
         errors=drive_.errors, syscalls_per_request=per_request, writes_per_request=writes, syscalls_skipped=skipped,
-        top_calls=top, cores=used.cores,
+        top_calls=top, cores=used.cores, connections=connections, client_threads=drive_.threads,
+        seconds=drive_.seconds, window_s=max(used.wall_s, drive_.window_s), counted_requests=counted,
     )
 
 
 STRACE_DURATION_S = 1
 TOP_CALLS = 4
+# What a server calls once per connection, not per request: accept4, setsockopt, registering with epoll and
+# leaving it, close. The client connects inside the counted window, so these are in the count.
+SETUP_CALLS_PER_CONNECTION = 10
+
+
+def counted_at_edges(row, per_request, setup=False):
+    """How far a count per request (system calls, or writes) can stray from `per_request` by the counted window alone.
+
+    strace counts from before the client connects to after it stops; the client counts the answers it read in between.
+    At each edge a connection can have one batch in flight (depth requests of `per_request` calls each), counted by one
+    side and not the other; with `setup`, each connection's own calls are counted too. Spread over the requests
+    counted, from this run's own figures: `row` is a Measured.row().
+    """
+    per_connection = 2 * row["depth"] * per_request + (SETUP_CALLS_PER_CONNECTION if setup else 0)
+    return row["connections"] * per_connection / row["counted_requests"]
 
 
 def count_syscalls(server, pid, depth, connections, paths=None, client=None):
-    """(system calls per request, writes per request, None, {the most frequent calls: per request}) of process `pid`,
-    from a run under strace; (None, None, why, None) where strace cannot count here."""
+    """(system calls per request, writes per request, None, {the most frequent calls: per request}, requests counted)
+    of process `pid`, from a run under strace; (None, None, why, None, 0) where strace cannot count here."""
     try:
         with syscalls.counting(pid) as counts:
             drive_ = drive(server.url + "/", depth, connections, STRACE_DURATION_S, paths, client)
     except syscalls.SyscallCountUnavailable as error:
-        return None, None, str(error), None
+        return None, None, str(error), None, 0
     requests = drive_.requests
     if not requests:
-        return None, None, "no request was answered while strace counted", None
+        return None, None, "no request was answered while strace counted", None, 0
     top = sorted(counts.calls.items(), key=lambda item: -item[1])[:TOP_CALLS]
     return counts.total / requests, counts.of(syscalls.WRITES) / requests, None, {
-        name: calls / requests for name, calls in top}
+        name: calls / requests for name, calls in top}, requests
