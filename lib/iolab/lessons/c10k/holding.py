@@ -52,6 +52,15 @@ def footprint(pid):
     return Footprint(rss // 1024, vsz // 1024, threads, fds, len(tree))
 
 
+def cpu_seconds(pid):
+    """CPU seconds (user + system) process `pid` has used so far; 0.0 once it is gone."""
+    try:
+        times = psutil.Process(pid).cpu_times()
+    except psutil.NoSuchProcess:
+        return 0.0
+    return times.user + times.system
+
+
 def kernel_memory():
     """(TCP sockets in use, their buffers in KiB, the kernel's slab in KiB, its threads' kernel stacks in KiB), machine-wide.
 
