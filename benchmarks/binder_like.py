@@ -18,16 +18,14 @@ import contextlib
 import fcntl
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from iolab.cgroup_limit import ROOT, LimitedGroup, why_not
+
 REPO = Path(__file__).resolve().parents[1]
-ROOT = Path("/sys/fs/cgroup")
-PERIOD_US = 100_000  # the kernel's default CFS period, which Kubernetes (and so Binder) uses too
-SETTLE_S = 5.0
 KERNEL_PORT_RACE = "zmq.error.ZMQError: Address already in use"
 
 
@@ -38,118 +36,6 @@ def parse_size(text):
     if text and text[-1] in units:
         return int(float(text[:-1]) * units[text[-1]])
     return int(text)
-
-
-def own_group(controller):
-    """This process's group path of a v1 controller, or of the v2 hierarchy ('' as the controller)."""
-    for line in Path("/proc/self/cgroup").read_text().splitlines():
-        _, controllers, path = line.split(":", 2)
-        if controller in (controllers.split(",") if controllers else [""]):
-            return path
-    return "/"
-
-
-def why_not():
-    """None if this process can make a limited cgroup here, else the reason."""
-    if not sys.platform.startswith("linux"):
-        return f"cgroups are Linux's; this is {sys.platform}"
-    if os.geteuid() != 0:
-        return "making a cgroup needs root (run it as root, or in a container started with a CPU and memory limit)"
-    if (ROOT / "cgroup.controllers").is_file():
-        controllers = (ROOT / "cgroup.controllers").read_text().split()
-        missing = {"cpu", "memory"} - set(controllers)
-        return f"cgroup v2 without the {', '.join(sorted(missing))} controller" if missing else None
-    missing = [c for c in ("cpu", "cpuacct", "memory") if not (ROOT / c).is_dir()]
-    if missing:
-        return f"no cgroup filesystem with the {', '.join(missing)} controller(s) at {ROOT}"
-    return None
-
-
-class LimitedGroup:
-    """A cgroup with a CPU quota and a memory limit, made beside this process's own (v1: one per controller)."""
-
-    def __init__(self, name, cpus, memory_bytes):
-        self.version = 2 if (ROOT / "cgroup.controllers").is_file() else 1
-        if self.version == 2:
-            own = ROOT / own_group("").lstrip("/")
-            # v2 lets a group with processes in it have no children that use controllers; a sibling of ours works.
-            self.dirs = {"all": (own if own == ROOT else own.parent) / name}
-        else:
-            self.dirs = {c: ROOT / c / own_group(c).lstrip("/") / name for c in ("cpu", "cpuacct", "memory")}
-        self.cpus, self.memory_bytes = cpus, memory_bytes
-
-    def create(self):
-        made = []
-        try:
-            for directory in self.dirs.values():
-                directory.mkdir()
-                made.append(directory)
-            if self.version == 2:
-                group = self.dirs["all"]
-                subtree = group.parent / "cgroup.subtree_control"
-                enabled = subtree.read_text().split()
-                for controller in ("cpu", "memory"):
-                    if controller not in enabled:
-                        subtree.write_text(f"+{controller}")
-                (group / "cpu.max").write_text(f"{round(self.cpus * PERIOD_US)} {PERIOD_US}")
-                (group / "memory.max").write_text(str(self.memory_bytes))
-                if (group / "memory.swap.max").exists():
-                    (group / "memory.swap.max").write_text("0")
-            else:
-                (self.dirs["cpu"] / "cpu.cfs_period_us").write_text(str(PERIOD_US))
-                (self.dirs["cpu"] / "cpu.cfs_quota_us").write_text(str(round(self.cpus * PERIOD_US)))
-                (self.dirs["memory"] / "memory.limit_in_bytes").write_text(str(self.memory_bytes))
-        except OSError:
-            self.dirs = {c: d for c, d in self.dirs.items() if d in made}
-            self.remove()
-            raise
-        return self
-
-    def enter(self):
-        """Move the calling process into the group (called in the child, before it runs the lesson)."""
-        for directory in self.dirs.values():
-            (directory / "cgroup.procs").write_text(str(os.getpid()))
-
-    def pids(self):
-        found = set()
-        for directory in self.dirs.values():
-            with contextlib.suppress(OSError):
-                found |= {int(p) for p in (directory / "cgroup.procs").read_text().split()}
-        return found
-
-    def figures(self):
-        """Peak memory, CPU seconds used, times and seconds throttled, so far."""
-        if self.version == 2:
-            group = self.dirs["all"]
-            stat = dict(line.split() for line in (group / "cpu.stat").read_text().splitlines())
-            peak_file = group / "memory.peak"
-            peak = int(peak_file.read_text()) if peak_file.exists() else None
-            return {"peak_memory_bytes": peak, "cpu_s": int(stat["usage_usec"]) / 1e6,
-                    "throttled": int(stat.get("nr_throttled", 0)), "throttled_s": int(stat.get("throttled_usec", 0)) / 1e6}
-        stat = dict(line.split() for line in (self.dirs["cpu"] / "cpu.stat").read_text().splitlines())
-        return {"peak_memory_bytes": int((self.dirs["memory"] / "memory.max_usage_in_bytes").read_text()),
-                "cpu_s": int((self.dirs["cpuacct"] / "cpuacct.usage").read_text()) / 1e9,
-                "throttled": int(stat.get("nr_throttled", 0)), "throttled_s": int(stat.get("throttled_time", 0)) / 1e9}
-
-    def remove(self):
-        """Stop anything left in the group (only what this run started can be in it), then remove the group."""
-        deadline = time.monotonic() + SETTLE_S
-        while (left := self.pids()) and time.monotonic() < deadline:
-            for pid in left:
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
-            time.sleep(0.1)
-        for directory in self.dirs.values():
-            for _ in range(50):
-                try:
-                    directory.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.1)  # a killed process takes a moment to leave
-            else:
-                print(f"could not remove {directory}: remove it with rmdir", file=sys.stderr)
 
 
 @contextlib.contextmanager

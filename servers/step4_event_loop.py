@@ -26,7 +26,7 @@ from urllib.parse import parse_qs
 
 from iolab.contract import BadParameter, announce, burn_cpu, die_with_parent, exit_on_sigterm, parse_args, parse_ms
 from scratch.connection import HTTPServer
-from scratch.loop import EventLoop
+from scratch.loop import SELECTORS, EventLoop
 
 
 class LabRoutes:
@@ -96,6 +96,13 @@ def main():
             help="close a connection that completes no request for this many seconds (default 60)",
         )
 
+        parser.add_argument(
+            "--selector",
+            choices=sorted(SELECTORS),
+            default=None,
+            help="the system call the loop waits in (default: the platform's best, epoll on Linux)",
+        )
+
     args = parse_args(__doc__.splitlines()[0], add_arguments)
     if args.slow_callback_ms <= 0:
         raise SystemExit(f"--slow-callback-ms must be more than 0, got {args.slow_callback_ms}")
@@ -103,7 +110,7 @@ def main():
         raise SystemExit(f"--idle-timeout must be between 0 and 86400 seconds (excluding 0), got {args.idle_timeout}")
     die_with_parent()
     exit_on_sigterm()
-    loop = EventLoop(slow_callback_s=args.slow_callback_ms / 1000, trace_path=args.trace)
+    loop = EventLoop(slow_callback_s=args.slow_callback_ms / 1000, trace_path=args.trace, selector=args.selector)
     server = HTTPServer(loop, LabRoutes(loop), args.host, args.port, idle_timeout_s=args.idle_timeout)
     announce(*server.address)
     try:

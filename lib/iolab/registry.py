@@ -146,6 +146,7 @@ SERVERS = {
                 "trace": Option("--trace", "write one JSON line per loop iteration to this path"),
                 "slow_callback_ms": Option("--slow-callback-ms", "warn when one callback holds the loop this long"),
                 "idle_timeout": Option("--idle-timeout", "close a connection idle this many seconds"),
+                "selector": Option("--selector", "the system call the loop waits in: epoll (Linux's default), poll or select"),
             },
             lesson="05-event-loop-from-scratch",
         ),

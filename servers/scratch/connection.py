@@ -119,6 +119,7 @@ class HTTPServer:
         # create_server sets SO_REUSEADDR, so a restarted server can bind while old connections linger in TIME_WAIT.
         self.listener = socket.create_server((host, port), family=family, backlog=LISTEN_BACKLOG)
         self.listener.setblocking(False)  # accept() must return EAGAIN, not wait, when the queue is empty
+        self.reserve = hardening.ReserveDescriptor()  # a spare descriptor, for when we run out (EMFILE)
         self.address = self.listener.getsockname()[:2]
         loop.register(self.listener, EVENT_READ, self.on_acceptable)
 
@@ -130,6 +131,12 @@ class HTTPServer:
             except (BlockingIOError, InterruptedError):
                 return  # EAGAIN: the queue is empty
             except OSError as error:
+                if error.errno == errno.EMFILE:
+                    shed = self.reserve.shed(self.listener)
+                    if shed is None:
+                        return  # nothing queued: the next connection wakes us again
+                    if shed:
+                        continue  # one queued connection fewer; the next accept() says whether more wait
                 if error.errno in (errno.EMFILE, errno.ENFILE):
                     hardening.pause_accepting(self, error)
                     return
@@ -146,3 +153,4 @@ class HTTPServer:
         for connection in list(self.connections):
             connection.stream.abort()
         self.listener.close()
+        self.reserve.close()

@@ -11,6 +11,7 @@ for a request that never finishes, and backpressure for a client that sends but
 does not read. Read connection.py first.
 """
 
+import os
 import re
 import sys
 import time
@@ -295,3 +296,47 @@ def pause_accepting(server, error):
     print(f"accept failed ({error.strerror}); pausing accept for 100 ms", file=sys.stderr, flush=True)
     server.loop.unregister(server.listener)
     server.loop.call_later(0.1, server.loop.register, server.listener, EVENT_READ, server.on_acceptable)
+
+
+class ReserveDescriptor:
+    """One file descriptor kept spare, so that a server out of them can still take a queued connection and close it.
+
+    Out of descriptors, accept() fails with EMFILE and leaves the connection queued: the listening socket stays
+    readable, so a loop that only logs the error is woken for it again at once, and spins (Tornado writes 'Too many
+    open files' to its log over and over, at full CPU). With a spare: close it, accept, close what was accepted (the
+    client learns at once, instead of waiting in the queue), and open the spare again.
+    """
+
+    def __init__(self):
+        self.fd = os.open(os.devnull, os.O_RDONLY)
+        self.shed_count = 0
+
+    def shed(self, listener):
+        """Accept one queued connection on the spare descriptor and close it: True if one was, None if none was
+        queued (out of descriptors, accept() says EMFILE before it looks), False if it could not be done."""
+        if self.fd is None:
+            return False
+        os.close(self.fd)
+        self.fd = None
+        try:
+            sock, _ = listener.accept()
+            sock.close()  # before the spare is opened again: until then this is the one free descriptor
+        except (BlockingIOError, InterruptedError):
+            return None
+        except OSError:
+            return False
+        finally:
+            try:
+                self.fd = os.open(os.devnull, os.O_RDONLY)
+            except OSError:  # someone took it meanwhile (ENFILE: the whole machine is out): pause instead
+                self.fd = None
+        self.shed_count += 1
+        if self.shed_count == 1 or self.shed_count % 1000 == 0:  # a line, not a flood
+            print(f"accept failed (Too many open files): closed {self.shed_count} queued connection(s) with the"
+                  " reserve descriptor", file=sys.stderr, flush=True)
+        return True
+
+    def close(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None

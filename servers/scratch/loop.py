@@ -16,6 +16,11 @@ from iolab.contract import slow_callback_line, trace_record
 EVENT_READ = selectors.EVENT_READ
 EVENT_WRITE = selectors.EVENT_WRITE
 
+# The selectors the loop can wait on, by the system call each makes. select() and poll() hand the kernel every
+# watched descriptor on every call, and select() takes none numbered FD_SETSIZE (1024) or above; epoll keeps the
+# list in the kernel between calls and returns the ready ones only.
+SELECTORS = {"epoll": "EpollSelector", "poll": "PollSelector", "select": "SelectSelector"}
+
 TRACE_FLUSH_EVERY_S = 0.1  # while busy, a reader sees the trace at most this late (and at once when the loop sleeps)
 TRACE_MAX_ITERATIONS = 200_000  # about 20 MB of JSON lines; tracing stops there, serving does not
 
@@ -48,9 +53,9 @@ class EventLoop:
     blocks it for longer than `slow_callback_s`, like asyncio's debug mode.
     """
 
-    def __init__(self, slow_callback_s=0.1, trace_path=None):
-        # DefaultSelector is the best the platform has: epoll on Linux, kqueue on macOS.
-        self.selector = selectors.DefaultSelector()
+    def __init__(self, slow_callback_s=0.1, trace_path=None, selector=None):
+        # DefaultSelector is the best the platform has: epoll on Linux, kqueue on macOS. Lesson 07 names the others.
+        self.selector = getattr(selectors, SELECTORS[selector])() if selector else selectors.DefaultSelector()
         self.slow_callback_s = slow_callback_s
         self._ready = collections.deque()  # (callback, args) to run on the next iteration
         self._timers = []  # a heap of Timer, earliest first

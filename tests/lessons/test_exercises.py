@@ -63,9 +63,9 @@ OFFLINE = [
     (lesson06.q3, "Interval", "cpu", "after the switch interval"),
     (lesson06.q6, "kappa", "sigma", "never turns down"),
     (lesson07.q1, 20_000, 10_000, "counts one end"),
-    (lesson07.q3, "vsz", "rss", "RSS counts only pages written to"),
-    (lesson07.q4, c10k_limits.ports_per_source(), c10k_limits.ports_per_source() - 1, "the range is inclusive"),
-    (lesson07.q5, "1 s", "0.5 s", "its SYN was dropped"),
+    (lesson07.q2, "vsz", "rss", "RSS counts only pages written to"),
+    (lesson07.q6, c10k_limits.ports_per_source(), c10k_limits.ports_per_source() - 1, "the range is inclusive"),
+    (lesson07.q7, "1 s", "0.5 s", "its SYN was dropped"),
     (lesson08.q3, 1, 1 / 16, "batched server's figure"),
     (lesson08.q6, "multiplexing", "more connections", "six per host"),
     (lesson09.q1, 800, 1000, "the first request of the stall"),
@@ -138,8 +138,8 @@ def test_statuses_list_every_exercise():
 
 
 @pytest.mark.parametrize("exercise, measured, right, wrong, reason", [
-    (lesson07.q2, {"measured_mb": 49.4}, 47.9, 26.0, "base + N × slope"),
-    (lesson07.q6, {"measured_s": 1.31}, 1.33, 0.51, "Little's law"),
+    (lesson07.q3, {"measured_mb": 49.4}, 47.9, 26.0, "base + N × slope"),
+    (lesson07.q9, {"measured_s": 1.31}, 1.33, 0.51, "Little's law"),
     (lesson08.q2, {"measured": 0.13}, 0.125, 2.0, "too high"),
     (lesson08.q2, {"measured": None}, 0.125, 2.0, "Count per batch"),
     (lesson08.q4, {"demand_us": 2.5}, 400_000, 800_000, "one core"),

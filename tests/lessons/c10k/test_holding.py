@@ -138,10 +138,12 @@ def test_client_file_limit():
 
 
 def test_server_file_limit_and_inheritance():
-    meeting = provoke.server_files("step4_event_loop", connections=300, soft_limit=200, idle_timeout=600)
+    # Tornado only logs accept()'s EMFILE (the hand-built loop closes what it cannot keep: the test below).
+    meeting = provoke.server_files("tornado_app", connections=300, soft_limit=200)
     check_meeting(meeting, "Too many open files", "RLIMIT_NOFILE", "inherits")
     assert meeting.details["inherited"] == limits.file_limits()
     assert meeting.met.errors.get("no answer")  # connected by the kernel, never accepted by the server
+    assert meeting.details["cpu_s"] > 0  # and meanwhile it was woken for them again and again
 
 
 def test_ephemeral_ports():
@@ -165,9 +167,58 @@ def test_thread_stacks():
     assert meeting.held_when_met <= meeting.details["predicted_threads"] + 2
 
 
-def test_memory():
-    meeting = provoke.memory(10.0, "tornado_app", budget_mb=12)
+@pytest.mark.parametrize("selector", ["epoll", "poll"])
+def test_the_hand_built_loop_on_epoll_or_poll_holds_past_fd_setsize(selector):
+    with servers.serve("step4_event_loop", idle_timeout=lineup.IDLE_S, selector=selector) as server:
+        result = holding.hold(server, [1100], fresh_requests=10)
+    assert result.held_all, result.message
+
+
+def test_the_hand_built_loop_on_select_dies_at_fd_setsize_and_says_why():
+    with servers.serve("step4_event_loop", idle_timeout=lineup.IDLE_S, selector="select") as server:
+        result = holding.hold(server, [1100], fresh_requests=0)
+    step = result.last
+    assert step.limit == limits.DIED and "filedescriptor out of range in select()" in step.message, step.message
+    assert step.held <= 1024
+
+
+def test_out_of_descriptors_the_hand_built_loop_closes_what_it_cannot_keep_with_its_reserve():
+    meeting = provoke.server_files("step4_event_loop", connections=200, soft_limit=64, idle_timeout=lineup.IDLE_S)
+    check_meeting(meeting, "Too many open files")
+    assert "no answer" not in meeting.met.errors, meeting.met.errors  # none left queued, unanswered
+    assert meeting.met.errors.get("closed before answering", 0) + meeting.met.errors.get("ECONNRESET", 0) > 0
+
+
+def test_address_space_is_labelled_for_what_it_is():
+    meeting = provoke.address_space(10.0, "tornado_app", budget_mb=12)
     check_meeting(meeting, "MemoryError")
+    assert "RLIMIT_AS" in meeting.what
+
+
+def test_kernel_memory_counts_the_threads_kernel_stacks():
+    inuse, buffers_kb, slab_kb, stacks_kb = holding.kernel_memory()
+    assert inuse is not None and buffers_kb >= 0 and slab_kb > 0
+    assert stacks_kb > 0  # every thread on the machine has one: this one too
+
+
+@pytest.mark.skipif(provoke.memory_cgroup_unavailable() is not None,
+                    reason=f"no memory cgroup here: {provoke.memory_cgroup_unavailable()}")
+def test_a_memory_cgroup_kills_the_highest_oom_score_not_the_process_that_crossed():
+    meeting = provoke.memory_cgroup(10.0, "tornado_app", budget_mb=12)
+    check_meeting(meeting, "out-of-memory killer")
+    beside = meeting.details["beside"]["fates"]
+    assert beside["bystander"]["killed"] and beside["bystander"]["rss_mb"] > beside["server"]["rss_mb"], beside
+    assert beside["bystander"]["killed_order"] in (1, None) and beside["server"]["killed_order"] != 1, beside
+    assert meeting.details["alone"]["fates"]["server"]["killed"]
+    assert meeting.details["beside"]["oom_kills"] in (None, 1, 2)
+    assert not servers.running()
+
+
+def test_without_a_memory_cgroup_the_run_says_why(monkeypatch):
+    monkeypatch.setattr(provoke.cgroup_limit, "why_not", lambda controllers: "making a cgroup needs root")
+    assert provoke.memory_cgroup_unavailable() == "making a cgroup needs root"
+    with pytest.raises(limits.LimitReached, match="no memory cgroup here: making a cgroup needs root"):
+        provoke.memory_cgroup(10.0)
 
 
 # --- nothing outlives its parent ---------------------------------------------------------------------------

@@ -35,8 +35,15 @@ def test_wrk_timeouts_are_counted_apart_from_its_latency():
 
 def test_handler_wait_puts_blocking_workers_past_the_timeout():
     wait_ms = scene.handler_wait_ms(1000, workers=4, timeout_s=2)
-    assert wait_ms == 10  # R = C·D/W = 1000 × 10 ms / 4 = 2.5 s = 1.25 × 2 s
-    assert scene.handler_wait_ms(200, workers=4, timeout_s=1) == 25
+    assert wait_ms == 12  # R = C·Z/W = 1000 × 12 ms / 4 = 3 s = 1.5 × 2 s
+    assert scene.handler_wait_ms(200, workers=4, timeout_s=1) == 30
+
+
+@pytest.mark.parametrize("connections, timeout_s", [(10, 1), (10, 30), (1000, 2), (3333, 1), (5000, 1), (5000, 30)])
+def test_the_wait_is_rounded_up_so_the_requests_wait_past_the_designed_multiple(connections, timeout_s):
+    # At 5,000 connections and 1 s, Z = 1.2 ms: rounded to 1 ms it would put R at 1.25 s, the old edge.
+    wait_ms = scene.handler_wait_ms(connections, workers=4, timeout_s=timeout_s)
+    assert connections * wait_ms / 4 / 1000 >= scene.OVER_TIMEOUT * timeout_s
 
 
 @pytest.mark.slow
@@ -56,7 +63,7 @@ def test_the_scene_on_four_sync_workers_and_tornado():
         assert run.wrk["max_ms"] <= timeout_s * 1000 * 1.01  # nothing slower than the timeout in wrk's figures
         assert len(run.lab_latencies_ms) == 2 * connections and run.lab.errors == 0
     assert sync.lab.rps <= 1.02 * sync.bound_rps
-    assert sync.lab_over_timeout >= connections  # the second round waits C·D/W = 1.25 s, all of it
+    assert sync.lab_over_timeout >= connections  # the second round waits C·Z/W = 1.5 s, all of it
     assert sync.wrk["timeouts"] > 0
     row = sync.row()
-    assert row["wrk_timeouts"] == sync.wrk["timeouts"] and row["predicted_latency_s"] == pytest.approx(1.25)
+    assert row["wrk_timeouts"] == sync.wrk["timeouts"] and row["predicted_latency_s"] == pytest.approx(1.5)

@@ -52,14 +52,25 @@ def footprint(pid):
     return Footprint(rss // 1024, vsz // 1024, threads, fds, len(tree))
 
 
+def cpu_seconds(pid):
+    """CPU seconds (user + system) process `pid` has used so far; 0.0 once it is gone."""
+    try:
+        times = psutil.Process(pid).cpu_times()
+    except psutil.NoSuchProcess:
+        return 0.0
+    return times.user + times.system
+
+
 def kernel_memory():
-    """(TCP sockets in use, their buffers in KiB, the kernel's slab in KiB), machine-wide.
+    """(TCP sockets in use, their buffers in KiB, the kernel's slab in KiB, its threads' kernel stacks in KiB), machine-wide.
 
     The buffers come from /proc/net/sockstat (`mem`, in pages); the socket
     structures themselves, their files and epoll entries live in the slab
     (/proc/meminfo), which every process on the machine shares: a noisy figure.
+    Every thread also has a kernel stack of its own (KernelStack, 16 KiB each on
+    x86-64), so a thread per connection costs the kernel that much more.
     """
-    inuse = buffers_kb = slab_kb = None
+    inuse = buffers_kb = slab_kb = stacks_kb = None
     try:
         with open("/proc/net/sockstat") as sockstat:
             for line in sockstat:
@@ -71,9 +82,11 @@ def kernel_memory():
             for line in meminfo:
                 if line.startswith("Slab:"):
                     slab_kb = int(line.split()[1])
+                elif line.startswith("KernelStack:"):
+                    stacks_kb = int(line.split()[1])
     except OSError:
         pass
-    return inuse, buffers_kb, slab_kb
+    return inuse, buffers_kb, slab_kb, stacks_kb
 
 
 @dataclass
@@ -98,6 +111,7 @@ class Step:
     tcp_inuse: int | None = None
     tcp_mem_kb: int | None = None
     slab_kb: int | None = None
+    kernel_stacks_kb: int | None = None  # KernelStack: one kernel stack per thread, machine-wide
     listen_overflows: int = 0
     baseline: "Step | None" = field(default=None, repr=False)
     limit: str | None = None
@@ -129,11 +143,21 @@ class Step:
 
     @property
     def kernel_kb_per_connection(self):
-        """Kernel memory per connection, both ends: socket buffers and slab (sockets, files); machine-wide, so noisy."""
+        """Kernel memory per connection, both ends: socket buffers, slab (sockets, files) and the kernel stacks of
+        any threads the connections started; machine-wide, so noisy."""
         base = self.baseline
         if base is None or None in (self.tcp_mem_kb, self.slab_kb, base.tcp_mem_kb, base.slab_kb):
             return None
-        return self._per_connection(self.tcp_mem_kb + self.slab_kb, base.tcp_mem_kb + base.slab_kb)
+        stacks, base_stacks = self.kernel_stacks_kb or 0, base.kernel_stacks_kb or 0
+        return self._per_connection(self.tcp_mem_kb + self.slab_kb + stacks, base.tcp_mem_kb + base.slab_kb + base_stacks)
+
+    @property
+    def kernel_stack_kb_per_connection(self):
+        """The part of the kernel's cost that is threads' kernel stacks (KernelStack in /proc/meminfo)."""
+        base = self.baseline
+        if base is None or None in (self.kernel_stacks_kb, base.kernel_stacks_kb):
+            return None
+        return self._per_connection(self.kernel_stacks_kb, base.kernel_stacks_kb)
 
     @property
     def threads(self):
@@ -296,7 +320,7 @@ class Holding:
                 step.footprint = footprint(self.server.pid)
             except psutil.NoSuchProcess:
                 step.footprint = None
-        step.tcp_inuse, step.tcp_mem_kb, step.slab_kb = kernel_memory()
+        step.tcp_inuse, step.tcp_mem_kb, step.slab_kb, step.kernel_stacks_kb = kernel_memory()
         overflows_after = listening.listen_overflows()
         if self._overflows_mark is not None and overflows_after is not None:
             step.listen_overflows = overflows_after - self._overflows_mark

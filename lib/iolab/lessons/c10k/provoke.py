@@ -7,11 +7,12 @@ error it produced, the way past it.
 import contextlib
 import os
 import socket
+import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
 
-from iolab import listening, servers
+from iolab import cgroup_limit, children, listening, servers
 from iolab.http1 import AnswerReader, get_request
 
 from . import holding, limits
@@ -80,13 +81,16 @@ def server_files(name="tornado_app", connections=400, soft_limit=256, **options)
     with servers.serve(name, **options) as server:
         inherited = limits.file_limits(server.pid)
         limits.set_file_limit(server.pid, soft_limit)
+        cpu_before, began = holding.cpu_seconds(server.pid), time.monotonic()
         met = _one_step(server, connections, preflight=False)
+        # Out of descriptors, a loop that only logs accept()'s EMFILE is woken again at once: it spins, at full CPU.
+        busy = {"cpu_s": holding.cpu_seconds(server.pid) - cpu_before, "wall_s": time.monotonic() - began}
         limits.set_file_limit(server.pid, inherited[0])
         time.sleep(0.2)  # let it accept and close what waited in its backlog
         fixed = _one_step(server, connections)
     return Meeting(limits.NOFILE_SERVER, f"{name}, soft limit {soft_limit}, asked to hold {connections:,}", met,
                    f"raise its soft limit again, to the {inherited[0]:,} it inherited", fixed,
-                   {"inherited": inherited, "soft_limit": soft_limit})
+                   {"inherited": inherited, "soft_limit": soft_limit, **busy})
 
 
 def _block_loop(server, block_ms):
@@ -198,14 +202,130 @@ def thread_stacks(budget_mb=256, connections=300, small_stack_kb=256):
                     "predicted_threads_small": budget_mb * 1024 // small_stack_kb})
 
 
-def memory(slope_kb, name="tornado_app", budget_mb=16, over=1.5, under=0.6, **options):
-    """Memory: a server allowed `budget_mb` more, asked for `over` times what fits at `slope_kb` a connection, then `under`."""
+def address_space(slope_kb, name="tornado_app", budget_mb=16, over=1.5, under=0.6, **options):
+    """Address space (RLIMIT_AS), not memory: a server allowed `budget_mb` more reserved, asked for `over` times what
+    fits at `slope_kb` of address space a connection, then `under`. A container limits touched pages instead
+    (memory_cgroup); this is the stand-in where no cgroup can be made."""
     if slope_kb <= 0:
         raise ValueError(f"slope_kb must be the memory one connection costs, more than 0, got {slope_kb}")
     fits = budget_mb * 1024 / slope_kb
     too_many, few_enough = round(fits * over), max(1, round(fits * under))
     met = _capped_hold(name, too_many, budget_mb * 1024, **options)
     fixed = _capped_hold(name, few_enough, budget_mb * 1024, **options)
-    return Meeting(limits.MEMORY, f"{name}, {budget_mb} MiB to grow, asked to hold {too_many:,}", met,
+    return Meeting(limits.MEMORY, f"{name}, {budget_mb} MiB more address space (RLIMIT_AS), asked to hold {too_many:,}", met,
                    f"N from the slope: {under:.0%} of the {fits:,.0f} that fit", fixed,
                    {"budget_mb": budget_mb, "slope_kb": slope_kb, "fits": fits})
+
+
+# --- Memory as a container limits it: a cgroup ------------------------------------------------------------
+
+def memory_cgroup_unavailable():
+    """Why this machine cannot run memory_cgroup (it needs root and a cgroup memory controller), or None."""
+    return cgroup_limit.why_not(("memory",))
+
+
+def oom_score(pid):
+    """The kernel's /proc/PID/oom_score (None once the process is gone): the OOM killer kills the highest."""
+    try:
+        with open(f"/proc/{pid}/oom_score") as score:
+            return int(score.read())
+    except (OSError, ValueError):
+        return None
+
+
+class KernelLog:
+    """The kernel's log from now on (/dev/kmsg, readable by root): to read whom the OOM killer killed, in order."""
+
+    def __init__(self):
+        try:
+            self.fd = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK)
+            os.lseek(self.fd, 0, os.SEEK_END)
+        except OSError:
+            self.fd = None
+
+    def oom_victims(self):
+        """Pids the OOM killer killed since, in order ("Killed process PID"), or None where the log cannot be read."""
+        if self.fd is None:
+            return None
+        victims = []
+        while True:
+            try:
+                record = os.read(self.fd, 8192).decode(errors="replace")
+            except BlockingIOError:
+                break
+            except OSError:  # EPIPE: records were overwritten while we read; what is left still counts
+                continue
+            if "Killed process " in record:
+                victims.append(int(record.split("Killed process ", 1)[1].split()[0]))
+        os.close(self.fd)
+        self.fd = None
+        return victims
+
+
+def _in_group(name, budget_mb, connections, bystander_mb=0, **options):
+    """Hold `connections` on server `name` moved into a fresh cgroup of `budget_mb`, beside a bystander process that
+    has touched `bystander_mb` there first (none if 0): (the Step, what became of each process, the OOM kills)."""
+    group = cgroup_limit.LimitedGroup(f"iolab-c10k-{os.getpid()}-{time.monotonic_ns()}", None, budget_mb << 20)
+    with group, servers.serve(name, **options) as server:
+        bystander = None
+        if bystander_mb:
+            bystander = children.spawn(children.python("-m", "iolab.lessons.c10k.bystander", bystander_mb),
+                                       stdin=subprocess.PIPE)
+            group.add(bystander.pid)  # before it touches anything: its pages are charged to the group
+            bystander.stdin.write(b"touch\n")
+            bystander.stdin.flush()
+            children.read_until(bystander.stdout, b"ready", 30.0)
+        group.add(server.pid)  # from now on what the server touches is charged here (what it had stays outside)
+        before = {"server": (server.pid, oom_score(server.pid), holding.footprint(server.pid).rss_kb)}
+        if bystander is not None:
+            before["bystander"] = (bystander.pid, oom_score(bystander.pid), holding.footprint(bystander.pid).rss_kb)
+        log = KernelLog()
+        step = _one_step(server, connections, preflight=False)
+        time.sleep(0.2)  # a process the OOM killer chose takes a moment to be reaped
+        victims = log.oom_victims()
+        fates = {}
+        for who, (pid, score, rss_kb) in before.items():
+            process = server.process if who == "server" else bystander
+            code = process.poll()
+            fates[who] = {"pid": pid, "oom_score": score, "rss_mb": round(rss_kb / 1024, 1),
+                          "killed": code == -9, "exit_code": code,
+                          # 1 for the OOM killer's first victim, 2 for its second...; None if the log cannot say
+                          "killed_order": victims.index(pid) + 1 if victims and pid in victims else None}
+        kills = group.oom_kills()
+        if bystander is not None and bystander.poll() is None:
+            bystander.stdin.close()  # end of file: it exits
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                bystander.wait(timeout=5)
+    return step, fates, kills
+
+
+def memory_cgroup(slope_kb, name="tornado_app", budget_mb=16, over=2.0, under=0.5, **options):
+    """Memory as a container limits it: `name` in a cgroup with `budget_mb` for what it touches from now on.
+
+    Three runs, each in a fresh group: beside an idle bystander that holds more memory than the server, the server
+    is asked for `over` times what fits at `slope_kb` a connection (the OOM killer kills the bystander: the highest
+    oom_score, not the process that crossed the line); then alone (it kills the server, and every connection goes
+    with it); then `under` times what fits (the fix: N from the slope).
+    """
+    if slope_kb <= 0:
+        raise ValueError(f"slope_kb must be the memory one connection costs, more than 0, got {slope_kb}")
+    reason = memory_cgroup_unavailable()
+    if reason:
+        raise limits.LimitReached(limits.MEMORY, f"no memory cgroup here: {reason}")
+    fits = budget_mb * 1024 / slope_kb
+    too_many, few_enough = round(fits * over), max(1, round(fits * under))
+    # Larger than the whole server will be at its largest, so its oom_score is the higher one.
+    with servers.serve(name, **options) as server:
+        server_mb = holding.footprint(server.pid).rss_kb / 1024
+    bystander_mb = round(2 * (server_mb + budget_mb * over))
+    beside, fates, kills = _in_group(name, bystander_mb + budget_mb, too_many, bystander_mb=bystander_mb, **options)
+    met, alone, alone_kills = _in_group(name, budget_mb, too_many, **options)
+    fixed, _, _ = _in_group(name, budget_mb, few_enough, **options)
+    version = cgroup_limit.version()
+    setting = "memory.max" if version == 2 else "memory.limit_in_bytes"
+    return Meeting(limits.MEMORY, f"{name} in a cgroup ({setting}), {budget_mb} MiB to grow, asked to hold {too_many:,}",
+                   met, f"N from the slope: {under:.0%} of the {fits:,.0f} that fit", fixed,
+                   {"budget_mb": budget_mb, "slope_kb": slope_kb, "fits": fits, "cgroup_version": version,
+                    "setting": setting, "beside": {"step": beside, "fates": fates, "oom_kills": kills,
+                                                   "bystander_mb": bystander_mb},
+                    "alone": {"fates": alone, "oom_kills": alone_kills}})
