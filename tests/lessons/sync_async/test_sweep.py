@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from iolab import theory
 from iolab.lessons.sync_async import experiment
 from iolab.lessons.sync_async.sweep import Sweep, first_send_s
 
@@ -32,6 +33,9 @@ def test_the_least_share_held_is_the_lone_users_idle_time_per_request():
     assert sweep.idle_per_request_s(lone) == pytest.approx(0.003)
     assert sweep.idle_per_request_s(lone_later) == pytest.approx(0.004)
     assert sweep.lone_idle_per_request_s() == pytest.approx(0.004)  # the most of the lone runs
+    # A lone run whose counters caught more than its duration leaves no idle time: a late timer is still allowed for.
+    busy_lone = point(1, rps=2 / 0.040, duration_s=0.040, queued_ms=2.0)
+    assert Sweep("sync", 20, [busy_lone, two], per_user=2).lone_idle_per_request_s() == theory.TIMER_SLACK_S
     assert sweep.held(two) == pytest.approx(4 * 0.021 / 0.090)
     assert sweep.least_held(two) == pytest.approx(1 - (0.001 + 4 * 0.004) / 0.090)
     assert sweep.least_held(hundred) == pytest.approx(1 - (0.003 + 200 * 0.004) / 4.206)
