@@ -144,12 +144,21 @@ def run_lesson(notebook, out_dir, args, timeout_s):
     return row | {"failure": failure, "executed": str(executed)}
 
 
-def start_hog(args):
-    """A CPU hog beside the lessons (pinned with them under --taskset); it dies with this process."""
+@contextlib.contextmanager
+def hogging(args):
+    """A CPU hog beside one lesson if --hog (pinned with it under --taskset); it also dies with this process."""
+    if not args.hog:
+        yield
+        return
     command = children.python("-c", HOG)
     if args.taskset is not None:
         command = ["taskset", "-c", args.taskset] + command
-    return children.spawn(command, stdout=subprocess.DEVNULL)
+    hog = children.spawn(command, stdout=subprocess.DEVNULL)
+    try:
+        yield
+    finally:
+        hog.kill()
+        hog.wait()
 
 
 def chosen_notebooks(wanted):
@@ -180,35 +189,30 @@ def main():
     if args.taskset is not None and not shutil.which("taskset"):
         parser.error("--taskset needs the taskset program (util-linux), which is not installed")
     began = time.monotonic()
-    hog = start_hog(args) if args.hog else None
     runs, stopped = [], None
-    try:
-        for number in range(1, args.runs + 1):
-            out_dir = Path(args.out) / f"run{number}"
-            out_dir.mkdir(parents=True, exist_ok=True)
-            rows = []
-            for notebook in notebooks:
-                left_s = args.max_seconds - (time.monotonic() - began)
-                if left_s <= 0:
-                    stopped = f"--max-seconds {args.max_seconds:.0f} reached before run {number}, {notebook.stem}"
-                    break
-                with measuring_lock(args.lock):
-                    row = run_lesson(notebook, out_dir, args, min(args.lesson_timeout, left_s))
-                    if not row["passed"] and KERNEL_PORT_RACE in (out_dir / f"{notebook.stem}.log").read_text():
-                        # Jupyter picks the kernel's ports, then the kernel binds them: another program took one.
-                        row = run_lesson(notebook, out_dir, args, min(args.lesson_timeout, left_s)) | {"again": True}
-                rows.append(row)
-                failure = row.get("failure")
-                print(f"run {number} {row['lesson']}: {'passed' if row['passed'] else 'FAILED'} in {row['seconds']} s"
-                      + (f"; cell {failure['cell']} ({failure['first_line']}): {failure['error']}:"
-                         f" {failure['message'][:300]}" if failure else ""), flush=True)
-            runs.append({"run": number, "passed": all(r["passed"] for r in rows), "lessons": rows})
-            if stopped:
+    for number in range(1, args.runs + 1):
+        out_dir = Path(args.out) / f"run{number}"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        rows = []
+        for notebook in notebooks:
+            left_s = args.max_seconds - (time.monotonic() - began)
+            if left_s <= 0:
+                stopped = f"--max-seconds {args.max_seconds:.0f} reached before run {number}, {notebook.stem}"
                 break
-    finally:
-        if hog:
-            hog.kill()
-            hog.wait()
+            # The hog runs only while this lesson holds the lock: it must not disturb others' measurements.
+            with measuring_lock(args.lock), hogging(args):
+                row = run_lesson(notebook, out_dir, args, min(args.lesson_timeout, left_s))
+                if not row["passed"] and KERNEL_PORT_RACE in (out_dir / f"{notebook.stem}.log").read_text():
+                    # Jupyter picks the kernel's ports, then the kernel binds them: another program took one.
+                    row = run_lesson(notebook, out_dir, args, min(args.lesson_timeout, left_s)) | {"again": True}
+            rows.append(row)
+            failure = row.get("failure")
+            print(f"run {number} {row['lesson']}: {'passed' if row['passed'] else 'FAILED'} in {row['seconds']} s"
+                  + (f"; cell {failure['cell']} ({failure['first_line']}): {failure['error']}:"
+                     f" {failure['message'][:300]}" if failure else ""), flush=True)
+        runs.append({"run": number, "passed": all(r["passed"] for r in rows), "lessons": rows})
+        if stopped:
+            break
     failures = [{"run": run["run"], "lesson": row["lesson"], "seconds": row["seconds"], **row["failure"]}
                 for run in runs for row in run["lessons"] if not row["passed"]]
     print(json.dumps({
