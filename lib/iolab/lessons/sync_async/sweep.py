@@ -4,7 +4,7 @@ Throughput and latency against the number of users, for both handlers, with theo
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from iolab import theory
 
@@ -28,6 +28,9 @@ class Sweep:
     delay_ms: int
     points: list  # experiment.Measured, one per population, fewest users first
     per_user: int = 1  # requests each user sent in every run
+    # The blocking handler's lone user measured again through the sweep (its middle and its end): the idle time it
+    # leaves the thread changes as the machine's other programs come and go, and these say by how much in this run.
+    lone_again: list = field(default_factory=list)
 
     @property
     def users(self):
@@ -113,23 +116,39 @@ class Sweep:
         s = point.summary
         return s.rps * (self.delay_ms + s.demand_ms + s.queued_ms) / 1000
 
-    def lone_idle_s(self):
-        """How long the thread had no request in the lone user's run: its duration less Z + D + queued per request.
+    def lone_runs(self):
+        """Every run of the blocking handler's lone user: the sweep's first point and its repeats."""
+        return [self.points[0], *self.lone_again]
 
-        It covers the moments before the first request arrives and after the last is answered, and the gaps
-        between a user's requests (the client reading an answer and sending the next).
+    def idle_per_request_s(self, lone):
+        """How long the thread had no request, per request, in one lone user's run, its first send left out.
+
+        The run's duration less Z + D + queued per request, less the wait before the client sent its first request
+        (when nothing had reached the server yet). What is left is, per request, the client's turn (reading an
+        answer, sending the next) and whatever of the thread's time no counter saw: a sleep ending late, a wait in
+        the kernel that is neither CPU nor a run queue.
         """
-        lone = self.points[0].summary
-        return max(0.0, lone.duration_s * (1 - self.held(self.points[0])))
+        s = lone.summary
+        idle_s = s.duration_s * (1 - self.held(lone)) - first_send_s(lone.result)
+        return max(0.0, idle_s) / max(s.completed, 1)
+
+    def lone_idle_per_request_s(self):
+        """The most any of the lone user's runs left the thread idle per request (see idle_per_request_s), and at least
+        theory.TIMER_SLACK_S: each sleep may end that late, time Z leaves out, which a lone run whose counters caught
+        extra time (its wait for a CPU, after the last answer) can hide."""
+        return max(theory.TIMER_SLACK_S, *(self.idle_per_request_s(lone) for lone in self.lone_runs()))
 
     def least_held(self, point):
-        """The blocking thread's least share of a run of two users or more, built from the lone user's run.
+        """The blocking thread's least share of a run of two users or more, from the lone user's runs of this sweep.
 
-        From the second user on, another request is always waiting when one is answered; only the first
-        arrival and the last answer leave the thread idle, and the lone user's run had both (and its gaps besides).
-        And each sleep may end up to theory.TIMER_SLACK_S late, time the thread was held that Z leaves out.
+        From the second user on, another request is always waiting when one is answered: the client's turn on a
+        request overlaps the thread's work on another. So per request the thread can stand idle at most as long as
+        the lone user's runs left it idle per request (their most: the machine's other programs come and go), and
+        once more before the first request arrived (this run's own first send, measured by its client).
         """
-        return 1 - self.lone_idle_s() / point.summary.duration_s - point.summary.rps * theory.TIMER_SLACK_S
+        s = point.summary
+        idle_s = first_send_s(point.result) + s.completed * self.lone_idle_per_request_s()
+        return 1 - idle_s / s.duration_s
 
     def cpu_bound_points(self):
         """The runs past twice the predicted knee in which no connection attempt was dropped.
@@ -140,6 +159,33 @@ class Sweep:
         knee = self.knee_predicted()
         return [p for p in self.points if p.summary.concurrency >= 2 * knee and not p.summary.listen_drops]
 
+    def thread_busy(self, point):
+        """The share of a run the server's thread spent running or ready to run: (D + its wait for a CPU) X."""
+        s = point.summary
+        return (s.demand_ms + s.queued_ms) / 1000 * s.rps
+
+    def least_thread_busy(self, point):
+        """The least busy share the pessimistic bound leaves the server's thread in a run: (D + queued) X_low.
+
+        At the worst arrival order every request waits for all the others at every step of its path, and the
+        thread is busy only for its own part of each. Users in step do better (about 2/3 at twice the knee, where
+        (N - 1) D is twice Z + D), and users drifting out of step better still: the figure is a floor, not a forecast.
+        """
+        s = point.summary
+        return (s.demand_ms + s.queued_ms) / 1000 * point.prediction.low_rps * (1 - experiment.TOLERANCE)
+
+    def knee_bounds(self):
+        """(earliest, latest) number of users at which the measured curve can bend, from every run's bounds.
+
+        knee_measured is the highest throughput over the lone user's per user; the highest throughput lies between
+        the highest pessimistic and the highest optimistic bound of the runs (widened by the measuring's own error,
+        experiment.TOLERANCE), so the bend lies between those over the same per-user throughput.
+        """
+        lone = self.points[0].summary.rps / self.points[0].summary.concurrency
+        low = max(p.prediction.low_rps for p in self.points) * (1 - experiment.TOLERANCE)
+        high = max(p.prediction.high_rps for p in self.points) * (1 + experiment.TOLERANCE)
+        return low / lone, high / lone
+
     def knee_measured(self):
         """Where the measured curve bends: the line through the origin and the lone user's throughput, times N, meets
         the highest throughput measured."""
@@ -147,18 +193,32 @@ class Sweep:
         return max(point.summary.rps for point in self.points) / lone
 
 
+def first_send_s(result):
+    """Seconds from the run's go to its first request leaving the client (0 for a run without per-request times)."""
+    samples = result.samples
+    if result.aggregated or not samples:
+        return 0.0
+    return min(sample.start for sample in samples)
+
+
 def measure(server, mode, users, delay_ms, rounds=10, client="async", blocking_rounds=2, on_point=None):
     """Run `mode` ("sync" or "async") at each population in `users` against one server; a Sweep.
 
     Each run sends `rounds` requests per user (`blocking_rounds` for the blocking
     handler, whose runs take users x rounds x wait however many users there are).
-    `on_point(measured)` is called after each run, for a progress line.
+    The blocking handler's lone user (if `users` starts at 1) runs again halfway and at the end: see
+    Sweep.least_held. `on_point(measured)` is called after each run, for a progress line.
     """
     per_user = blocking_rounds if mode == "sync" else rounds
-    points = []
-    for n in users:
-        measured = experiment.run(server, mode, requests=n * per_user, concurrency=n, delay_ms=delay_ms, client=client)
-        points.append(measured)
+
+    def run(n):
+        return experiment.run(server, mode, requests=n * per_user, concurrency=n, delay_ms=delay_ms, client=client)
+
+    points, lone_again = [], []
+    for index, n in enumerate(users):
+        points.append(run(n))
         if on_point:
-            on_point(measured)
-    return Sweep(mode, delay_ms, points, per_user)
+            on_point(points[-1])
+        if mode == "sync" and users[0] == 1 and index in (len(users) // 2, len(users) - 1) and index > 0:
+            lone_again.append(run(1))
+    return Sweep(mode, delay_ms, points, per_user, lone_again)

@@ -1,0 +1,70 @@
+"""benchmarks/regress_loop.py reads a failed papermill run into its lesson, cell and values.
+
+A real tiny notebook, run by papermill with a parameter that makes its assertion fail.
+"""
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def load_benchmark():
+    spec = importlib.util.spec_from_file_location("regress_loop", REPO / "benchmarks" / "regress_loop.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+regress_loop = load_benchmark()
+
+
+def tiny_notebook(path):
+    notebook = nbformat.v4.new_notebook()
+    parameters = nbformat.v4.new_code_cell("share = 0.5\nquick = False")
+    parameters.metadata["tags"] = ["parameters"]
+    notebook.cells = [
+        nbformat.v4.new_markdown_cell("# A lesson that checks one share"),
+        nbformat.v4.new_code_cell("import math"),
+        parameters,
+        nbformat.v4.new_code_cell("least = 0.95\nprint(share)"),
+        nbformat.v4.new_code_cell(
+            "# the claim\nassert share >= least, f\"held {share:.1%}, under {least:.1%} at 1,024 users (q1)\""),
+        nbformat.v4.new_code_cell("print('never reached')"),
+    ]
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(notebook, path)
+
+
+@pytest.mark.timeout(120)
+def test_a_failed_papermill_run_is_read_into_its_cell_and_values(tmp_path):
+    source, executed = tmp_path / "99-tiny.ipynb", tmp_path / "out.ipynb"
+    tiny_notebook(source)
+    done = subprocess.run(
+        [sys.executable, "-m", "papermill", "-k", "python3", "--no-progress-bar", "-p", "share", "0.928",
+         str(source), str(executed)], capture_output=True, text=True, timeout=110)
+    assert done.returncode != 0, done.stdout + done.stderr
+    failure = regress_loop.failure_of(json.loads(executed.read_text()), done.stderr)
+    # The source notebook's index: papermill's injected parameters and error cells are left out.
+    assert failure["cell"] == 4
+    assert failure["first_line"] == "# the claim"
+    assert failure["error"] == "AssertionError"
+    assert failure["message"] == "held 92.8%, under 95.0% at 1,024 users (q1)"
+    assert failure["values"] == pytest.approx([0.928, 0.95, 1024.0])
+
+
+def test_a_run_that_stopped_before_any_cell_keeps_the_logs_last_lines():
+    failure = regress_loop.failure_of({}, "starting\nsomething\nNo such kernel named python3\n")
+    assert failure["cell"] is None
+    assert failure["message"].endswith("No such kernel named python3")
+
+
+def test_numbers_in_a_message_leave_names_out():
+    assert regress_loop.numbers_in("tornado_app2 at 200 users: 44% busy, not >= 0.8 (q3, -1.5e-3)") == \
+        pytest.approx([200.0, 0.44, 0.8, -1.5e-3])
