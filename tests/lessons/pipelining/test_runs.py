@@ -9,8 +9,9 @@ import shutil
 import types
 
 import pytest
-from test_clients_pipelined import backwards_server
+from test_clients_pipelined import BACKWARDS_SERVER
 
+from helpers import script_server
 from iolab import environment, registry, servers, syscalls
 from iolab.lessons.pipelining import hol, ladder, order, runs, view
 
@@ -76,7 +77,7 @@ def test_the_lab_client_finds_every_answer_in_its_place(fast_server):
 
 
 def test_answers_out_of_place_are_counted(tmp_path):
-    with backwards_server(tmp_path) as url:
+    with script_server(tmp_path, BACKWARDS_SERVER) as url:
         check = order.with_lab_client(types.SimpleNamespace(url=url), depth=16, connections=1, requests=64)
     assert check.out_of_order > 0 and check.checked == 64
 
