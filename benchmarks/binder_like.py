@@ -14,8 +14,6 @@ each lesson in turn, so other runs can take it between two lessons.
 """
 
 import argparse
-import contextlib
-import fcntl
 import json
 import os
 import subprocess
@@ -23,6 +21,7 @@ import sys
 import time
 from pathlib import Path
 
+from iolab import measuring_lock
 from iolab.cgroup_limit import ROOT, LimitedGroup, why_not
 
 REPO = Path(__file__).resolve().parents[1]
@@ -37,18 +36,6 @@ def parse_size(text):
         return int(float(text[:-1]) * units[text[-1]])
     return int(text)
 
-
-@contextlib.contextmanager
-def measuring_lock(path):
-    if not path:
-        yield
-        return
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def run_lesson(notebook, args):
@@ -108,7 +95,7 @@ def main():
         notebooks = [nb for nb in notebooks if any(nb.stem.startswith(want) for want in args.lessons)]
     rows = []
     for notebook in notebooks:
-        with measuring_lock(args.lock):
+        with measuring_lock.held(args.lock):
             row = run_lesson(notebook, args)
             if not row["passed"] and KERNEL_PORT_RACE in (REPO / "build" / "binder-like" / f"{notebook.stem}.log").read_text():
                 # Jupyter picks the kernel's ports, then the kernel binds them: another program took one between.

@@ -15,7 +15,6 @@ first line), the error and the numbers its message carries.
 
 import argparse
 import contextlib
-import fcntl
 import json
 import os
 import re
@@ -26,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from iolab import children
+from iolab import children, measuring_lock
 
 REPO = Path(__file__).resolve().parents[1]
 # Cells papermill adds to the executed copy; the source notebook's cell numbers leave them out.
@@ -86,18 +85,6 @@ def failure_of(executed, log_text=""):
 def log_tail(text, lines=3):
     return " | ".join(text.strip().splitlines()[-lines:])[-600:]
 
-
-@contextlib.contextmanager
-def measuring_lock(path):
-    if not path:
-        yield
-        return
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def papermill_command(notebook, executed, results, args):
@@ -200,7 +187,7 @@ def main():
                 stopped = f"--max-seconds {args.max_seconds:.0f} reached before run {number}, {notebook.stem}"
                 break
             # The hog runs only while this lesson holds the lock: it must not disturb others' measurements.
-            with measuring_lock(args.lock), hogging(args):
+            with measuring_lock.held(args.lock), hogging(args):
                 row = run_lesson(notebook, out_dir, args, min(args.lesson_timeout, left_s))
                 if not row["passed"] and KERNEL_PORT_RACE in (out_dir / f"{notebook.stem}.log").read_text():
                     # Jupyter picks the kernel's ports, then the kernel binds them: another program took one.
