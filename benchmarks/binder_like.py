@@ -7,7 +7,8 @@ reports how long it took, its peak memory, how often the quota throttled it,
 and whether it ran to its end. It needs root on Linux with cgroup v1 or v2;
 elsewhere it says why it cannot and exits 2. The cgroups it makes are removed
 at the end, whatever happens. `--lock` takes the shared measuring lock for
-each lesson in turn, so other runs can take it between two lessons.
+each lesson in turn, so other runs can take it between two lessons. Executed copies and logs go
+to build/binder-like/<cpus>cpu-<quick or full>/, one folder a setting.
 
     make binder-like QUICK=1 CPUS=1 MEMORY=2G
     python benchmarks/binder_like.py --cpus 0.5 --quick 02 06
@@ -38,10 +39,15 @@ def parse_size(text):
 
 
 
+def out_dir_for(args):
+    """Where one setting's executed copies and logs go: a quick run at 0.5 CPU keeps the full 1-CPU run's files."""
+    return REPO / "build" / "binder-like" / f"{args.cpus:g}cpu-{'quick' if args.quick else 'full'}"
+
+
 def run_lesson(notebook, args):
     """Run one lesson under papermill in a fresh limited group; its figures as a dict."""
     stem = notebook.stem
-    out_dir = REPO / "build" / "binder-like"
+    out_dir = out_dir_for(args)
     out_dir.mkdir(parents=True, exist_ok=True)
     results = out_dir / f"{stem}.json"
     results.unlink(missing_ok=True)
@@ -97,7 +103,7 @@ def main():
     for notebook in notebooks:
         with measuring_lock.held(args.lock):
             row = run_lesson(notebook, args)
-            if not row["passed"] and KERNEL_PORT_RACE in (REPO / "build" / "binder-like" / f"{notebook.stem}.log").read_text():
+            if not row["passed"] and KERNEL_PORT_RACE in (out_dir_for(args) / f"{notebook.stem}.log").read_text():
                 # Jupyter picks the kernel's ports, then the kernel binds them: another program took one between.
                 row = run_lesson(notebook, args) | {"again": "the kernel's port was taken before it started"}
         rows.append(row)
@@ -105,7 +111,7 @@ def main():
               f" peak {row.get('peak_memory_mb', '?')} MiB, CPU {row.get('cpu_s', '?')} s, throttled"
               f" {row.get('throttled', '?')} times ({row.get('throttled_s', '?')} s)"
               + (f"; {row['error']}" if row.get("error") else ""), flush=True)
-    print(json.dumps({"cpus": args.cpus, "memory_bytes": args.memory, "quick": args.quick,
+    print(json.dumps({"cpus": args.cpus, "memory_bytes": args.memory, "quick": args.quick, "out": str(out_dir_for(args)),
                       "cgroup": 2 if (ROOT / "cgroup.controllers").is_file() else 1, "lessons": rows}))
     sys.exit(0 if all(row["passed"] for row in rows) else 1)
 
