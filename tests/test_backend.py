@@ -195,12 +195,22 @@ def test_tasks_that_fit_is_the_cap_less_what_redis_uses_empty_over_bytes_per_tas
         runs.tasks_that_fit(2, 0, float("nan"))
 
 
+def test_a_line_fit_gives_its_noise_from_the_points_own_scatter():
+    slope, intercept, slope_se, spread = runs.line_fit([0, 1, 2, 3], [1, 3, 5, 7])
+    assert (slope, intercept) == pytest.approx((2, 1)) and slope_se == pytest.approx(0, abs=1e-9)
+    slope, _, slope_se, spread = runs.line_fit([0, 1, 2, 3], [0, 2, 2, 4])  # residuals -0.2, 0.6, -0.6, 0.2
+    assert slope == pytest.approx(1.2) and spread == pytest.approx((0.8 / 2) ** 0.5)
+    assert slope_se == pytest.approx(spread / 5**0.5)
+
+
 @pytest.mark.slow
 def test_filling_a_small_redis_holds_about_what_its_own_bytes_per_task_predict_then_only_503s():
     with stack.capped_broker(2) as (broker, client), servers.serve("tornado_backend", broker=broker) as front:
         cap = runs.fill_to_cap(front, client, 2, 820.0, 500.0, users=8, refused=20)
     own = runs.tasks_that_fit(2, cap.empty_bytes, cap.bytes_per_task_here())
     assert 0.8 * own <= cap.held <= 1.2 * own, (cap.held, own, cap.bytes_per_task_here())
+    fewest, most = cap.held_bounds()  # where its own readings of memory against LLEN reach the cap
+    assert fewest <= cap.held <= most, (cap.held, fewest, most)
     assert cap.held == runs.statuses(cap.result)[200]  # nothing drains it, and a refused task is not queued
     assert {sample.status for sample in cap.refusals()} == {503}, cap.as_dict()
     assert cap.reason_status == 503 and cap.reason.startswith("503 broker full"), cap.reason

@@ -192,3 +192,37 @@ def test_environment_report_has_what_lesson_00_shows():
     assert environment.problems(found) == []
     broken = {**found, "rlimit_nofile": {"soft": 64, "hard": 64}}
     assert any("RLIMIT_NOFILE is 64" in problem for problem in environment.problems(broken))
+
+
+@pytest.mark.parametrize("make", ["v1", "v2"])
+def test_the_containers_cpu_files_read_as_its_cpu(tmp_path, make):
+    groups = v1_tree(tmp_path, quota_us=50_000) if make == "v1" else v2_tree(tmp_path, cpu_max="50000 100000")
+    files = groups.cpu_files()
+    assert environment.read_group_cpu(files, groups.version) == groups.cpu()
+    assert groups.cpu().used_s == (2.5 if make == "v1" else 3.0)
+
+
+def test_a_container_trace_cuts_out_exactly_the_window_asked_for(tmp_path, monkeypatch):
+    """Readings either side of the window are interpolated: a run's first send and last answer fall between them."""
+    from iolab import usage
+
+    monkeypatch.setattr(environment, "cgroups", lambda: v2_tree(tmp_path, cpu_max="50000 100000"))
+    trace = usage.ContainerTrace()
+    assert trace.quota == 0.5
+    # 0.4 CPU-s per s from t=10 to 11, then stopped (throttled) for 0.1 s of the next 0.1 s
+    trace.points = [(10.0, 1.0, 3, 0.0), (11.0, 1.4, 3, 0.0), (11.1, 1.4, 4, 0.1)]
+    window = trace.window(10.5, 11.05)
+    assert window.window_s == pytest.approx(0.55)
+    assert window.cpu_s == pytest.approx(0.2)
+    assert window.throttled_s == pytest.approx(0.05)
+    assert window.utilization == pytest.approx(0.2 / 0.55)
+    assert trace.window(10.5, 11.1).throttled == 1
+    assert trace.window(11.0, 10.0) is None
+
+
+def test_no_quota_no_trace(tmp_path, monkeypatch):
+    from iolab import usage
+
+    monkeypatch.setattr(environment, "cgroups", lambda: v2_tree(tmp_path))
+    trace = usage.ContainerTrace().start()
+    assert trace._thread is None and trace.stop().window(0.0, 1.0) is None

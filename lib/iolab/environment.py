@@ -178,29 +178,30 @@ class Cgroups:
         own = self.groups("cpu")
         return own[0] if own else None
 
-    def cpu(self):
-        """The container's GroupCpu now, or None where no cgroup tells it."""
+    def cpu_files(self):
+        """(usage file, its unit in seconds, cpu.stat file) of the container's CPU, or None where no cgroup tells it.
+
+        Found once, so a reader that samples them many times a second reads two small files and nothing else.
+        """
         group = self.container()
         if group is None:
             return None
-        stat = _stat(group / "cpu.stat")
         if self.version == 2:
-            if "usage_usec" not in stat:
-                return None
-            return GroupCpu(stat["usage_usec"] / 1e6, stat.get("nr_periods", 0), stat.get("nr_throttled", 0),
-                            stat.get("throttled_usec", 0) / 1e6)
+            return group / "cpu.stat", 1e-6, group / "cpu.stat"
         # v1 keeps the usage in the cpuacct controller: the same group's path under its mount.
         accounting = self._v1_mount("cpuacct")
         cpu_mount = self._v1_mount("cpu")
-        used = None
-        if accounting is not None and cpu_mount is not None:
-            used = _read(accounting / group.relative_to(cpu_mount) / "cpuacct.usage")
-            if not used and self.groups("cpuacct"):  # no accounting group of that name: this process's own
-                used = _read(self.groups("cpuacct")[0] / "cpuacct.usage")
-        if not used or not used.isdigit():
+        if accounting is None or cpu_mount is None:
             return None
-        return GroupCpu(int(used) / 1e9, stat.get("nr_periods", 0), stat.get("nr_throttled", 0),
-                        stat.get("throttled_time", 0) / 1e9)
+        usage = accounting / group.relative_to(cpu_mount) / "cpuacct.usage"
+        if not _read(usage) and self.groups("cpuacct"):  # no accounting group of that name: this process's own
+            usage = self.groups("cpuacct")[0] / "cpuacct.usage"
+        return usage, 1e-9, group / "cpu.stat"
+
+    def cpu(self):
+        """The container's GroupCpu now, or None where no cgroup tells it."""
+        files = self.cpu_files()
+        return read_group_cpu(files, self.version) if files else None
 
     def memory(self):
         """This process's memory group's GroupMemory now, or None where no cgroup tells it."""
@@ -213,6 +214,22 @@ class Cgroups:
         if not current or not current.isdigit():
             return None
         return GroupMemory(int(current), int(peak) if peak and peak.isdigit() else None)
+
+
+def read_group_cpu(files, version):
+    """The GroupCpu that Cgroups.cpu_files() point at, read now; None where they say nothing."""
+    usage, unit, stat_file = files
+    stat = _stat(stat_file)
+    if version == 2:
+        if "usage_usec" not in stat:
+            return None
+        return GroupCpu(stat["usage_usec"] * unit, stat.get("nr_periods", 0), stat.get("nr_throttled", 0),
+                        stat.get("throttled_usec", 0) / 1e6)
+    used = _read(usage)
+    if not used or not used.isdigit():
+        return None
+    return GroupCpu(int(used) * unit, stat.get("nr_periods", 0), stat.get("nr_throttled", 0),
+                    stat.get("throttled_time", 0) / 1e9)
 
 
 def cgroups():

@@ -264,10 +264,24 @@ class LoadResult:
     stop_reason: str
     client_stderr: str = ""
     usage: object = None  # a usage.RunUsage: the CPU the server, the clients and this process spent
+    time_zero: float | None = None  # the run's time zero, in time.perf_counter()
 
     @property
     def aggregated(self):
         return isinstance(self.samples, Aggregate)
+
+    def container(self):
+        """The container's CPU and throttling from the first send to the last answer (usage.ContainerWindow).
+
+        None where no CPU quota applies, or the run sent nothing. Exactly the load's window: the clients' start-up
+        before it and their exit after it are left out, as they are from the throughput.
+        """
+        trace = getattr(self.usage, "container", None)
+        if trace is None or self.time_zero is None or self.aggregated or not self.samples:
+            return None
+        first = min(sample.start for sample in self.samples)
+        last = max(sample.end for sample in self.samples)
+        return trace.window(self.time_zero + first, self.time_zero + last)
 
     @property
     def completed(self):
@@ -429,7 +443,7 @@ class LoadRun:
             reason = f"client process exited with code {failed[0]}"
         elif reason == "completed" and finished < self.spec.requests:
             reason = f"duration limit of {self.spec.max_duration_s} s reached"
-        return LoadResult(self.spec, recorded, duration, reason, self._stderr(), self.meter.usage)
+        return LoadResult(self.spec, recorded, duration, reason, self._stderr(), self.meter.usage, self.time_zero)
 
     def _stderr(self):
         texts = []

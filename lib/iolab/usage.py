@@ -4,8 +4,10 @@ The CPU a load run took (the server's processes, the client processes, this note
 spent queued for one; measures, never draws.
 """
 
+import bisect
 import math
 import os
+import threading
 import time
 from dataclasses import dataclass
 
@@ -210,6 +212,89 @@ def _process_reading(pid):
         return None
 
 
+CONTAINER_TICK_S = 0.01  # how often a run under a CPU quota reads its container's counters: a tenth of a CFS period
+
+
+@dataclass(frozen=True)
+class ContainerWindow:
+    """What the whole container (every process of the lab, under its CPU quota) did over one window of a run.
+
+    cpu_s: CPU seconds its processes ran; throttled: quota periods in which the kernel stopped it; throttled_s:
+    how long it was stopped (v1 sums this over the CPUs it waited on). quota: the CPUs the quota allows.
+    """
+
+    window_s: float
+    cpu_s: float
+    throttled: int
+    throttled_s: float
+    quota: float
+
+    @property
+    def utilization(self):
+        """CPU seconds per second over the window: at most the quota, give or take one period's worth."""
+        return self.cpu_s / self.window_s if self.window_s > 0 else math.nan
+
+
+class ContainerTrace:
+    """The container's CPU counters read every CONTAINER_TICK_S while a run goes, so any window of it can be cut out.
+
+    Only under a CPU quota (elsewhere there is no container's share to read, and nothing runs). Readings carry
+    time.perf_counter(), the clock the load clients' time zero is on.
+    """
+
+    def __init__(self):
+        limits = environment.cgroups()
+        self.quota = limits.cpu_quota()
+        self.files = limits.cpu_files() if self.quota is not None else None
+        self.version = limits.version
+        self.points = []  # (perf_counter, used_s, throttled periods, throttled_s)
+        self._stop = threading.Event()
+        self._thread = None
+
+    def _read(self):
+        cpu = environment.read_group_cpu(self.files, self.version)
+        if cpu is not None:
+            self.points.append((time.perf_counter(), cpu.used_s, cpu.throttled, cpu.throttled_s))
+
+    def _run(self):
+        while not self._stop.wait(CONTAINER_TICK_S):
+            self._read()
+
+    def start(self):
+        if self.files is not None and self._thread is None:
+            self._read()
+            self._thread = threading.Thread(target=self._run, name="container-cpu", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self):
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            self._read()
+        return self
+
+    def _at(self, moment):
+        """The counters at `moment` (perf_counter), interpolated between the readings either side of it."""
+        times = [point[0] for point in self.points]
+        i = bisect.bisect_left(times, moment)
+        if i <= 0:
+            return self.points[0][1:]
+        if i >= len(times):
+            return self.points[-1][1:]
+        (t0, *a), (t1, *b) = self.points[i - 1], self.points[i]
+        share = (moment - t0) / (t1 - t0) if t1 > t0 else 1.0
+        return tuple(x + (y - x) * share for x, y in zip(a, b))
+
+    def window(self, began, ended):
+        """The ContainerWindow between two perf_counter moments; None without a quota or without readings."""
+        if self.quota is None or len(self.points) < 2 or not ended > began:
+            return None
+        first, last = self._at(began), self._at(ended)
+        return ContainerWindow(ended - began, last[0] - first[0], round(last[1] - first[1]), last[2] - first[2],
+                               self.quota)
+
+
 @dataclass(frozen=True)
 class RunUsage:
     """Where a load run's CPU went: the server's processes (None if not measured), the client processes, this process.
@@ -229,6 +314,7 @@ class RunUsage:
     wall_s: float
     cores: float
     listen_drops: int = 0
+    container: ContainerTrace | None = None  # the container's counters through the run, under a CPU quota
 
 
 class RunMeter:
@@ -239,6 +325,7 @@ class RunMeter:
         self._clients = {}  # pid -> [reading at ready, latest reading]
         self._lab_before = None
         self._began = None
+        self.container = ContainerTrace()
         self.usage = None
 
     def start(self):
@@ -250,6 +337,7 @@ class RunMeter:
         self._lab_before = time.process_time()
         self._drops_before = listening.listen_drops()
         self._began = time.monotonic()
+        self.container.start()
         return self
 
     def client_frame(self, pid, ready):
@@ -273,6 +361,7 @@ class RunMeter:
             server = self.server.stop() if self.server is not None else None
         except (psutil.Error, OSError, RuntimeError):
             server = None
+        self.container.stop()
         drops_after = listening.listen_drops()
         drops = drops_after - self._drops_before if None not in (drops_after, self._drops_before) else 0
         self.usage = RunUsage(
@@ -283,6 +372,7 @@ class RunMeter:
             wall_s=time.monotonic() - self._began,
             cores=self.server.cores if self.server is not None else cores_of(os.getpid()),
             listen_drops=drops,
+            container=self.container if self.container.points else None,
         )
         return self.usage
 

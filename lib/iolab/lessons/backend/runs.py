@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from iolab import environment, load, metrics, theory
+from iolab import environment, load, metrics, theory, usage
 from iolab.lessons.backend.stack import QUEUE
 
 TIE = 0.05  # tiers whose limits are within 5% share the bottleneck: closer than one run can tell apart
@@ -59,6 +59,11 @@ class Row:
     # The pessimistic side: the law again with the path's own time (R − T, everything but the task's wait) counted
     # twice, as a machine whose CPUs are shared (a browser, the worker, Redis, the client) can stretch it.
     low_rps: float = math.nan
+    container: object = None  # usage.ContainerWindow: the container's CPU over the run, under a CPU quota
+    waits_ms: tuple = (0.0, 0.0)  # the front end's and the worker pool's wait for a CPU per request (cpu_waits)
+
+    def quota_note(self):
+        return quota_note(self.container)
 
     @property
     def off(self):
@@ -68,7 +73,38 @@ class Row:
     def as_dict(self):
         return {"test": self.test, "front_end": self.front_end, "how": self.how, "users": self.users,
                 "rps": self.rps, "predicted_rps": self.predicted_rps, "bound_rps": self.bound_rps,
-                "bottleneck": self.bottleneck, "off": self.off, "statuses": self.statuses}
+                "bottleneck": self.bottleneck, "off": self.off, "statuses": self.statuses,
+                "container": vars(self.container) if self.container else None, "waits_ms": self.waits_ms,
+                "cpu_ms_per_request": {"server": self.summary.demand_ms, "client": self.summary.client_demand_ms,
+                                       "lab": self.summary.lab_demand_ms} if self.summary else None}
+
+
+NOISE = 3  # standard errors either side of a fitted figure: the fit's own scatter, measured in the same run
+
+
+def line_fit(xs, ys):
+    """(slope, intercept, slope's standard error, residuals' standard deviation) of a least-squares line.
+
+    The two noise figures come from the points' own scatter about the line: how far this run's readings let
+    the slope and a point on the line be known.
+    """
+    xs, ys = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
+    slope, intercept = np.polyfit(xs, ys, 1)
+    residuals = ys - (slope * xs + intercept)
+    spread = float(np.sqrt(residuals @ residuals / max(1, len(xs) - 2)))
+    centred = float(((xs - xs.mean()) ** 2).sum())
+    return float(slope), float(intercept), spread / math.sqrt(centred) if centred > 0 else math.inf, spread
+
+
+def quota_note(container):
+    """Under a CPU quota (a usage.ContainerWindow), the container's CPU over the run and how often and how long
+    the kernel stopped it; "no quota" elsewhere."""
+    if container is None:
+        return "no quota"
+    used = f"{container.utilization:.2f} of {container.quota:g} CPU"
+    if not container.throttled:
+        return f"{used}; never stopped"
+    return f"{used}; stopped {container.throttled}×, {container.throttled_s:.2f} s in all"
 
 
 def statuses(result):
@@ -87,32 +123,78 @@ def trip_s(front, how="wait", ms=100, requests=5):
     return float(np.median(answered))
 
 
-def start_blocking(front, how, users, requests, ms, tiers, trip, slot):
+def start_blocking(front, how, users, requests, ms, tiers, trip, slot, worker=None):
     """Start a closed loop on /backend?how=...; each request may wait behind everyone else.
 
     A first round of short tasks from every user goes before it, unmeasured: each
     thread of a pool, each awaiting request, opens its connections to Redis then.
+    With `worker` (the worker pool's Server) the run also measures, from its go,
+    how long the worker pool's threads waited for a CPU: `run.worker_meter`.
     """
     warm = f"{front.url}/backend?ms=1&how={how}"
     load.run_load(warm, requests=users, concurrency=users, timeout_s=RUN_SLACK_S + users * trip)
     bound, _ = tiers.law(trip, slot)
     worst_s = requests / bound + trip  # the last request waits for all the others
-    return load.start_load(
+    meter = usage.CpuMeter(worker.pid) if worker is not None else None
+    run = load.start_load(
         f"{front.url}/backend?ms={ms}&how={how}", server=front, requests=requests, concurrency=users,
         timeout_s=min(600.0, worst_s + RUN_SLACK_S), max_duration_s=min(1800.0, 2 * worst_s + RUN_SLACK_S),
+        before_go=meter.start if meter else None,
     )
+    run.worker_meter = meter
+    return run
 
 
-def blocking_row(test, front, how, result, ms, tiers, trip, slot):
-    """The row for a finished blocking run: predicted from R and T_w measured alone, bounded by the task's own T."""
+def cpu_waits(summary, worker_usage):
+    """(front end's, worker pool's) seconds per request spent ready to run but waiting for a CPU, in this run.
+
+    A slot of either tier is held for its round trip alone and for those waits: on a busy machine, beside a
+    hog, or while a CPU quota has stopped the whole container (a throttled thread waits on its run queue too).
+    The front end's figure is its busiest thread's (the event loop's, or the thread a blocking call holds);
+    the worker pool's is all its threads', the consumer's and the pool's, each on every task's way.
+    """
+    done = summary.completed or 1
+    front = summary.queued_ms / 1000 if summary.queued_ms == summary.queued_ms else 0.0
+    worker = worker_usage.queued_s / done if worker_usage is not None and worker_usage.queued_s == worker_usage.queued_s else 0.0
+    return front, worker
+
+
+def quota_tier(container, completed):
+    """The container's CPU quota as a tier: (quota / D_c req/s, D_c), D_c the container's CPU per request over the
+    run's own window (every process in it: Redis, the workers, the front end, the client, this notebook and its
+    drawing). None where no quota applies.
+
+    The kernel gives the whole container at most `quota` CPU seconds per second, so by the utilization law it
+    answers at most quota / D_c requests per second, however many cores the machine has.
+    """
+    if container is None or not completed or not container.cpu_s > 0:
+        return None
+    demand_s = container.cpu_s / completed
+    return container.quota / demand_s, demand_s
+
+
+def blocking_row(test, front, how, result, ms, tiers, trip, slot, worker=None):
+    """The row for a finished blocking run: predicted from R and T_w measured alone and, under a CPU quota, the
+    container's CPU per request in this run (quota_tier); bounded above by the task's own T.
+
+    The pessimistic side holds each tier's slot for its own way twice and for its threads' wait for a CPU in this
+    run (cpu_waits); `worker` is the run's worker_meter, if it had one.
+    """
     front.check()
     summary = metrics.summarize(result)
+    worker_usage = worker.stop() if worker is not None else None
+    front_wait, worker_wait = cpu_waits(summary, worker_usage)
     predicted, bottleneck = tiers.law(trip, slot)
+    container = result.container()
+    quota = quota_tier(container, summary.completed)
+    if quota is not None and quota[0] <= predicted * (1 + TIE):
+        tied = f" = {bottleneck}" if quota[0] * (1 + TIE) >= predicted else f", then {bottleneck}"
+        predicted, bottleneck = min(predicted, quota[0]), f"the container's CPU quota{tied}"
     bound, _ = tiers.law(ms / 1000)  # no slot of any tier can be held for less than the task's T
     own_s = max(0.0, trip - ms / 1000)
-    low, _ = tiers.law(trip + own_s, slot + own_s)
+    low, _ = tiers.law(trip + own_s + front_wait, slot + own_s + worker_wait)
     return Row(test, front.name, how, tiers.users, summary.rps, predicted, bound, bottleneck, statuses(result), summary,
-               low)
+               low, container, (front_wait * 1000, worker_wait * 1000))
 
 
 def start_cpu_bound(front, path, users, requests):
@@ -129,7 +211,8 @@ def cpu_bound_row(test, front, how, result, processes):
     bound = cores / (summary.demand_ms / 1000) if summary.demand_ms > 0 else math.nan
     busy = summary.utilization / cores
     bottleneck = "front end's CPU" if busy >= 0.8 else f"the machine's CPUs, shared (front end {busy:.0%} busy)"
-    return Row(test, front.name, how, summary.concurrency, summary.rps, bound, bound, bottleneck, statuses(result), summary)
+    return Row(test, front.name, how, summary.concurrency, summary.rps, bound, bound, bottleneck, statuses(result), summary,
+               container=result.container())
 
 
 @dataclass
@@ -140,34 +223,81 @@ class QueueRun:
     drain: float  # c / T: what the worker pool takes from the queue per second
     points: list
     result: object
+    workers: int = 0  # c
+    slot_s: float = math.nan  # T_w: how long a slot is held per task, measured alone
+    worker_usage: object = None  # usage.Usage of the worker pool over the run: its threads' wait for a CPU
 
     @property
     def predicted_slope(self):
         return self.rate - self.drain
 
-    def measured_slope(self):
-        """LLEN's growth per second, fitted from when the queue starts growing to its highest point."""
+    def drain_here(self):
+        """c / T_w less the slots lost waiting for a CPU in this run: (c − Q / W) / T_w, Q the worker pool's threads'
+        seconds waiting over the run's W seconds (Q / W of them waited at any moment, on average)."""
+        usage_ = self.worker_usage
+        if usage_ is None or not self.workers or not usage_.wall_s > 0 or usage_.queued_s != usage_.queued_s:
+            return self.drain
+        return max(0.0, self.workers - usage_.queued_s / usage_.wall_s) / self.slot_s
+
+    def slope_here(self):
+        """λ − the drain this run's waits for a CPU left: the slope the law gives with what this run measured."""
+        return self.rate - self.drain_here()
+
+    def _growth(self):
+        """The (time, LLEN) points from when the queue starts growing to its highest point, or None if too few."""
         times, lengths = np.array(self.points, dtype=float).T if self.points else (np.array([]), np.array([]))
         growing = np.nonzero(lengths > 0)[0]
         if len(growing) < 5:
-            return math.nan
+            return None
         first, peak = growing[0], int(np.argmax(lengths))
-        window = slice(first + (peak - first) // 10, peak + 1)  # past the first tenth: the client's start-up ramp
         if peak - first < 5:
-            return math.nan
-        slope, _ = np.polyfit(times[window], lengths[window], 1)
-        return float(slope)
+            return None
+        window = slice(first + (peak - first) // 10, peak + 1)  # past the first tenth: the client's start-up ramp
+        return times[window], lengths[window]
+
+    def measured_slope(self):
+        """LLEN's growth per second, fitted from when the queue starts growing to its highest point."""
+        growth = self._growth()
+        return line_fit(*growth)[0] if growth else math.nan
+
+    def sent_rps(self):
+        """The arrivals the client really made: requests over the time from the first send to the last."""
+        starts = [sample.start for sample in self.result.samples]
+        return (len(starts) - 1) / (max(starts) - min(starts)) if len(starts) > 1 and max(starts) > min(starts) else 0.0
+
+    def slope_bounds(self, task_s):
+        """(lowest, highest) slope the law allows with what this run measured, each NOISE standard errors wider.
+
+        Lowest: the arrivals the client really made, less the most the slots can drain, c / T (no slot is held
+        for less than the task's T). Highest: λ less the least they drain, with each slot held for T_w and its
+        own way (T_w − T) again, as the blocking runs' pessimistic side, and less the slots' waits for a CPU
+        (drain_here).
+        """
+        growth = self._growth()
+        if growth is None:
+            return math.nan, math.nan
+        _, _, slope_se, _ = line_fit(*growth)
+        own_s = max(0.0, self.slot_s - task_s)
+        least_drain = self.drain_here() * self.slot_s / (self.slot_s + own_s)
+        low = min(self.rate, self.sent_rps()) - self.workers / task_s
+        return low - NOISE * slope_se, self.rate - least_drain + NOISE * slope_se
 
     def statuses(self):
         return statuses(self.result)
 
 
-def start_open_loop(front, rate, seconds, ms):
-    """Fire and forget at a fixed rate for `seconds`: the arrivals the queue must absorb."""
-    return load.start_load(
+def start_open_loop(front, rate, seconds, ms, worker=None):
+    """Fire and forget at a fixed rate for `seconds`: the arrivals the queue must absorb.
+
+    With `worker` (the worker pool's Server), `run.worker_meter` measures its threads' wait for a CPU from the go.
+    """
+    meter = usage.CpuMeter(worker.pid) if worker is not None else None
+    run = load.start_load(
         f"{front.url}/backend?ms={ms}&how=forget", loop="open", rate_rps=rate, requests=max(1, round(rate * seconds)),
-        concurrency=64, timeout_s=10.0, max_duration_s=seconds + RUN_SLACK_S,
+        concurrency=64, timeout_s=10.0, max_duration_s=seconds + RUN_SLACK_S, before_go=meter.start if meter else None,
     )
+    run.worker_meter = meter
+    return run
 
 
 @dataclass
@@ -240,8 +370,21 @@ class CapRun:
         """Redis memory per waiting task in this run: the slope of used_memory against LLEN."""
         if len({length for length, _ in self.memory}) < 3:
             return math.nan
-        lengths, used = np.array(self.memory, dtype=float).T
-        return float(np.polyfit(lengths, used, 1)[0])
+        return line_fit(*np.array(self.memory, dtype=float).T)[0]
+
+    def held_bounds(self):
+        """(fewest, most) tasks Redis could hold by this run's own readings of used_memory against LLEN.
+
+        Redis refuses a write once used_memory passes the cap, so it holds the LLEN at which the readings' line
+        reaches the cap. The readings scatter about that line (clients' buffers come and go): the bounds move
+        the line NOISE of its standard deviations up and down and its slope NOISE standard errors either way.
+        """
+        if len({length for length, _ in self.memory}) < 3:
+            return math.nan, math.nan
+        slope, intercept, slope_se, spread = line_fit(*np.array(self.memory, dtype=float).T)
+        room = self.cap_mb * 2**20 - intercept
+        steepest, flattest = slope + NOISE * slope_se, max(slope - NOISE * slope_se, 1e-9)
+        return (room - NOISE * spread) / steepest, (room + NOISE * spread) / flattest
 
     @property
     def predicted_tasks(self):
