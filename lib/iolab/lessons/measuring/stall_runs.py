@@ -238,34 +238,32 @@ def rank_from_top(count, fraction):
     return count - max(1, math.ceil(fraction * count)) + 1
 
 
-def open_percentile_bounds(run, fraction, busy_s):
+def open_percentile_bounds(run, fraction, per_request_s):
     """(low, high, detail) in ms for an open loop's latency at `fraction` in a run whose server was stopped.
 
     Built from this run alone. The percentile is the m-th slowest request (m from the rank). The stall's child
     sleeps at least the stall asked for between its two signals, and read its clock for the stop at most its
     lateness (stall_late_s) after sending it; so a request due u s after that reading waits at least
-    S_asked − late − u: the m requests due first in the stall are at least the low end. The server then answers
-    them in the order they came, each in c s: the m-th due leaves at most S − u_m + k c after it was due (S as
-    measured, k the requests queued up to it), plus what a request takes without a stall (this run's calm p99):
-    the high end. c is the larger of the CPU's work per request over the run (`busy_s`) and the drain's pace as
-    measured (the time between the first and the last answer of the requests the stall held, per request).
+    S_asked − late − u: the m requests due first in the stall make the low end. After the stall the server answers
+    them in the order they came: the m-th is answered at most the work of the k requests queued up to it
+    (`per_request_s` each: the CPU's work per request and the waits for a CPU) after the first answer the stall
+    held came back, plus what a request takes without a stall (this run's calm p99): the high end. (When the
+    first answer came is measured, not predicted: on one CPU the client reads nothing until the server yields it.)
     """
     m = rank_from_top(run.requests, fraction)
     stop, lasted = run.stall_from_s, run.stall_s
-    due = sorted(sent - stop for sent, _ in run.points if 0.0 <= sent - stop < lasted)
+    due = sorted((sent - stop, sent + ms / 1000) for sent, ms in run.points if 0.0 <= sent - stop < lasted)
     detail = {"m": m, "due_in_stall": len(due), "stall_s": lasted, "stall_late_s": run.stall_late_s}
     if len(due) < m:  # the stall held fewer requests than the percentile's rank: it cannot show at this percentile
         return math.nan, math.nan, detail
-    u_m = due[m - 1]
-    held = sorted(sent + ms / 1000 for sent, ms in run.points if sent < stop + lasted and sent + ms / 1000 > stop)
+    u_m = due[m - 1][0]
+    first_answer = min(done for _, done in due)
     ahead = sum(1 for sent, ms in run.points if sent <= stop + u_m and sent + ms / 1000 > stop)
-    drain_s = (held[-1] - held[0]) / (len(held) - 1) if len(held) > 1 else 0.0
-    per_request_s = max(busy_s, drain_s)
     held_for_s = lasted if run.stall_cut_short or math.isnan(run.stall_asked_s) else run.stall_asked_s
     low = (held_for_s - run.stall_late_s - u_m) * 1000
-    high = (lasted - u_m + ahead * per_request_s) * 1000 + run.calm_p99_ms
-    detail.update(u_m_ms=u_m * 1000, queued_ahead=ahead, drain_ms=drain_s * 1000, busy_ms=busy_s * 1000,
-                  calm_p99_ms=run.calm_p99_ms)
+    high = (first_answer - (stop + u_m) + ahead * per_request_s) * 1000 + run.calm_p99_ms
+    detail.update(u_m_ms=u_m * 1000, first_answer_after_resume_ms=(first_answer - stop - lasted) * 1000,
+                  queued_ahead=ahead, per_request_ms=per_request_s * 1000, calm_p99_ms=run.calm_p99_ms)
     return low, high, detail
 
 
