@@ -29,6 +29,7 @@ class StallRun:
     stall_s: float  # for how long, as the stall's own child measured it
     points: list = field(default_factory=list)  # [(intended send s, latency ms)] for the timeline (lab clients)
     calm_p99_ms: float = math.nan  # p99 of the requests sent before the stall: this machine's noise
+    calm_max_ms: float = math.nan  # and the longest of them: the most this machine delayed a request without a stall
     stall_asked_s: float = math.nan  # the stall asked for: the stall's child sleeps at least this long between its signals
     stall_late_s: float = 0.0  # how late the stall's child woke to stop the server: this CPU's wake-up delay now
     stall_cut_short: bool = False  # the run ended while the server was still stopped, and the stall was cancelled
@@ -111,6 +112,7 @@ def _lab_run(server, label, stall_s, duration_s, latency_from, follow=None, stal
         stall_s=lasted,
         points=[(sent, ms * 1000) for sent, ms in zip(intended, measured)],
         calm_p99_ms=metrics.percentile(calm, 0.99),
+        calm_max_ms=calm[-1] if calm else math.nan,
         stall_asked_s=stall_s,
         stall_late_s=max(0.0, stopped - stalled.planned_at) if stalled and stopped else 0.0,
         stall_cut_short=bool(stalled and stalled.cancelled),
@@ -247,7 +249,8 @@ def open_percentile_bounds(run, fraction, per_request_s):
     S_asked − late − u: the m requests due first in the stall make the low end. After the stall the server answers
     them in the order they came: the m-th is answered at most the work of the k requests queued up to it
     (`per_request_s` each: the CPU's work per request and the waits for a CPU) after the first answer the stall
-    held came back, plus what a request takes without a stall (this run's calm p99): the high end. (When the
+    held came back, plus the longest this machine delayed a request without a stall (this run's calm maximum; its
+    calm p99 where the run kept no maximum): the high end. (When the
     first answer came is measured, not predicted: on one CPU the client reads nothing until the server yields it.)
     """
     m = rank_from_top(run.requests, fraction)
@@ -261,9 +264,10 @@ def open_percentile_bounds(run, fraction, per_request_s):
     ahead = sum(1 for sent, ms in run.points if sent <= stop + u_m and sent + ms / 1000 > stop)
     held_for_s = lasted if run.stall_cut_short or math.isnan(run.stall_asked_s) else run.stall_asked_s
     low = (held_for_s - run.stall_late_s - u_m) * 1000
-    high = (first_answer - (stop + u_m) + ahead * per_request_s) * 1000 + run.calm_p99_ms
+    noise_ms = run.calm_p99_ms if math.isnan(run.calm_max_ms) else run.calm_max_ms
+    high = (first_answer - (stop + u_m) + ahead * per_request_s) * 1000 + noise_ms
     detail.update(u_m_ms=u_m * 1000, first_answer_after_resume_ms=(first_answer - stop - lasted) * 1000,
-                  queued_ahead=ahead, per_request_ms=per_request_s * 1000, calm_p99_ms=run.calm_p99_ms)
+                  queued_ahead=ahead, per_request_ms=per_request_s * 1000, calm_max_ms=noise_ms)
     return low, high, detail
 
 
