@@ -16,3 +16,11 @@ def test_open_vs_closed_service_time_adds_the_client_only_on_one_cpu():
     assert open_closed.service_time_s(summary, shared_cpu=True) == pytest.approx(0.0048)
     # The growth check reads the first and last thirds by send time.
     assert open_closed.growth([(0.1, 10.0), (0.5, 20.0), (2.9, 90.0)], 3.0) == (15.0, 90.0)
+
+
+def test_the_noise_of_a_runs_mean_by_batch_means():
+    # Five batches whose means are 1, 2, 3, 4, 5 ms: their standard deviation over sqrt(5).
+    latencies = [float(value) for value in (1, 2, 3, 4, 5) for _ in range(4)]
+    assert open_closed.mean_noise_ms(latencies) == pytest.approx((2.5 ** 0.5) / 5 ** 0.5)
+    assert open_closed.mean_noise_ms([3.0] * 50) == 0.0
+    assert open_closed.mean_noise_ms([1.0, 2.0]) == float("inf")  # too few to measure their own noise

@@ -26,6 +26,8 @@ class Point:
     predicted_open_ms: float
     band_open_ms: tuple  # (low, high): the open model with the server's D alone, and with everything the CPU did
     band_closed_ms: tuple  # (low, high): D (users never meet) and MVA (users arrive in random order)
+    noise_open_ms: float = math.nan  # the standard error of the open loop's mean latency, from this run (batch means)
+    noise_closed_ms: float = math.nan  # and of the closed loop's
 
     def row(self):
         return {
@@ -87,6 +89,8 @@ def run_point(server, path, load_share, nominal_s, duration_s, seed=1):
     predicted_open = theory.open_response(rate, service, arrival_cv2=1.0, service_cv2=0.0) * 1000
     low = theory.open_response(rate, open_summary.demand_ms / 1000, 1.0, 0.0) * 1000
     high = theory.open_response(rate, service + open_summary.client_demand_ms / 1000, 1.0, 1.0) * 1000
+    in_order = lambda result, since: [  # noqa: E731 -- latencies (ms) in the order the requests were meant to be sent
+        getattr(sample, since) * 1000 for sample in sorted(result.samples, key=lambda sample: sample.intended or sample.start)]
     return Point(
         load=load_share, rate_rps=rate, users=users, closed=closed_summary, open=open_summary,
         open_points=[(s.intended, s.latency_from_intended * 1000) for s in opened.samples],
@@ -95,6 +99,8 @@ def run_point(server, path, load_share, nominal_s, duration_s, seed=1):
         # Users who think a fixed time and start spread out rarely meet at the server: their response time can be
         # as low as D. MVA assumes they arrive in random order, and queue as such: the most to expect.
         band_closed_ms=(closed_summary.demand_ms, predicted_closed),
+        noise_open_ms=mean_noise_ms(in_order(opened, "latency_from_intended")),
+        noise_closed_ms=mean_noise_ms(in_order(closed, "latency")),
     )
 
 
@@ -104,6 +110,22 @@ def growth(points, duration_s):
     last = [ms for sent, ms in points if sent >= duration_s * 2 / 3]
     mean = lambda values: sum(values) / len(values) if values else math.nan  # noqa: E731
     return mean(first), mean(last)
+
+
+def mean_noise_ms(latencies_ms, batches=5):
+    """The standard error of a run's mean latency, measured in the run itself by batch means.
+
+    Queueing makes neighbouring requests' latencies alike, so the spread of single latencies understates how far
+    the mean can wander. Cut the run (in send order) into `batches` consecutive stretches: their means are nearly
+    independent, and their spread over sqrt(batches) is what the whole run's mean is uncertain by.
+    """
+    if len(latencies_ms) < 4:
+        return math.inf  # too few requests to measure their own noise: nothing can be said against them
+    batches = max(2, min(batches, len(latencies_ms) // 2))
+    size = len(latencies_ms) // batches
+    means = [sum(latencies_ms[i * size:(i + 1) * size]) / size for i in range(batches)]
+    centre = sum(means) / batches
+    return math.sqrt(sum((mean - centre) ** 2 for mean in means) / (batches - 1) / batches)
 
 
 def predicted_before(load_share, nominal_s):

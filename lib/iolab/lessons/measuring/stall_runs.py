@@ -29,6 +29,12 @@ class StallRun:
     stall_s: float  # for how long, as the stall's own child measured it
     points: list = field(default_factory=list)  # [(intended send s, latency ms)] for the timeline (lab clients)
     calm_p99_ms: float = math.nan  # p99 of the requests sent before the stall: this machine's noise
+    calm_max_ms: float = math.nan  # and the longest of them: the most this machine delayed a request without a stall
+    stall_asked_s: float = math.nan  # the stall asked for: the stall's child sleeps at least this long between its signals
+    stall_late_s: float = 0.0  # how late the stall's child woke to stop the server: this CPU's wake-up delay now
+    stall_cut_short: bool = False  # the run ended while the server was still stopped, and the stall was cancelled
+    stop_reason: str = "completed"  # why the load run ended (load.LoadResult.stop_reason)
+    send_lag_s: float = 0.0  # a closed loop's longest wait past a user's think time before it sent: the client's jitter
     summary: object = None  # metrics.Summary for the lab's clients
     wrk: dict = None  # benchtools.parse_wrk's figures, for wrk
     wrk_spectrum: list = None  # [(fraction, ms)] as wrk itself reports them
@@ -85,7 +91,8 @@ def _lab_run(server, label, stall_s, duration_s, latency_from, follow=None, stal
         run.stop()
         if "stall" in holder and not holder["stall"].done():
             holder["stall"].cancel()  # the run ended early (an error, an interrupt): resume the server now
-    stopped, resumed = holder["stall"].wait() if "stall" in holder else (None, None)
+    stalled = holder.get("stall")
+    stopped, resumed = stalled.wait() if stalled else (None, None)
     server.check()
     zero = run.time_zero or 0.0  # time.perf_counter and time.monotonic are one clock on Linux
     began = (stopped - zero) if stopped else stall_from_s
@@ -105,8 +112,31 @@ def _lab_run(server, label, stall_s, duration_s, latency_from, follow=None, stal
         stall_s=lasted,
         points=[(sent, ms * 1000) for sent, ms in zip(intended, measured)],
         calm_p99_ms=metrics.percentile(calm, 0.99),
+        calm_max_ms=calm[-1] if calm else math.nan,
+        stall_asked_s=stall_s,
+        stall_late_s=max(0.0, stopped - stalled.planned_at) if stalled and stopped else 0.0,
+        stall_cut_short=bool(stalled and stalled.cancelled),
+        stop_reason=_stop_reason(result),
+        send_lag_s=_send_lag_s(samples, spec.get("think_s")),
         summary=summary,
     )
+
+
+def _stop_reason(result):
+    """Why the run ended; when it did not complete, with the last line its client processes wrote to stderr."""
+    said = result.client_stderr.strip().splitlines()
+    return result.stop_reason if result.stop_reason == "completed" or not said else f"{result.stop_reason}: {said[-1]}"
+
+
+def _send_lag_s(samples, think_s):
+    """A closed loop's longest gap between an answer and its user's next request, less the think time."""
+    if not think_s:
+        return 0.0
+    by_user = {}
+    for sample in sorted(samples, key=lambda sample: sample.start):
+        by_user.setdefault(sample.user, []).append(sample)
+    gaps = [later.start - earlier.end - think_s for sent in by_user.values() for earlier, later in zip(sent, sent[1:])]
+    return max([0.0, *gaps])
 
 
 def closed_loop(server, rate_rps, users, duration_s, stall_s, follow=None):
@@ -183,6 +213,9 @@ def wrk_run(server, rate_rps, users, duration_s, stall_s, timeout_s=None, stall_
         duration_s=duration_s,
         stall_from_s=(stopped - began) if stopped else stall_from_s,
         stall_s=(resumed - stopped) if stopped and resumed else stall_s,
+        stall_asked_s=stall_s,
+        stall_late_s=max(0.0, stopped - stalled.planned_at) if stopped else 0.0,
+        stall_cut_short=stalled.cancelled,
         wrk=figures,
         wrk_spectrum=points,
     )
@@ -200,6 +233,54 @@ def predicted_open_ms(fraction, stall_s, duration_s, rate_rps, demand_s=0.0, bas
     """
     waited_s = stall_s - (1 - fraction) * duration_s * (1 - rate_rps * demand_s)
     return max(waited_s, 0.0) * 1000 + base_ms
+
+
+def rank_from_top(count, fraction):
+    """How many of `count` sorted values lie at or above their nearest-rank percentile `fraction` (1 for the max)."""
+    return count - max(1, math.ceil(fraction * count)) + 1
+
+
+def open_percentile_bounds(run, fraction, per_request_s):
+    """(low, high, detail) in ms for an open loop's latency at `fraction` in a run whose server was stopped.
+
+    Built from this run alone. The percentile is the m-th slowest request (m from the rank). The stall's child
+    sleeps at least the stall asked for between its two signals, and read its clock for the stop at most its
+    lateness (stall_late_s) after sending it; so a request due u s after that reading waits at least
+    S_asked − late − u: the m requests due first in the stall make the low end. After the stall the server answers
+    them in the order they came: the m-th is answered at most the work of the k requests queued up to it
+    (`per_request_s` each: the CPU's work per request and the waits for a CPU) after the first answer the stall
+    held came back, plus the longest this machine delayed a request without a stall (this run's calm maximum; its
+    calm p99 where the run kept no maximum): the high end. (When the
+    first answer came is measured, not predicted: on one CPU the client reads nothing until the server yields it.)
+    """
+    m = rank_from_top(run.requests, fraction)
+    stop, lasted = run.stall_from_s, run.stall_s
+    due = sorted((sent - stop, sent + ms / 1000) for sent, ms in run.points if 0.0 <= sent - stop < lasted)
+    detail = {"m": m, "due_in_stall": len(due), "stall_s": lasted, "stall_late_s": run.stall_late_s}
+    if len(due) < m:  # the stall held fewer requests than the percentile's rank: it cannot show at this percentile
+        return math.nan, math.nan, detail
+    u_m = due[m - 1][0]
+    first_answer = min(done for _, done in due)
+    ahead = sum(1 for sent, ms in run.points if sent <= stop + u_m and sent + ms / 1000 > stop)
+    held_for_s = lasted if run.stall_cut_short or math.isnan(run.stall_asked_s) else run.stall_asked_s
+    low = (held_for_s - run.stall_late_s - u_m) * 1000
+    noise_ms = run.calm_p99_ms if math.isnan(run.calm_max_ms) else run.calm_max_ms
+    high = (first_answer - (stop + u_m) + ahead * per_request_s) * 1000 + noise_ms
+    detail.update(u_m_ms=u_m * 1000, first_answer_after_resume_ms=(first_answer - stop - lasted) * 1000,
+                  queued_ahead=ahead, per_request_ms=per_request_s * 1000, calm_max_ms=noise_ms)
+    return low, high, detail
+
+
+def corrected_floor_ms(stall_s, think_s, lag_s, interval_ms, users, corrected_count, fraction):
+    """The least a closed loop's corrected latency at `fraction` can be, from its stall, think time and interval.
+
+    Each of the `users` sends its stalled request at most a think time Z (plus the client's own lag, and the
+    delay in reading the answer before it) after the stop, and the server stays stopped at least S (the stall
+    asked for), so each waits at least L = S − Z − lag. The correction adds L − I, L − 2I, ... for each: the m-th
+    largest of the corrected values is at least L − (⌈m / users⌉ − 1) I.
+    """
+    m = rank_from_top(corrected_count, fraction)
+    return (stall_s - think_s - lag_s) * 1000 - (math.ceil(m / users) - 1) * interval_ms
 
 
 def predicted_stalled_share(client, stall_s, duration_s, rate_rps, users):
