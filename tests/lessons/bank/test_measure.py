@@ -35,7 +35,7 @@ def test_model_predicts_all_three_banks(requests, concurrency, delay_ms, threads
         assert real.summary.errors == 0, (name, real.summary.error_kinds)
         model = bank.simulate(name, requests, concurrency, delay_ms, cpu_ms=real.counter_ms,
                               tellers=threads if name == "threaded" else None)
-        band = real.model_band(delay_ms)
+        band = real.model_band(delay_ms, model)
         report.append(f"{name}: model {model.rps:.3f} req/s {model.mean_ms:.1f} ms,"
                       f" measured {real.rps:.3f} req/s {real.mean_ms:.1f} ms, band ±{band:.2%}")
         assert abs(model.rps / real.rps - 1) <= band, report

@@ -75,18 +75,27 @@ class Measured:
         client_ms = self.summary.client_demand_ms + self.summary.client_queued_ms
         return TIMER_MS + self.counter_spread_ms + self.summary.concurrency * (client_ms if math.isfinite(client_ms) else 0)
 
-    def sampling_error(self):
-        """The relative standard error of the measured mean time in the bank: its visits' spread over sqrt(n)."""
-        times = [sample.end - sample.start for sample in self.result.samples]
-        return statistics.stdev(times) / statistics.fmean(times) / math.sqrt(len(times)) if len(times) > 1 else 0.0
+    def sampling_error(self, model):
+        """The relative standard error of the measured mean time in the bank against the simulated `model`'s.
 
-    def model_band(self, delay_ms):
-        """How far the simulation may miss this bank's throughput and mean time, as a fraction of the measured.
+        Both runs' times in the bank, each sorted, are paired visit by visit (the k-th shortest with the k-th
+        shortest): the model's own spread (the first customers wait less) cancels, and what differs from visit to
+        visit is noise. Its standard deviation over sqrt(n), relative to the measured mean.
+        """
+        measured = sorted(sample.end - sample.start for sample in self.result.samples)
+        simulated = sorted(visit.time_in_bank for visit in model.visits)
+        if len(measured) != len(simulated) or len(measured) < 2:
+            return 0.0
+        differences = [real - sim for real, sim in zip(measured, simulated)]
+        return statistics.stdev(differences) / statistics.fmean(measured) / math.sqrt(len(differences))
+
+    def model_band(self, delay_ms, model):
+        """How far the simulated `model` may miss this bank's throughput and mean time, as a fraction of the measured.
 
         A visit the model gets wrong by unmodelled_ms() moves throughput and mean time by that over the visit's
         length; the measured mean itself is only known to its standard error, of which three are allowed.
         """
-        return self.unmodelled_ms() / (delay_ms + self.counter_ms) + 3 * self.sampling_error()
+        return self.unmodelled_ms() / (delay_ms + self.counter_ms) + 3 * self.sampling_error(model)
 
 
 @contextlib.contextmanager
