@@ -224,6 +224,20 @@ def test_slope_is_a_least_squares_fit():
         select_vs_epoll.slope_us_per_1000_fds(rows[:1], "select")
 
 
+def test_fit_noise_is_the_scatter_about_the_line():
+    on_a_line = [{"fds": n, "select_us": 2 + 0.05 * n} for n in (1, 100, 500)]
+    assert select_vs_epoll.fit_noise(on_a_line, "select") == pytest.approx((0, 0), abs=1e-9)
+    scattered = [{"fds": n, "select_us": 2 + 0.05 * n + bump} for n, bump in ((1, 0), (100, 1), (500, -1), (900, 0))]
+    slope_error, scatter = select_vs_epoll.fit_noise(scattered, "select")
+    assert slope_error > 0 and scatter > 0
+    assert select_vs_epoll.fit_noise(on_a_line[:2], "select") == (float("inf"), float("inf"))  # two points: no noise
+
+
+def test_one_turn_of_the_busy_loop_costs_microseconds_of_cpu():
+    cost_us = nonblocking.eagain_cost_us(turns=500)
+    assert 0 < cost_us < 1000, cost_us  # a system call and a mark, far under a millisecond
+
+
 def test_drawings_come_from_the_trace():
     runs = [blocking.run(30), nonblocking.run(30), multiplexing.run(30, peers=2, mechanism="poll")]
     for run in runs:

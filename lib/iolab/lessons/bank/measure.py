@@ -5,6 +5,8 @@ draws.
 """
 
 import contextlib
+import math
+import statistics
 from dataclasses import dataclass
 
 from iolab import load, metrics, servers
@@ -17,6 +19,9 @@ BANK_SERVERS = {
     "ticket": ("tornado_app", "async-sleep"),
 }
 EMPTY_VISITS = 20  # requests to `/` that measure a visit's counter work
+# An errand's timer ends up to this late: the event loop's epoll_wait() counts whole milliseconds (Python rounds its
+# timeout up), and time.sleep()'s overshoot is the kernel's timer slack, 50 µs. A fact of the system, not a tuning.
+TIMER_MS = 1.0
 
 
 @dataclass
@@ -27,6 +32,7 @@ class Measured:
     result: load.LoadResult
     summary: metrics.Summary
     counter_ms: float
+    counter_spread_ms: float = 0.0  # how much slower than counter_ms one empty visit in ten was (p90 - p50)
 
     @property
     def opened_s(self):
@@ -59,6 +65,38 @@ class Measured:
         _, counts = self.in_flight_over_time(step_s)
         return sum(counts[:-1]) / (len(counts) - 1)
 
+    def unmodelled_ms(self):
+        """What the simulation leaves out of one visit, from this run's own measurements, in ms.
+
+        The errand's timer may end up to TIMER_MS late; the counter work is one figure, while the empty visits
+        varied by counter_spread_ms; and the load client's own CPU per customer (and its wait for a CPU) is no
+        teller's work: customers who arrive together queue for it, in the worst case behind all the others.
+        """
+        client_ms = self.summary.client_demand_ms + self.summary.client_queued_ms
+        return TIMER_MS + self.counter_spread_ms + self.summary.concurrency * (client_ms if math.isfinite(client_ms) else 0)
+
+    def sampling_error(self, model):
+        """The relative standard error of the measured mean time in the bank against the simulated `model`'s.
+
+        Both runs' times in the bank, each sorted, are paired visit by visit (the k-th shortest with the k-th
+        shortest): the model's own spread (the first customers wait less) cancels, and what differs from visit to
+        visit is noise. Its standard deviation over sqrt(n), relative to the measured mean.
+        """
+        measured = sorted(sample.end - sample.start for sample in self.result.samples)
+        simulated = sorted(visit.time_in_bank for visit in model.visits)
+        if len(measured) != len(simulated) or len(measured) < 2:
+            return 0.0
+        differences = [real - sim for real, sim in zip(measured, simulated)]
+        return statistics.stdev(differences) / statistics.fmean(measured) / math.sqrt(len(differences))
+
+    def model_band(self, delay_ms, model):
+        """How far the simulated `model` may miss this bank's throughput and mean time, as a fraction of the measured.
+
+        A visit the model gets wrong by unmodelled_ms() moves throughput and mean time by that over the visit's
+        length; the measured mean itself is only known to its standard error, of which three are allowed.
+        """
+        return self.unmodelled_ms() / (delay_ms + self.counter_ms) + 3 * self.sampling_error(model)
+
 
 @contextlib.contextmanager
 def bank_server(bank, threads=None):
@@ -74,7 +112,8 @@ def bank_url(server, bank, delay_ms):
 
 
 def empty_visit_ms(server, visits=EMPTY_VISITS):
-    """Typical (median) time of a visit with no errands (`/`), one customer at a time, each on a new connection.
+    """Typical (median) time of a visit with no errands (`/`), one customer at a time, each on a new connection,
+    and how much slower one visit in ten was (p90 - median), in ms.
 
     It is what every visit costs besides its errands: open a connection, parse the
     request, write the answer. The simulation can take it as the teller's counter work.
@@ -84,7 +123,7 @@ def empty_visit_ms(server, visits=EMPTY_VISITS):
     if summary.errors:
         raise RuntimeError(f"{summary.errors} of {visits} empty visits to {server.name} failed: {summary.error_kinds}")
     # The median, not the mean: one visit delayed by another process on a busy machine should not set the teller's pace.
-    return summary.p50_ms
+    return summary.p50_ms, summary.p90_ms - summary.p50_ms
 
 
 def start_bank_load(server, bank, requests, concurrency, delay_ms):
@@ -110,7 +149,7 @@ def start_bank_load(server, bank, requests, concurrency, delay_ms):
     )
 
 
-def run_bank(server, bank, requests, concurrency, delay_ms, counter_ms=None, follow=None):
+def run_bank(server, bank, requests, concurrency, delay_ms, counter=(None, 0.0), follow=None):
     """Run the bank's customers on an already started server; `follow(run)` may watch and must return the LoadResult."""
     run = start_bank_load(server, bank, requests, concurrency, delay_ms)
     try:
@@ -118,22 +157,22 @@ def run_bank(server, bank, requests, concurrency, delay_ms, counter_ms=None, fol
     finally:
         run.stop()
     server.check()
-    return Measured(bank, result, metrics.summarize(result), counter_ms)
+    return Measured(bank, result, metrics.summarize(result), *counter)
 
 
 def measure(bank, requests, concurrency, delay_ms, threads=None, follow=None, calibrate=True):
     """Start the bank's server, measure the empty visit (unless told not to), run the customers, stop the server."""
     with bank_server(bank, threads) as server:
-        counter_ms = empty_visit_ms(server) if calibrate else None
-        return run_bank(server, bank, requests, concurrency, delay_ms, counter_ms, follow)
+        counter = empty_visit_ms(server) if calibrate else (None, 0.0)
+        return run_bank(server, bank, requests, concurrency, delay_ms, counter, follow)
 
 
 def measure_all(requests, concurrency, delay_ms, threads):
     """All three banks, {"sync": Measured, "threaded": ..., "ticket": ...}; sync and ticket share one Tornado process."""
     measured = {}
     with bank_server("sync") as tornado:
-        counter_ms = empty_visit_ms(tornado)
+        counter = empty_visit_ms(tornado)
         for bank in ("sync", "ticket"):
-            measured[bank] = run_bank(tornado, bank, requests, concurrency, delay_ms, counter_ms)
+            measured[bank] = run_bank(tornado, bank, requests, concurrency, delay_ms, counter)
     measured["threaded"] = measure("threaded", requests, concurrency, delay_ms, threads)
     return {bank: measured[bank] for bank in BANK_SERVERS}

@@ -3,6 +3,9 @@
 Ask again and again until the data is there (Stevens, figure 6.2). Read after blocking.py.
 """
 
+import socket
+import time
+
 from .trace import RECV_BYTES, Meter, Peer, Trace
 
 WHO_BLOCKS = {"wait": "nobody: the application spins, asking again", "copy": "application (in recv)"}
@@ -48,3 +51,22 @@ def run(delay_ms=200, payload_bytes=4096):
             "nonblocking", peer, wait=[(asked, attempt)], copy=[(attempt, returned)],
             meter=meter, calls=wasted_calls + 1, blocks=WHO_BLOCKS, wasted_calls=wasted_calls, bytes=len(data),
         )
+
+
+def eagain_cost_us(turns=2000):
+    """CPU µs one turn of run()'s busy loop costs while nothing has come: the same turn, timed on a silent connection.
+
+    The busy loop's CPU over this cost predicts how many times it heard EAGAIN.
+    """
+    with socket.create_server(("127.0.0.1", 0)) as listener, \
+            socket.create_connection(listener.getsockname()) as silent:
+        silent.setblocking(False)
+        trace = Trace()
+        start = time.thread_time()
+        for _ in range(turns):
+            trace.now()
+            try:
+                silent.recv(RECV_BYTES)
+            except BlockingIOError:
+                trace.mark("app", "eagain")
+        return (time.thread_time() - start) * 1e6 / turns

@@ -104,6 +104,23 @@ def slope_us_per_1000_fds(rows, mechanism):
     return 1000 * sum((x - mean_x) * (y - mean_y) for x, y in points) / spread
 
 
+def fit_noise(rows, mechanism):
+    """The noise this run measured about that slope's line: (the slope's standard error in µs per 1000
+    descriptors, the points' scatter about the line in µs).
+
+    Two figures differ by more than noise when they lie further apart than a few of their errors added in
+    quadrature; two points always lie on a line, so fewer than three measure no noise (inf).
+    """
+    points = [(row["fds"], row[f"{mechanism}_us"]) for row in rows if row.get(f"{mechanism}_us") is not None]
+    if len(points) < 3:
+        return float("inf"), float("inf")
+    slope = slope_us_per_1000_fds(rows, mechanism) / 1000
+    mean_x = sum(x for x, _ in points) / len(points)
+    mean_y = sum(y for _, y in points) / len(points)
+    scatter = (sum((y - mean_y - slope * (x - mean_x)) ** 2 for x, y in points) / (len(points) - 2)) ** 0.5
+    return 1000 * scatter / sum((x - mean_x) ** 2 for x, _ in points) ** 0.5, scatter
+
+
 def select_past_fd_setsize():
     """Ask select() to watch a descriptor numbered >= FD_SETSIZE; return what it said, why, and that poll/epoll cope."""
     _require_linux()

@@ -69,6 +69,8 @@ class ModelRun:
     notes: dict
     # When the last peer called send(), after "go": its delay, or later if the machine kept the peer off a CPU.
     last_sent_ms: float = 0.0
+    # When the last peer's send() returned, after "go": over loopback the data is in our buffer by then.
+    last_delivered_ms: float = 0.0
 
     def figures(self):
         """The headline numbers, rounded, for a results file."""
@@ -142,6 +144,7 @@ class Trace:
         """Close the trace: add the kernel's phases and the peer's sends, and return the ModelRun."""
         go_ms = self.at(peer.go_at)
         sent_ms = [self.at(start) for start, _ in peer.sent()]
+        delivered_ms = [self.at(end) for _, end in peer.sent()]
         for index, t_ms in enumerate(sent_ms):
             self.events.append(Event(t_ms, "kernel", "data", "peer sends" + (f" #{index}" if len(sent_ms) > 1 else "")))
         for start, end in wait:
@@ -168,6 +171,7 @@ class Trace:
             spans=list(self.spans),
             notes=notes,
             last_sent_ms=max(sent_ms) - go_ms,
+            last_delivered_ms=max(delivered_ms) - go_ms,
         )
 
 
