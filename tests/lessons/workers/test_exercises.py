@@ -137,6 +137,25 @@ def test_q7_the_client_keeps_the_ratio_small(capsys):
     assert "nginx has not run" in capsys.readouterr().out
 
 
+def test_q7_is_judged_with_the_clients_d_the_question_gave(capsys):
+    # Measured under a 1-CPU quota (runs of a second or more): nginx alone 85,868 req/s, its D 0.00493 ms, its
+    # client's 0.00672 ms; the best gunicorn cell 7,600 req/s with the client's D 0.0115 ms; nginx's own D in front
+    # of one Tornado 0.019 ms. Against nginx the client spends less per request, which the question cannot know.
+    figures = {"measured": 85_868 / 7_600, "nginx_ms": 0.00493, "client_ms": 0.00672, "shown_client_ms": 0.0115,
+               "cores": 1.0}
+    judged = 85_868 / 7_600 * (0.00493 + 0.00672) / (0.00493 + 0.0115)  # 8.0x with the client's D it was shown
+    solution = ex.nginx_alone_rps(0.019 / 2, 0.0115, 1.0) / 7_600  # the notebook's: 6.3x
+    assert ex.q7.check(solution, **figures) == "correct"
+    said = capsys.readouterr().out
+    assert f"the ratio measured {judged:.4g} x" in said and "0.00672" in said and "1 CPU(s)" in said
+    assert ex.q7.check(0.4 * judged, **figures) == "incorrect"
+    assert ex.q7.check(3 * judged, **figures) == "incorrect"  # the ratio of the servers' D
+    assert "ratio of the servers' own CPU" in capsys.readouterr().out
+    # On two CPUs nginx's one worker is its limit where 1 / its D is below what the cores allow.
+    assert ex.nginx_alone_rps(0.01, 0.001, 2.0) == 1000 / 0.01
+    assert ex.nginx_alone_rps(0.005, 0.007, 2.0) == 2000 / 0.012
+
+
 def test_q5_allows_for_how_far_the_runs_missed_their_predictions(capsys):
     # (1, 8) measured 5% under (4, 1) here: with runs off their predictions by up to 10%, that cannot tell them apart.
     measured = {(1, 1): 47.0, (1, 8): 180.0, (4, 1): 190.0}

@@ -222,13 +222,21 @@ class WhatBendsTheCurveDown(checks.ChoiceExercise):
     solution_text = "'kappa': with κ = 0 the curve rises to λ / σ and stays there; the κN(N - 1) term is what brings it down."
 
 
+def nginx_alone_rps(nginx_ms, client_ms, cores):
+    """What nginx alone can do on `cores` CPUs: the cores shared with its client, cores / (nginx's D + the client's
+    D), and at most what its one worker does on one core, 1 / nginx's D. (Its client processes, one per CPU, each
+    spend only the client's D per request: they are never the tighter bound.)"""
+    return 1000 * min(cores / (nginx_ms + client_ms), 1 / nginx_ms)
+
+
 class NginxOverGunicorn(checks.PredictThenMeasure):
     prompt = (
         "nginx alone answers hello world with a small fraction of the CPU per request that any Python server spends. "
         "How many times the best gunicorn configuration's throughput will it do on this machine?"
     )
-    # The ratio of two throughputs, each moved by its client's share of the cores and by idle cores the model leaves
-    # out: half either way. What the exercise must keep out is an order of magnitude: the ratio of the servers' D.
+    # The prediction takes nginx's D from what it spent in front of Tornado, which is only a guess at what it
+    # spends alone: half either way. What the exercise must keep out is an order of magnitude: the ratio of the
+    # servers' D.
     rel_tol = 0.5
     unit = "x"
     quantity = "the ratio"
@@ -239,26 +247,42 @@ class NginxOverGunicorn(checks.PredictThenMeasure):
     correct_text = "On one machine the client's CPU per request stays, so the ratio is far below the ratio of the D's."
     hint_text = [
         "Both setups are limited by the cores: cores / (the server's D + the client's D).",
-        "nginx's own D is about 0.01 ms: for each of its requests the cores must find that and the client's D.",
+        "nginx's own D in front of Tornado is printed above; by itself it does only the client's side of that work.",
     ]
     solution_text = (
-        "About (D + the client's D) / (0.01 ms + the client's D), from the best gunicorn cell's own row: several"
-        " times, not the 20-30 times between the servers' D, since the client costs as much whoever answers."
+        "nginx alone does cores / (nginx's D + the client's D), at most 1 / nginx's D for its one worker; divide by"
+        " the best gunicorn cell's req/s. With nginx's D about half what it spent in front of Tornado and the same"
+        " client's D as gunicorn's, that is several times, not the 20-30 times between the servers' D, since the"
+        " client costs as much whoever answers."
     )
 
-    def measure(self, measured=None):
+    def measure(self, measured=None, **_):
         return measured
 
-    def judge(self, answer, measured=None):
+    def judge(self, answer, measured=None, nginx_ms=None, client_ms=None, shown_client_ms=None, cores=None):
+        """`measured`: nginx alone's req/s over the best gunicorn cell's, as run. With nginx's run's own figures
+        (`nginx_ms`, its D; `client_ms`, its client's D), the client's D shown before the question
+        (`shown_client_ms`, the best gunicorn cell's) and the `cores` the runs had, the ratio is judged as it would
+        have been with the client's D the question gave: the question cannot know that its client spends less (or
+        more) per request against nginx than against gunicorn, only nginx's D and the cores."""
         if measured is None:
             return False, "nginx has not run on this machine, so there is no ratio to check against."
+        target, note, self.quantity = measured, "", "the ratio"
+        if None not in (nginx_ms, client_ms, shown_client_ms, cores) and nginx_ms > 0:
+            target = measured * (nginx_alone_rps(nginx_ms, shown_client_ms, cores)
+                                 / nginx_alone_rps(nginx_ms, client_ms, cores))
+            self.quantity = "with the client's D the question gave, the ratio"
+            note = (f" (nginx alone did {measured:.3g}x the best gunicorn on {cores:g} CPU(s); its client spent"
+                    f" {client_ms:.3g} ms per request, against {shown_client_ms:.3g} ms for gunicorn's, and nginx's"
+                    f" own D was {nginx_ms:.3g} ms)")
         value = _number(answer)
-        if value is not None and value > self.FORGOT_THE_CLIENT * measured:
-            self.prediction, self.measured = value, measured
-            return False, (f"you predicted {value:.3g}x, the ratio measured {measured:.3g}x: that is more like the "
+        if value is not None and value > self.FORGOT_THE_CLIENT * target:
+            self.prediction, self.measured = value, target
+            return False, (f"you predicted {value:.3g}x, {self.quantity} {target:.3g}x{note}: that is more like the "
                            "ratio of the servers' own CPU per request. The load client spends its part for every "
                            "request whoever answers, and it shares the cores.")
-        return super().judge(answer, measured=measured)
+        correct, message = super().judge(answer, measured=target)
+        return correct, message + note if note and value is not None else message
 
 
 # q1, q2, ... in the order the notebook asks them, and statuses() for the results file.
