@@ -65,15 +65,18 @@ class Measured:
         _, counts = self.in_flight_over_time(step_s)
         return sum(counts[:-1]) / (len(counts) - 1)
 
-    def unmodelled_ms(self):
-        """What the simulation leaves out of one visit, from this run's own measurements, in ms.
+    def unmodelled_ms(self, model):
+        """What the simulated `model` leaves out of one visit, from this run's own measurements, in ms.
 
         The errand's timer may end up to TIMER_MS late; the counter work is one figure, while the empty visits
         varied by counter_spread_ms; and the load client's own CPU per customer (and its wait for a CPU) is no
-        teller's work: customers who arrive together queue for it, in the worst case behind all the others.
+        teller's work. Customers who finish together queue for it: at most one per teller in the synchronous
+        banks, where tellers hand customers out one by one, and everyone in the hall in the ticket bank, whose
+        errands end together. Those counts are the model's structure, not tunings.
         """
         client_ms = self.summary.client_demand_ms + self.summary.client_queued_ms
-        return TIMER_MS + self.counter_spread_ms + self.summary.concurrency * (client_ms if math.isfinite(client_ms) else 0)
+        together = model.concurrency if model.bank == "ticket" else min(model.tellers, model.concurrency)
+        return TIMER_MS + self.counter_spread_ms + together * (client_ms if math.isfinite(client_ms) else 0)
 
     def sampling_error(self, model):
         """The relative standard error of the measured mean time in the bank against the simulated `model`'s.
@@ -95,7 +98,7 @@ class Measured:
         A visit the model gets wrong by unmodelled_ms() moves throughput and mean time by that over the visit's
         length; the measured mean itself is only known to its standard error, of which three are allowed.
         """
-        return self.unmodelled_ms() / (delay_ms + self.counter_ms) + 3 * self.sampling_error(model)
+        return self.unmodelled_ms(model) / (delay_ms + self.counter_ms) + 3 * self.sampling_error(model)
 
 
 @contextlib.contextmanager

@@ -250,10 +250,11 @@ class NginxOverGunicorn(checks.PredictThenMeasure):
         "nginx's own D in front of Tornado is printed above; by itself it does only the client's side of that work.",
     ]
     solution_text = (
-        "nginx alone does cores / (nginx's D + the client's D), at most 1 / nginx's D for its one worker; divide by"
-        " the best gunicorn cell's req/s. With nginx's D about half what it spent in front of Tornado and the same"
-        " client's D as gunicorn's, that is several times, not the 20-30 times between the servers' D, since the"
-        " client costs as much whoever answers."
+        "nginx fills the CPUs the best gunicorn run kept busy, req/s x (D + the client's D), at nginx's D + the"
+        " client's D per request, and at most 1 / nginx's D for its one worker; divide by the best gunicorn cell's"
+        " req/s. With nginx's D about half what it spent in front of Tornado and the same client's D as gunicorn's,"
+        " that is several times, not the 20-30 times between the servers' D, since the client costs as much whoever"
+        " answers."
     )
 
     def measure(self, measured=None, **_):
