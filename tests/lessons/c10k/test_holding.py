@@ -285,3 +285,25 @@ def test_a_holder_started_from_a_short_lived_thread_outlives_the_thread():
         assert wait_until(lambda: run.process.poll() is not None, 0.6) is False  # still alive after the thread ended
         result = run.run()
     assert result.held_all and result.last.held == 50
+
+
+def closed_step(server_label):
+    """A step in which the server closed the connections the client held, as a dying or timing-out server does."""
+    return holding.Step(server=server_label, target=10, held=0, accept_s=0.0, errors={}, first_error=None,
+                        closed_by_server=10, shortest_idle_close_s=0.1, connect_ms=[], answer_ms=[], fresh_ms=[],
+                        fresh_error=None, client_nofile=[1024, 1024], client_max_rss_kb=0)
+
+
+def test_a_server_seen_exiting_just_after_it_closed_the_connections_died_it_did_not_time_them_out():
+    # Under a CPU quota the kernel closes a dying server's connections a moment before its parent can see it exit.
+    with servers.serve("step4_event_loop", idle_timeout=lineup.IDLE_S) as server:
+        threading.Timer(0.3, server.process.terminate).start()  # SIGKILL would read as the OOM killer
+        limit, message = limits.diagnose(closed_step(server.name), server)
+    assert limit == limits.DIED and "died" in message, (limit, message)
+
+
+def test_a_live_server_that_closed_the_connections_timed_them_out():
+    with servers.serve("step4_event_loop", idle_timeout=lineup.IDLE_S) as server:
+        limit, message = limits.diagnose(closed_step(server.name), server)
+        assert server.alive()
+    assert limit == limits.IDLE_TIMEOUT and "idle" in message, (limit, message)

@@ -4,9 +4,11 @@ The limits that stop a machine holding ten thousand connections, read from the k
 and a sentence for whichever one a run hit.
 """
 
+import contextlib
 import math
 import os
 import resource
+import subprocess
 from pathlib import Path
 
 import psutil
@@ -153,6 +155,8 @@ def report():
 
 # --- Which limit a run hit ----------------------------------------------------------------------------
 
+DYING_S = 2.0  # how long a server that closed our connections is given to be seen exiting: CFS periods are 0.1 s
+
 def struck_at(first_error):
     """How many connections there were when a limit struck: open ones for this machine's own errors
     (no file, no port: the server never saw the last ones), held ones when the server gave up."""
@@ -191,6 +195,12 @@ def diagnose(step, server, overflows=0, stderr=""):
             f" {ports_per_source():,} ports (ip_local_port_range {port_range()[0]}-{port_range()[1]}) per server"
             " address and port. Fix: spread the connections over more source addresses (127.0.0.2, .3, ...)."
         )
+    if server is not None and step.closed_by_server and server.alive():
+        # A server that dies has its connections closed by the kernel as it exits, a moment before its parent can see
+        # the exit; under a CPU quota that moment can outlast the step. Wait for it, so a death is not read as an idle
+        # timeout (a server that really timed its connections out costs this wait once, and lives on).
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            server.process.wait(timeout=DYING_S)
     if server is not None and not server.alive():
         code = server.process.returncode
         if "MemoryError" in stderr or code == -9:
