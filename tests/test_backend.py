@@ -195,14 +195,6 @@ def test_tasks_that_fit_is_the_cap_less_what_redis_uses_empty_over_bytes_per_tas
         runs.tasks_that_fit(2, 0, float("nan"))
 
 
-def test_a_line_fit_gives_its_noise_from_the_points_own_scatter():
-    slope, intercept, slope_se, spread = runs.line_fit([0, 1, 2, 3], [1, 3, 5, 7])
-    assert (slope, intercept) == pytest.approx((2, 1)) and slope_se == pytest.approx(0, abs=1e-9)
-    slope, _, slope_se, spread = runs.line_fit([0, 1, 2, 3], [0, 2, 2, 4])  # residuals -0.2, 0.6, -0.6, 0.2
-    assert slope == pytest.approx(1.2) and spread == pytest.approx((0.8 / 2) ** 0.5)
-    assert slope_se == pytest.approx(spread / 5**0.5)
-
-
 @pytest.mark.slow
 def test_filling_a_small_redis_holds_about_what_its_own_bytes_per_task_predict_then_only_503s():
     with stack.capped_broker(2) as (broker, client), servers.serve("tornado_backend", broker=broker) as front:

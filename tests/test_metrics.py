@@ -192,3 +192,12 @@ def test_a_client_that_took_most_of_a_full_cpu_is_named():
     # The server took most of it: the server set the pace, as a benchmark wants.
     server_bound = metrics.Summary(**{**shared.as_dict(), "utilization": 0.72, "demand_ms": 0.72, "client_demand_ms": 0.28})
     assert not server_bound.warnings()
+
+
+def test_a_line_fit_gives_its_noise_from_the_points_own_scatter():
+    slope, intercept, slope_se, spread = metrics.line_fit([0, 1, 2, 3], [1, 3, 5, 7])
+    assert (slope, intercept) == pytest.approx((2, 1)) and slope_se == pytest.approx(0, abs=1e-9)
+    slope, _, slope_se, spread = metrics.line_fit([0, 1, 2, 3], [0, 2, 2, 4])  # residuals -0.2, 0.6, -0.6, 0.2
+    assert slope == pytest.approx(1.2) and spread == pytest.approx((0.8 / 2) ** 0.5)
+    assert slope_se == pytest.approx(spread / 5**0.5)
+    assert metrics.line_fit([2, 2, 2], [1, 2, 3])[2] == float("inf")  # no spread in x: the slope is unknown

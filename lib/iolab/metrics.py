@@ -117,6 +117,22 @@ def percentile(sorted_values, fraction):
     return sorted_values[min(rank, len(sorted_values)) - 1]
 
 
+def line_fit(xs, ys):
+    """(slope, intercept, the slope's standard error, the points' scatter about the line) of a least-squares line.
+
+    The two noise figures come from the points' own scatter: how well this run's readings pin the slope down,
+    and how far one point strays from the line. With no spread in x the slope is unknown (its error inf).
+    """
+    xs, ys = [float(x) for x in xs], [float(y) for y in ys]
+    mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
+    spread_x = sum((x - mean_x) ** 2 for x in xs)
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys)) / spread_x if spread_x > 0 else math.nan
+    intercept = mean_y - slope * mean_x
+    residuals = [y - (slope * x + intercept) for x, y in zip(xs, ys)]
+    scatter = math.sqrt(sum(r * r for r in residuals) / max(1, len(xs) - 2))
+    return slope, intercept, scatter / math.sqrt(spread_x) if spread_x > 0 else math.inf, scatter
+
+
 def corrected_for_omission(latencies, expected_interval):
     """HdrHistogram's corrected recording: each latency, plus for one longer than the expected interval the
     requests a client on schedule would have sent meanwhile (the latency less 1, 2, ... intervals, down to one

@@ -82,20 +82,6 @@ class Row:
 NOISE = 3  # standard errors either side of a fitted figure: the fit's own scatter, measured in the same run
 
 
-def line_fit(xs, ys):
-    """(slope, intercept, slope's standard error, residuals' standard deviation) of a least-squares line.
-
-    The two noise figures come from the points' own scatter about the line: how far this run's readings let
-    the slope and a point on the line be known.
-    """
-    xs, ys = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
-    slope, intercept = np.polyfit(xs, ys, 1)
-    residuals = ys - (slope * xs + intercept)
-    spread = float(np.sqrt(residuals @ residuals / max(1, len(xs) - 2)))
-    centred = float(((xs - xs.mean()) ** 2).sum())
-    return float(slope), float(intercept), spread / math.sqrt(centred) if centred > 0 else math.inf, spread
-
-
 def quota_note(container):
     """Under a CPU quota (a usage.ContainerWindow), the container's CPU over the run and how often and how long
     the kernel stopped it; "no quota" elsewhere."""
@@ -258,7 +244,7 @@ class QueueRun:
     def measured_slope(self):
         """LLEN's growth per second, fitted from when the queue starts growing to its highest point."""
         growth = self._growth()
-        return line_fit(*growth)[0] if growth else math.nan
+        return metrics.line_fit(*growth)[0] if growth else math.nan
 
     def sent_rps(self):
         """The arrivals the client really made: requests over the time from the first send to the last."""
@@ -276,7 +262,7 @@ class QueueRun:
         growth = self._growth()
         if growth is None:
             return math.nan, math.nan
-        _, _, slope_se, _ = line_fit(*growth)
+        _, _, slope_se, _ = metrics.line_fit(*growth)
         own_s = max(0.0, self.slot_s - task_s)
         least_drain = self.drain_here() * self.slot_s / (self.slot_s + own_s)
         low = min(self.rate, self.sent_rps()) - self.workers / task_s
@@ -370,7 +356,7 @@ class CapRun:
         """Redis memory per waiting task in this run: the slope of used_memory against LLEN."""
         if len({length for length, _ in self.memory}) < 3:
             return math.nan
-        return line_fit(*np.array(self.memory, dtype=float).T)[0]
+        return metrics.line_fit(*np.array(self.memory, dtype=float).T)[0]
 
     def held_bounds(self):
         """(fewest, most) tasks Redis could hold by this run's own readings of used_memory against LLEN.
@@ -381,7 +367,7 @@ class CapRun:
         """
         if len({length for length, _ in self.memory}) < 3:
             return math.nan, math.nan
-        slope, intercept, slope_se, spread = line_fit(*np.array(self.memory, dtype=float).T)
+        slope, intercept, slope_se, spread = metrics.line_fit(*np.array(self.memory, dtype=float).T)
         room = self.cap_mb * 2**20 - intercept
         steepest, flattest = slope + NOISE * slope_se, max(slope - NOISE * slope_se, 1e-9)
         return (room - NOISE * spread) / steepest, (room + NOISE * spread) / flattest

@@ -16,6 +16,8 @@ import statistics
 import sys
 import time
 
+from iolab import metrics
+
 from .trace import ModelUnavailable
 
 FD_SETSIZE = 1024  # glibc's fd_set: a fixed bitmap of 1024 bits, one per descriptor number
@@ -114,11 +116,8 @@ def fit_noise(rows, mechanism):
     points = [(row["fds"], row[f"{mechanism}_us"]) for row in rows if row.get(f"{mechanism}_us") is not None]
     if len(points) < 3:
         return float("inf"), float("inf")
-    slope = slope_us_per_1000_fds(rows, mechanism) / 1000
-    mean_x = sum(x for x, _ in points) / len(points)
-    mean_y = sum(y for _, y in points) / len(points)
-    scatter = (sum((y - mean_y - slope * (x - mean_x)) ** 2 for x, y in points) / (len(points) - 2)) ** 0.5
-    return 1000 * scatter / sum((x - mean_x) ** 2 for x, _ in points) ** 0.5, scatter
+    _, _, slope_error, scatter = metrics.line_fit(*zip(*points))
+    return 1000 * slope_error, scatter
 
 
 def select_past_fd_setsize():
