@@ -4,8 +4,8 @@ The requests of a read are recognised by one compiled pattern and answered by on
 
 Lesson 08's last rung. pipeline_app runs Python for every request: a parser
 callback, a request object, a route, an answer queued. Here a read made only of
-the one request a benchmark repeats (GET / or GET /?seq=N, with at most a Host
-header) costs a few calls into C, however many requests it holds:
+the one request a benchmark repeats (GET / or GET /?seq=N, with its Host header
+and nothing else) costs a few calls into C, however many requests it holds:
 
   1. recognise() finds how far whole recognised requests tile the read, one
      right after the other from its first byte, nothing skipped between, and
@@ -36,6 +36,7 @@ class BatchHTTP(PipelinedHTTP):
     def __init__(self, settings):
         super().__init__(settings)
         self.unread = b""  # the start of a request that the end of a read cut off
+        self.recognised = 0  # requests the batch path answered, which the full parser never counted
 
     def data_received(self, data):
         if self.unread:
@@ -46,12 +47,20 @@ class BatchHTTP(PipelinedHTTP):
         end, numbers = recognise(data)  # whole recognised requests, back to back from the first byte
         if end:
             self.ready.append(answers(numbers))
+            self.recognised += len(numbers)
         rest = data[end:]
         if b"\r\n\r\n" in rest or len(rest) > MAX_HEAD_BYTES:
             super().data_received(rest)  # a whole request the pattern does not know: the full path, after these
             return
         self.unread = rest  # nothing, or the start of the next request: wait for the rest of it
         self.write_ready()
+
+    def request_progress(self):
+        """The slow-request check's reading (pipeline/hardening.py), with the batch path's requests and `unread` in it."""
+        # A slowloris's head, sent a byte at a time, stays in `unread` and never reaches the parser: without this it
+        # would hold its connection for ever, where the full path answers it 408.
+        completed, pending = super().request_progress()
+        return completed + self.recognised, pending or bool(self.unread)
 
     def between_requests(self):
         """True when an answer of the batch path may go straight out: nothing in line, the full parser holding nothing."""

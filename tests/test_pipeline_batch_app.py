@@ -97,6 +97,7 @@ STREAMS = {
     "http/1.0 is not recognised": b"GET /?seq=1 HTTP/1.0\r\n\r\n" + numbered(2) + CLOSE,
     "lower-case method": numbered(1) + b"get /?seq=2 HTTP/1.1\r\n\r\n" + numbered(3) + CLOSE,
     "a Host too long for the pattern": numbered(1, "h" * 300) + numbered(2) + CLOSE,
+    "no Host in HTTP/1.1": numbered(1) + b"GET /?seq=2 HTTP/1.1\r\n\r\n" + numbered(3) + CLOSE,  # 400, then closed
     "a head that never ends": numbered(1) + numbered(2) + b"GET /" + b"a" * 9000,  # past the 8 KiB limit: 431
     "connection close in the middle": numbered(1) + get_request("/?seq=2", keep_alive=False) + numbered(3) + numbered(4) + CLOSE,
 }
@@ -188,7 +189,7 @@ def batch_module(monkeypatch):
 
 def test_the_pattern_tiles_exactly_and_findall_cuts_where_it_did(batch_module):
     rng = random.Random(8)
-    pieces = [numbered(7), numbered(123456), get_request("/"), b"GET / HTTP/1.1\r\n\r\n", numbered(1, "[::1]:80")]
+    pieces = [numbered(7), numbered(123456), get_request("/"), b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", numbered(1, "[::1]:80")]
     numbers = [b"7", b"123456", b"", b"", b"1"]
     for _ in range(200):
         picks = [rng.randrange(len(pieces)) for _ in range(rng.randrange(1, 40))]
@@ -198,7 +199,8 @@ def test_the_pattern_tiles_exactly_and_findall_cuts_where_it_did(batch_module):
         end = batch_module.RECOGNISED.match(data).end()
         assert end == len(whole) + (len(tail) if tail == numbered(9) else 0)
         assert batch_module.NUMBERS.findall(data, 0, end) == [numbers[i] for i in picks]
-    for refused in (b"GET  / HTTP/1.1\r\n\r\n", b"GET /?seq=1&x HTTP/1.1\r\n\r\n", b"GET /?seq=1 HTTP/1.1\r\nhost: a\r\n\r\n",
+    for refused in (b"GET / HTTP/1.1\r\n\r\n", b"GET /?seq=1 HTTP/1.1\r\n\r\n",  # HTTP/1.1 without its Host
+                    b"GET  / HTTP/1.1\r\n\r\n", b"GET /?seq=1&x HTTP/1.1\r\n\r\n", b"GET /?seq=1 HTTP/1.1\r\nhost: a\r\n\r\n",
                     b"GET / HTTP/1.1\r\nHost: a b\r\n\r\n", b"GET / HTTP/1.1\n\n",
                     b"GET /?seq=12345678901234567 HTTP/1.1\r\n\r\n",
                     b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"):

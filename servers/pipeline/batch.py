@@ -8,10 +8,11 @@ import re
 from pipeline.answers import MAX_SEQ_DIGITS, clock
 from pipeline.parsers import HttptoolsParser, OurParser
 
-# The one request the batch path knows: GET / or GET /?seq=N, HTTP/1.1, at most a Host header (printable, no spaces),
-# nothing else. Any other header (Connection, Content-Length, Transfer-Encoding...) could change what the request
-# means, so a request with one goes to the full parser.
-_REQUEST = rb"GET /(?:\?seq=([0-9]{1,%d}))? HTTP/1\.1\r\n(?:Host: [!-~]{1,255}\r\n)?\r\n" % MAX_SEQ_DIGITS
+# The one request the batch path knows: GET / or GET /?seq=N, HTTP/1.1, its one Host header (printable, no spaces),
+# nothing else. HTTP/1.1 demands the Host header, so a request without one is the full parser's to refuse (400).
+# Any other header (Connection, Content-Length, Transfer-Encoding...) could change what the request means, so a
+# request with one goes to the full parser too.
+_REQUEST = rb"GET /(?:\?seq=([0-9]{1,%d}))? HTTP/1\.1\r\nHost: [!-~]{1,255}\r\n\r\n" % MAX_SEQ_DIGITS
 # As many whole requests as follow one another from the first byte, possessively (no backtracking: the request
 # has one way to match). match() of it ends where the first byte that is not one of them starts.
 RECOGNISED = re.compile(b"(?:" + _REQUEST.replace(b"([0-9]", b"(?:[0-9]") + b")*+")
