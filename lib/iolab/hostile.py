@@ -15,7 +15,7 @@ from .http1 import statuses
 # strict. Every other server in the registry is someone else's code, so its leniency is recorded, not failed.
 OWN_HTTP = frozenset(
     {"step1_blocking", "step2_busy_wait", "step3_callbacks", "step4_event_loop", "step5_coroutines", "threaded_app",
-     "pipeline_app"}
+     "pipeline_app", "pipeline_batch_app"}
 )
 CONNECT_TIMEOUT_S = 2.0
 ANSWER_BOUND_S = 3.0  # a server must answer and close within this long of a case's bytes, or it hangs

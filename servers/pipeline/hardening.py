@@ -41,11 +41,11 @@ class Hardening:
     def check_slow_request(self):
         """A slowloris sends a request a byte every few seconds to keep its connection: answer 408 and close.
 
-        One timer per connection, every SLOW_REQUEST_CHECK_S, looking at what the parser holds.
+        One timer per connection, every SLOW_REQUEST_CHECK_S, looking at what the connection holds of a request.
         """
-        parser = self.parser
+        completed, pending = self.request_progress()
         ours_to_answer = self.blocked or self.held or not self.reading  # the client waits for us, not we for it
-        now = (parser.completed, parser.pending and not ours_to_answer)
+        now = (completed, pending and not ours_to_answer)
         if now[1] and now == self.partial_at_last_check and not self.closing:
             self.closing = True
             self.transport.write(respond(BadRequest(408, ""), 408, "408 the request did not arrive in time\n"))
@@ -53,6 +53,10 @@ class Hardening:
             return
         self.partial_at_last_check = now
         self.slow_check = asyncio.get_running_loop().call_later(SLOW_REQUEST_CHECK_S, self.check_slow_request)
+
+    def request_progress(self):
+        """(requests completed so far, whether part of one waits for the rest): the slow-request check's reading."""
+        return self.parser.completed, self.parser.pending
 
     def after_writing(self):
         """Close once every answer owed has gone; otherwise read only while this connection's bounds allow."""
