@@ -46,6 +46,7 @@ def test_a_measured_run_adds_up(fast_server, client):
     # One thread cannot be busier than the whole run: X <= 1 / D, read over the run's own windows.
     assert 1.0 <= point.edges < 2 and point.rps <= point.edges * point.one_process_ceiling_rps
     assert point.machine_ceiling_rps <= point.one_process_ceiling_rps
+    assert 0 < point.thread_us <= point.demand_us  # the loop's thread is one of the process's threads
     assert point.client_threads == (1 if client == "wrk" else min(environment.usable_cores(), 4))
     assert point.syscalls_per_request is None and point.row()["depth"] == 4 and point.row()["edges"] == point.edges
 

@@ -138,16 +138,19 @@ class Measured:
     seconds: float = 0.0  # the window the client counted requests in
     window_s: float = 0.0  # the longest window any CPU of this run was counted over (the server's, the client's)
     counted_requests: int = 0  # requests answered while strace counted
+    # The busiest thread's CPU per request: the event loop's, which the one-thread law bounds. D also holds the
+    # process's other threads (the parent watchdog wakes four times a second), so X·D may read a little over 1.
+    thread_us: float = math.nan
 
     @property
     def one_process_ceiling_rps(self):
         """The utilization law for one thread: it is busy D per request, so at most 1 / D requests a second."""
-        return 1e6 / self.demand_us
+        return ceilings(self.demand_us, self.client_us, self.cores, self.client_threads, self.thread_us)["server's thread"]
 
     @property
     def machine_ceiling_rps(self):
         """The machine's reach (ceilings(): the server's thread, the client's threads, both sharing the cores)."""
-        return min(ceilings(self.demand_us, self.client_us, self.cores, self.client_threads).values())
+        return min(ceilings(self.demand_us, self.client_us, self.cores, self.client_threads, self.thread_us).values())
 
     @property
     def edges(self):
@@ -159,12 +162,13 @@ class Measured:
         return {**asdict(self), "edges": self.edges}
 
 
-def ceilings(demand_us, client_us, cores, client_threads=1):
+def ceilings(demand_us, client_us, cores, client_threads=1, thread_us=math.nan):
     """The utilization law three times, in req/s: the server's one thread (1 / D), the client's own threads
     (threads / the client's CPU per request), and both sharing the cores (cores / (D + client)).
-    As lesson 06's model counts the load client; the smallest is the machine's reach."""
+    As lesson 06's model counts the load client; the smallest is the machine's reach. With `thread_us`, the
+    server's thread is bounded by its own CPU per request, not its whole process's."""
     return {
-        "server's thread": 1e6 / demand_us,
+        "server's thread": 1e6 / (thread_us if math.isfinite(thread_us) else demand_us),
         "client's threads": client_threads * 1e6 / client_us if client_us > 0 else math.inf,
         "the cores, shared": cores * 1e6 / (demand_us + client_us),
     }
@@ -199,6 +203,7 @@ def measure(label, server, depth=1, connections=64, duration_s=2, batched=True, 
         errors=drive_.errors, syscalls_per_request=per_request, writes_per_request=writes, syscalls_skipped=skipped,
         top_calls=top, cores=used.cores, connections=connections, client_threads=drive_.threads,
         seconds=drive_.seconds, window_s=max(used.wall_s, drive_.window_s), counted_requests=counted,
+        thread_us=used.busiest_cpu_s / requests * 1e6,
     )
 
 
