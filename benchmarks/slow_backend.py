@@ -19,7 +19,7 @@ def counts(text):
 def blocking(backend, name, how, options, users, requests, task_ms, front_servers, workers, slot):
     with backend.front(name, timeout_ms=30000, **options) as front:
         trip = runs.trip_s(front, how, task_ms)
-        tiers = runs.Tiers(users, front_servers, workers)
+        tiers = runs.Tiers(users, front_servers, workers, front_threads=how == "pool")
         run = runs.start_blocking(front, how, users, requests, task_ms, tiers, trip, slot)
         try:
             row = runs.blocking_row(f"{name} {how}", front, how, run.wait(), task_ms, tiers, trip, slot)

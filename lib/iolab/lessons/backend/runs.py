@@ -27,7 +27,8 @@ class Tiers:
 
     users: int  # the closed loop: N users, each with one request out
     front: int | None  # the front end: 1 (blocking Tornado), k threads, W sync workers, None (greenlets, awaiting)
-    workers: int  # the Celery pool's concurrency c
+    workers: int  # the Celery pool's concurrency c: threads of one worker process
+    front_threads: bool = False  # the front end's F slots are threads of one process (Tornado's pool), not processes
 
     def law(self, front_s, worker_s=None):
         """(bound req/s, bottleneck): min(N / R, F / R, c / T_w), with R the front end's round trip, T_w a worker slot's.
@@ -145,6 +146,21 @@ def cpu_waits(summary, worker_usage):
     return front, worker
 
 
+def gil_turns(tiers, summary, worker_usage):
+    """(front end's, worker pool's) seconds per request a slot may wait for the other slots' turns at the GIL.
+
+    A tier's slots that are threads of one process run its Python one at a time. At worst, a slot finishing
+    its task waits for every other slot to finish theirs first: (slots − 1) × the tier's CPU per request,
+    measured in this run. This is the pessimistic bound's N × D again, inside one tier. Measured closed loops
+    of 16 slots with 50 ms tasks ran 24% under c / T_w, because the slots come to finish in step.
+    """
+    done = summary.completed or 1
+    worker_cpu_s = worker_usage.cpu_s / done if worker_usage is not None and worker_usage.cpu_s == worker_usage.cpu_s else 0.0
+    front_cpu_s = summary.demand_ms / 1000 if summary.demand_ms == summary.demand_ms else 0.0
+    front = (tiers.front - 1) * front_cpu_s if tiers.front_threads and tiers.front else 0.0
+    return front, (tiers.workers - 1) * worker_cpu_s
+
+
 def quota_tier(container, completed):
     """The container's CPU quota as a tier: (quota / D_c req/s, D_c), D_c the container's CPU per request over the
     run's own window (every process in it: Redis, the workers, the front end, the client, this notebook and its
@@ -163,13 +179,15 @@ def blocking_row(test, front, how, result, ms, tiers, trip, slot, worker=None):
     """The row for a finished blocking run: predicted from R and T_w measured alone and, under a CPU quota, the
     container's CPU per request in this run (quota_tier); bounded above by the task's own T.
 
-    The pessimistic side holds each tier's slot for its own way twice and for its threads' wait for a CPU in this
-    run (cpu_waits); `worker` is the run's worker_meter, if it had one.
+    The pessimistic side holds each tier's slot for its own way twice, for its threads' wait for a CPU in this
+    run (cpu_waits), and for their turns at their process's GIL (gil_turns); `worker` is the run's worker_meter,
+    if it had one.
     """
     front.check()
     summary = metrics.summarize(result)
     worker_usage = worker.stop() if worker is not None else None
     front_wait, worker_wait = cpu_waits(summary, worker_usage)
+    front_turns, worker_turns = gil_turns(tiers, summary, worker_usage)
     predicted, bottleneck = tiers.law(trip, slot)
     container = result.container()
     quota = quota_tier(container, summary.completed)
@@ -178,7 +196,7 @@ def blocking_row(test, front, how, result, ms, tiers, trip, slot, worker=None):
         predicted, bottleneck = min(predicted, quota[0]), f"the container's CPU quota{tied}"
     bound, _ = tiers.law(ms / 1000)  # no slot of any tier can be held for less than the task's T
     own_s = max(0.0, trip - ms / 1000)
-    low, _ = tiers.law(trip + own_s + front_wait, slot + own_s + worker_wait)
+    low, _ = tiers.law(trip + own_s + front_wait + front_turns, slot + own_s + worker_wait + worker_turns)
     return Row(test, front.name, how, tiers.users, summary.rps, predicted, bound, bottleneck, statuses(result), summary,
                low, container, (front_wait * 1000, worker_wait * 1000))
 
