@@ -131,16 +131,16 @@ def test_tornados_ways_of_waiting_serve_as_many_at_once_as_the_law_says(redis, w
         assert low * 0.98 <= timings[how] <= high, (how, timings)
 
 
-@pytest.mark.parametrize("how, front_threads", [("await", None), ("pool", 16)])
-def test_threads_that_take_turns_at_the_gil_stay_above_the_pessimistic_side_that_counts_the_turns(how, front_threads):
+@pytest.mark.parametrize("how, threads", [("await", None), ("pool", 16)])
+def test_threads_that_take_turns_at_the_gil_stay_above_the_pessimistic_side_that_counts_the_turns(how, threads):
     """Sixteen worker threads with 50 ms tasks finish in step and wait for each other at their process's GIL.
     Without those turns (runs.gil_turns) the pessimistic side came out 14% and 17% over what the pool did."""
     backend = stack.Backend(concurrency=16)
     try:
-        with backend.front("tornado_backend", timeout_ms=30000, threads=front_threads or 1) as front:
+        with backend.front("tornado_backend", timeout_ms=30000, threads=threads or 1) as front:
             slot = runs.trip_s(front, "await", 50)
             trip = runs.trip_s(front, how, 50)
-            tiers = runs.Tiers(32, front_threads, 16, front_threads=front_threads is not None)
+            tiers = runs.Tiers(32, threads, 16, front_threads=threads is not None)
             run = runs.start_blocking(front, how, 32, 192, 50, tiers, trip, slot, backend.worker)
             try:
                 row = runs.blocking_row(how, front, how, run.wait(), 50, tiers, trip, slot, run.worker_meter)
