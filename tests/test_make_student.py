@@ -200,6 +200,74 @@ def test_broken_markers_are_refused(source, message):
         make_student.strip_solutions(source)
 
 
+def _lessons(folder, *sources):
+    """Write one notebook a source into `folder` (setup cell, then the source); returns their paths."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for number, source in enumerate(sources):
+        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import iolab"),
+                                                   nbformat.v4.new_code_cell(source)])
+        paths.append(folder / f"{number:02d}-example.ipynb")
+        nbformat.write(notebook, paths[-1])
+    return paths
+
+
+ANSWERED = "answer_q1 = None\nif solutions:\n    ### BEGIN SOLUTION\n    answer_q1 = 1\n    ### END SOLUTION\nq1.check(answer_q1)"
+
+
+def test_a_self_study_copy_leaves_solution_answering(tmp_path):
+    lessons, out = tmp_path / "lessons", tmp_path / "out"
+    _lessons(lessons, ANSWERED)
+    subprocess.run([sys.executable, str(TOOL), "--self-study", str(lessons), str(out)], check=True, capture_output=True,
+                   timeout=60)
+    copy = nbformat.read(out / "00-example.ipynb", as_version=4)
+    assert [cell.source for cell in copy.cells] == ["import iolab", "answer_q1 = None  # your answer here\nq1.check(answer_q1)"]
+
+
+def test_in_place_replaces_the_notebooks_and_a_second_run_changes_nothing(tmp_path):
+    lessons = tmp_path / "lessons"
+    (path,) = _lessons(lessons, ANSWERED)
+    for _ in range(2):
+        subprocess.run([sys.executable, str(TOOL), "--in-place", str(lessons)], check=True, capture_output=True, timeout=60)
+        copy = nbformat.read(path, as_version=4)
+        assert copy.cells[0].source == f"{make_student.DISABLE_LINE}\nimport iolab"
+        assert make_student.BEGIN not in copy.cells[1].source
+    assert [p.name for p in lessons.iterdir()] == [path.name], "no temporary file may be left beside the notebooks"
+    assert path.stat().st_mode & 0o777 == 0o666 & ~_umask()
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_in_place_writes_nothing_when_one_notebook_is_refused(tmp_path):
+    lessons = tmp_path / "lessons"
+    paths = _lessons(lessons, ANSWERED, "### BEGIN SOLUTION\nx = 1\n")
+    before = [path.read_bytes() for path in paths]
+    result = subprocess.run([sys.executable, str(TOOL), "--self-study", "--in-place", str(lessons)], capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode != 0 and "01-example.ipynb" in result.stderr and "never closed" in result.stderr
+    assert [path.read_bytes() for path in paths] == before, "the instructor's notebooks must stay as they were"
+
+
+def test_the_notebook_folder_is_replaced_only_when_asked(tmp_path):
+    lessons = tmp_path / "lessons"
+    (path,) = _lessons(lessons, ANSWERED)
+    before = path.read_bytes()
+    result = subprocess.run([sys.executable, str(TOOL), str(lessons), str(lessons / ".")], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode != 0 and "--in-place" in result.stderr
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("argv", [["--in-place", "a", "b"], ["--self-studdy", "a", "b"], ["a"]])
+def test_wrong_arguments_show_the_usage(argv):
+    result = subprocess.run([sys.executable, str(TOOL), *argv], capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0 and "Usage" in result.stderr and "Traceback" not in result.stderr
+
+
 def test_usage_without_arguments():
     result = subprocess.run([sys.executable, str(TOOL)], capture_output=True, text=True, timeout=60)
     assert result.returncode != 0 and "Usage" in result.stderr

@@ -1,12 +1,20 @@
 """Write student copies of the lessons.
 
-Solutions cut out, outputs stripped, solution() disabled.
+Solutions cut out, outputs stripped, solution() disabled (unless --self-study).
 
-Usage: python tools/make_student.py NOTEBOOK_DIR OUT_DIR
+Usage: python tools/make_student.py [--self-study] NOTEBOOK_DIR OUT_DIR
+       python tools/make_student.py [--self-study] --in-place NOTEBOOK_DIR
+
+  --self-study  leave solution() answering, for students working alone (Binder): no disable_solutions() line.
+  --in-place    replace NOTEBOOK_DIR's notebooks by their student copies (binder/postBuild, in Binder's
+                throwaway checkout). Every notebook is converted before any is written, so a refused one
+                leaves them all as they were.
 """
 
+import os
 import re
 import sys
+import tempfile
 from pathlib import Path
 
 import nbformat
@@ -142,9 +150,12 @@ def _more_under(rest, guard_indent):
     return False
 
 
-def student_notebook(notebook, name="notebook"):
-    """A student copy of a notebook node: solutions cut, outputs stripped, solutions disabled in the setup cell."""
-    disabled = False
+def student_notebook(notebook, name="notebook", self_study=False):
+    """A student copy of a notebook node: solutions cut, outputs stripped, solutions disabled in the setup cell.
+
+    With `self_study`, solution() still answers: no line disables it (the copy Binder opens).
+    """
+    disabled = self_study
     for index, cell in enumerate(notebook.cells):
         if cell.cell_type != "code":
             continue
@@ -154,7 +165,9 @@ def student_notebook(notebook, name="notebook"):
         cell.metadata.pop("execution", None)
         cell.metadata.pop("papermill", None)
         if not disabled:
-            cell.source = f"{DISABLE_LINE}\n{cell.source}"
+            # A copy of a copy gets the line once.
+            if not cell.source.startswith(DISABLE_LINE):
+                cell.source = f"{DISABLE_LINE}\n{cell.source}"
             disabled = True
     if not disabled:
         notebook.cells.insert(0, nbformat.v4.new_code_cell(DISABLE_LINE))
@@ -162,20 +175,57 @@ def student_notebook(notebook, name="notebook"):
     return notebook
 
 
-def main(argv):
-    if len(argv) != 3:
+def parse_args(argv):
+    """(source_dir, out_dir, self_study) from the command line; exits with the usage on anything else."""
+    flags = {arg for arg in argv[1:] if arg.startswith("-")}
+    paths = [Path(arg) for arg in argv[1:] if not arg.startswith("-")]
+    unknown = flags - {"--self-study", "--in-place"}
+    if unknown:
+        sys.exit(f"make_student: unknown option {sorted(unknown)[0]}\n\n{__doc__.strip()}")
+    in_place = "--in-place" in flags
+    if len(paths) != (1 if in_place else 2):
         sys.exit(__doc__.strip())
-    source_dir, out_dir = Path(argv[1]), Path(argv[2])
+    source_dir, out_dir = (paths[0], paths[0]) if in_place else paths
+    if not in_place and source_dir.resolve() == out_dir.resolve():
+        # The instructor's only copy of the solutions: replace it only when asked to in so many words.
+        sys.exit(f"make_student: {out_dir} is the notebook folder itself; pass --in-place to replace its notebooks")
+    return source_dir, out_dir, "--self-study" in flags
+
+
+def write_atomically(notebook, path):
+    """Write a notebook through a temporary file beside it, so a notebook is never left half written."""
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            nbformat.write(notebook, file)
+        # mkstemp makes the file private (0600); a copy gets the notebook's own mode, or a new file's.
+        os.chmod(temporary, path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def main(argv):
+    source_dir, out_dir, self_study = parse_args(argv)
     notebooks = sorted(source_dir.glob("*.ipynb"))
     if not notebooks:
         sys.exit(f"no notebooks in {source_dir}")
-    out_dir.mkdir(parents=True, exist_ok=True)
+    copies = []
     for path in notebooks:
         try:
-            notebook = student_notebook(nbformat.read(path, as_version=4), path.name)
+            copies.append((path, student_notebook(nbformat.read(path, as_version=4), path.name, self_study)))
         except MarkerError as error:
             sys.exit(f"make_student: {error}")
-        nbformat.write(notebook, out_dir / path.name)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for path, notebook in copies:
+        write_atomically(notebook, out_dir / path.name)
         print(f"{path} -> {out_dir / path.name}")
 
 
