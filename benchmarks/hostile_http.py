@@ -47,7 +47,7 @@ def main():
     parser.add_argument("--mutations", type=int, default=1000, help="seeded random mutations (default 1000)")
     parser.add_argument("--seed", type=int, default=26, help="the mutations' seed (default 26)")
     parser.add_argument("--workers", type=int, default=4, help="cases in flight at once (default 4)")
-    parser.add_argument("--servers", nargs="*", default=None, help="registry names (default: all)")
+    parser.add_argument("--servers", nargs="*", default=None, help="registry names (default: every one whose port speaks HTTP)")
     args = parser.parse_args()
     if not 0 <= args.mutations <= 100_000:
         parser.error(f"--mutations must be between 0 and 100000, got {args.mutations}")
@@ -56,6 +56,8 @@ def main():
     names = args.servers or hostile.http_servers()
     for name in names:
         registry.get(name)  # an unknown name is refused by name
+        if registry.get(name).protocol != "http":
+            parser.error(f"{name}'s port speaks {registry.get(name).protocol}, not HTTP: no HTTP request reaches it")
     cases = hostile.corpus(mutations=args.mutations, seed=args.seed)
     reports, skipped = [], {}
     for label, name, options, missing in lineup(names):

@@ -1,15 +1,23 @@
 """How close the lab's fastest client comes to wrk against every hello-world server in the registry, in one run.
 
-For each server the registry has (servers that cannot start here are skipped,
-with the reason), with its default options: alternating rounds of wrk and of the
+For each server the registry has whose port speaks HTTP (its `protocol`; servers
+that cannot start here, or that speak something else when named with --server,
+are skipped with the reason), with its default options: alternating rounds of wrk and of the
 lab's raw closed-loop client (uvloop, record="aggregate") with 1 and with 2
 client processes, same connections and duration. A run's throughput is the
 answers that came within the duration, divided by it, as wrk counts. A server's
 ratio is the median over rounds of lab / wrk in the same round (pairs, so that
 other load on a shared machine, which drifts, hits both alike), for the better
 process count. CPU seconds per second of the server's processes and of the
-client (its start-up included) show which side was the bottleneck. The last
-line printed is JSON with a ratio per server.
+client (its start-up included) show which side was the bottleneck.
+
+The client's CPU per request, against wrk's in the same round (median over
+rounds), guards the lab's raw client: against nginx_hello the client is the
+bottleneck, and its CPU per request is what a lesson's figures lean on. The
+lab's client is counted with as many processes as wrk has threads (one each,
+by default); CPU_RATIO_TARGET is the most it should spend, 1.3 times wrk's,
+and each server's row says whether it did. The last line printed is JSON with
+both ratios per server.
 
     .venv/bin/python benchmarks/loadgen_vs_wrk.py [--connections 50] [--duration 5] [--rounds 3] [--server NAME ...]
 """
@@ -25,6 +33,7 @@ import psutil
 from iolab import benchtools, load, registry, servers
 
 TIMEOUT_S = 10  # per request, the same for wrk and the lab
+CPU_RATIO_TARGET = 1.3  # the raw client's CPU per request at most this many times wrk's (1.29 when measured before lesson 09)
 
 
 def children_cpu_s():
@@ -83,6 +92,8 @@ def compare(name, args):
             print(f"  {name} round {round_number + 1}: "
                   + ", ".join(f"{key} {values[-1]:,.0f}" for key, values in figures.items()), file=sys.stderr, flush=True)
         server.check()
+    if not any(figures["wrk"]):  # nothing to pair the lab's rounds with: say so rather than fail on an empty median
+        raise RuntimeError(f"wrk got no answer in {args.rounds} rounds")
     medians = {key: statistics.median(values) for key, values in figures.items()}
     paired = {key: statistics.median(lab / wrk for lab, wrk in zip(values, figures["wrk"]) if wrk)
               for key, values in figures.items() if key != "wrk"}
@@ -90,10 +101,21 @@ def compare(name, args):
     row = {"wrk_rps": round(medians["wrk"], 1), "lab_rps": round(medians[best], 1), "ratio": round(paired[best], 3),
            "lab_processes": int(best.removeprefix("lab_p")),
            "round_ratios": [round(lab / wrk, 3) for lab, wrk in zip(figures[best], figures["wrk"]) if wrk]}
+    # CPU per request, per round: the client's CPU seconds per second over its answers per second.
+    cpu_us = {key: [1e6 * cpu / rps if rps else None for rps, (_, _, cpu) in zip(figures[key], details[key])]
+              for key in figures}
     for key in figures:
         errors, server_cpu, client_cpu = (statistics.median(column) for column in zip(*details[key]))
         row[key] = {"rps": round(medians[key], 1), "errors": errors, "server_cpu": round(server_cpu, 2),
                     "client_cpu": round(client_cpu, 2)}
+        answered = [us for us in cpu_us[key] if us is not None]
+        row[key]["client_cpu_us_per_request"] = round(statistics.median(answered), 2) if answered else None
+        if key != "wrk":
+            pairs = [lab / wrk for lab, wrk in zip(cpu_us[key], cpu_us["wrk"]) if lab and wrk]
+            row[key]["cpu_ratio"] = round(statistics.median(pairs), 3) if pairs else None
+    same = f"lab_p{args.wrk_threads}"  # as many client processes as wrk has threads
+    row["cpu_ratio"] = row[same]["cpu_ratio"] if same in row else None
+    row["cpu_ratio_within_target"] = None if row["cpu_ratio"] is None else row["cpu_ratio"] <= CPU_RATIO_TARGET
     return row
 
 
@@ -104,7 +126,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds per server; medians are reported")
     parser.add_argument("--processes", type=int, nargs="+", default=[1, 2], help="lab client processes to try")
     parser.add_argument("--wrk-threads", type=int, default=1)
-    parser.add_argument("--server", nargs="*", help="only these servers (default: every one in the registry)")
+    parser.add_argument("--server", nargs="*", help="only these servers (default: every one whose port speaks HTTP)")
     args = parser.parse_args()
     if not 1 <= args.rounds <= 20:
         parser.error(f"--rounds must be between 1 and 20, got {args.rounds}")
@@ -114,8 +136,11 @@ def main():
         print(json.dumps({"skipped": missing_wrk}))
         return
 
-    names = args.server or registry.names()
+    names = args.server or registry.names(protocol="http")
     skipped = {name: registry.get(name).missing() for name in names if registry.get(name).missing()}
+    for name in names:
+        if registry.get(name).protocol != "http":  # wrk and the lab's clients speak HTTP only
+            skipped[name] = f"its port speaks {registry.get(name).protocol}, not HTTP: wrk cannot drive it"
     results = {}
     for name in names:
         if name in skipped:
@@ -132,12 +157,15 @@ def main():
         print(f"{name:18} wrk {row['wrk_rps']:9,.0f}  lab {row['lab_rps']:9,.0f} (p={row['lab_processes']})"
               f"  ratio {row['ratio']}  server CPU {row['wrk']['server_cpu']:.2f} / {lab['server_cpu']:.2f}"
               f"  client CPU {row['wrk']['client_cpu']:.2f} / {lab['client_cpu']:.2f}"
-              f"  errors {row['wrk']['errors']} / {lab['errors']}",
+              f"  errors {row['wrk']['errors']} / {lab['errors']}"
+              f"  CPU per request, lab / wrk {row['cpu_ratio']} (target <= {CPU_RATIO_TARGET})",
               flush=True)
     ratios = [row["ratio"] for row in results.values() if row["ratio"] is not None]
     print(json.dumps({"connections": args.connections, "duration_s": args.duration, "rounds": args.rounds,
                       "wrk_threads": args.wrk_threads, "lowest_ratio": min(ratios, default=None),
                       "ratios": {name: row["ratio"] for name, row in results.items()},
+                      "cpu_ratio_target": CPU_RATIO_TARGET,
+                      "cpu_ratios": {name: row["cpu_ratio"] for name, row in results.items()},
                       "servers": results, "skipped": skipped}))
 
 

@@ -28,13 +28,15 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--most", type=int, default=1000, help="the most slow clients attached (default 1000)")
     parser.add_argument("--kinds", nargs="*", default=list(slowloris.KINDS), choices=list(slowloris.KINDS))
-    parser.add_argument("--servers", nargs="*", default=None, help="registry names (default: all)")
+    parser.add_argument("--servers", nargs="*", default=None, help="registry names (default: every one whose port speaks HTTP)")
     args = parser.parse_args()
     if not 1 <= args.most <= 10_000:
         parser.error(f"--most must be between 1 and 10000, got {args.most}")
     names = args.servers or hostile.http_servers()
     for name in names:
         registry.get(name)
+        if registry.get(name).protocol != "http":
+            parser.error(f"{name}'s port speaks {registry.get(name).protocol}, not HTTP: no HTTP request reaches it")
     # Our end of every slow client, and (servers inherit our limit) the server's end too.
     soft = slowloris.raise_file_limit(2 * args.most + SPARE_FILES)
     most = min(args.most, (soft - SPARE_FILES) // 2)

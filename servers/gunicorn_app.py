@@ -37,7 +37,7 @@ def add_arguments(parser):
     )
 
 
-def gunicorn_command(fd, args):
+def gunicorn_command(fd, args, app="wsgi_app:application"):
     return [
         sys.executable, "-m", "gunicorn",
         "--bind", f"fd://{fd}",
@@ -52,7 +52,7 @@ def gunicorn_command(fd, args):
         "--error-logfile", "-", "--log-level", "warning",  # to stderr; no access log unless asked for
         "--config", str(HERE / "_gunicorn_hooks.py"),  # also keeps gunicorn from reading a gunicorn.conf.py here
         "--pythonpath", str(HERE),
-        "wsgi_app:application",
+        app,
     ]
 
 
@@ -73,21 +73,25 @@ def wait_for_workers(ready, workers, gunicorn, timeout_s=_wrapper.READY_TIMEOUT_
                          f" (gunicorn's exit code: {gunicorn.poll()})")
 
 
-def main():
-    args = parse_args(__doc__, add_arguments)
+def serve(args, app="wsgi_app:application", env=None):
+    """Run gunicorn on `app` (module:callable under servers/) until SIGTERM; `env` reaches the app's workers."""
     with _wrapper.in_charge() as programs:
         listener = _wrapper.bind_listener(args.host, args.port)
         ready, ready_to_write = os.pipe()
         gunicorn = programs.start(
             "gunicorn",
-            gunicorn_command(listener.fileno(), args),
+            gunicorn_command(listener.fileno(), args, app),
             pass_fds=[listener.fileno(), ready_to_write],
-            env={READY_FD: str(ready_to_write)},
+            env={**(env or {}), READY_FD: str(ready_to_write)},
         )
         os.close(ready_to_write)
         wait_for_workers(ready, args.workers, gunicorn)
         os.close(ready)
         programs.serve(listener)
+
+
+def main():
+    serve(parse_args(__doc__, add_arguments))
 
 
 if __name__ == "__main__":

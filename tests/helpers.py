@@ -45,19 +45,10 @@ def link_all_but_optional_tools(farm, path=None):
 def without_optional_tools():
     """Run what is inside on a PATH without the optional programs lessons call (wrk, ab, nginx, strace, ss, ...), and
     with the lab told they are off (nginx lives in sbin, where find_program looks too). Yields their names."""
-    saved = {name: os.environ.get(name) for name in ("PATH", contract.TOOLS_OFF_VARIABLE)}
     with tempfile.TemporaryDirectory(prefix="iolab-path-") as farm:
-        hidden = link_all_but_optional_tools(farm, saved["PATH"])
-        os.environ["PATH"] = farm
-        os.environ[contract.TOOLS_OFF_VARIABLE] = ",".join(hidden)
-        try:
+        hidden = link_all_but_optional_tools(farm, os.environ.get("PATH"))
+        with children.environment(PATH=farm, **{contract.TOOLS_OFF_VARIABLE: ",".join(hidden)}):
             yield hidden
-        finally:
-            for name, value in saved.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
 
 
 def get(connection, path):

@@ -70,3 +70,14 @@ def test_read_until_never_waits_past_its_timeout():
         child.kill()
         child.wait()
         child.stdout.close()
+
+
+def test_environment_reaches_children_and_is_put_back(monkeypatch):
+    monkeypatch.setenv("IOLAB_TEST_KEPT", "before")
+    monkeypatch.delenv("IOLAB_TEST_NEW", raising=False)
+    script = "import os; print(os.environ['IOLAB_TEST_KEPT'], os.environ['IOLAB_TEST_NEW'])"
+    with children.environment(IOLAB_TEST_KEPT="during", IOLAB_TEST_NEW=1):
+        child = children.spawn(children.python("-c", script))
+        said, _ = child.communicate(timeout=10)
+    assert said.split() == [b"during", b"1"]
+    assert os.environ["IOLAB_TEST_KEPT"] == "before" and "IOLAB_TEST_NEW" not in os.environ

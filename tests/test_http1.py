@@ -76,6 +76,27 @@ def test_answers_are_cut_by_content_length_however_they_are_spelled(raw, expecte
     assert owner.answers[0][3] == raw[len(raw) - expected[1]:]
 
 
+def test_a_read_like_the_last_reads_the_same_and_any_other_is_cut_afresh():
+    # The hot path remembers the last read that held one whole answer: the same bytes again are that answer again.
+    first = b"HTTP/1.1 200 OK\r\nDate: Fri, 27 Nov 2026 09:00:00 GMT\r\nContent-Length: 2\r\n\r\nok"
+    ticked = first.replace(b":00 GMT", b":01 GMT")
+    closing = first.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n")
+    other = b"HTTP/1.1 404 Not Found\r\nContent-Length: 3\r\n\r\nno\n"
+    owner = Answers()
+    reader = http1.BodyKeepingProtocol(owner)
+    for raw in (first, first, ticked, first, closing, other, other, first[:30], first[30:], first, first + first):
+        reader.data_received(raw)
+    ok, ok_closing, not_found = (200, 2, False, b"ok"), (200, 2, True, b"ok"), (404, 3, False, b"no\n")
+    assert not owner.errors
+    assert owner.answers == [ok, ok, ok, ok, ok_closing, not_found, not_found, ok, ok, ok, ok]
+    # Only a whole answer is remembered: the tail of one, arriving alone, is not taken for an answer.
+    owner = Answers()
+    reader = http1.AnswerProtocol(owner)
+    for raw in (first, first[:30], first[30:], first[30:]):
+        reader.data_received(raw)
+    assert len(owner.answers) == 2 and "does not start with HTTP/1.x" in owner.errors[0]
+
+
 @pytest.mark.parametrize(
     "raw, words",
     [

@@ -234,3 +234,41 @@ def test_one_module_owns_each_mechanism(mechanism):
     pattern, owner = OWNERS[mechanism]
     doing = sorted(name for name, path in LIB_MODULES.items() if re.search(pattern, path.read_text()))
     assert doing == [owner], f"only {owner} {mechanism}; found {doing}"
+
+
+# Libraries that meter processes (their CPU, memory, descriptors): the laws must not depend on them.
+METERING_LIBRARIES = {"psutil"}
+
+
+def imports_reached(name):
+    """Every module that importing `name` runs: its imports, theirs in turn, and each lib module's packages."""
+    reached, waiting = set(), [name]
+    while waiting:
+        for module in imported_modules(waiting.pop()):
+            parts = module.split(".")
+            for depth in range(1, len(parts) + 1):  # importing iolab.clients.aggregate runs iolab.clients too
+                step = ".".join(parts[:depth])
+                if step not in reached:
+                    reached.add(step)
+                    if step in LIB_MODULES:
+                        waiting.append(step)
+    return reached
+
+
+def test_the_laws_depend_on_nothing_that_meters_processes():
+    # theory is arithmetic on measured figures; a lesson or a test that only computes bounds must not pull in psutil.
+    metering = sorted(module for module in imports_reached("iolab.theory") if module in METERING_LIBRARIES)
+    assert not metering, f"iolab.theory reaches {metering}: the laws must not import what meters processes"
+    # The rule can fail: metrics meters a run's server through usage, and is reached that way.
+    assert "psutil" in imports_reached("iolab.metrics")
+
+
+def test_the_readme_layout_names_every_core_module():
+    text = (REPO / "README.md").read_text()
+    layout = text.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
+    core = sorted(path.stem if path.suffix == ".py" else f"{path.name}/" for path in PACKAGE.iterdir()
+                  if path.name != "lessons" and not path.name.startswith("_")
+                  and (path.suffix == ".py" or (path / "__init__.py").exists()))
+    assert len(core) > 20  # the listing found the core, not an empty folder
+    missing = [name for name in core if not re.search(rf"(?<![\w/]){re.escape(name)}(?![\w])", layout)]
+    assert not missing, f"README.md's Layout block leaves out the core modules {missing}"

@@ -22,6 +22,16 @@ def test_server_follows_the_contract(name):
     follows_contract(name)
 
 
+def test_what_each_port_speaks_comes_from_the_registry():
+    # Benchmarks and tests pick the servers they can drive by protocol, not by lists of their own.
+    assert {info.protocol for info in registry.SERVERS.values()} <= set(registry.PROTOCOLS)
+    http = registry.names(protocol="http")
+    assert "redis_server" not in http and {"tornado_app", "celery_worker"} <= set(http)
+    assert sorted(http + registry.names(protocol="redis")) == registry.names()
+    with pytest.raises(ValueError, match="'smtp'"):
+        registry.names(protocol="smtp")
+
+
 def follows_contract(name, *args):
     """Start `name` by hand with `args` and check every promise of the contract (other test files call this for options)."""
     info = registry.get(name)

@@ -1,5 +1,6 @@
 """Start every child process the lab owns, so each can die with its parent."""
 
+import contextlib
 import os
 import selectors
 import subprocess
@@ -35,6 +36,21 @@ def spawn(argv, *, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=None
         process_group=0 if own_group else None,
         start_new_session=new_session,
     ).result()
+
+
+@contextlib.contextmanager
+def environment(**variables):
+    """Set environment variables for the children started inside the block (each copies ours), then restore ours."""
+    saved = {name: os.environ.get(name) for name in variables}
+    os.environ.update({name: str(value) for name, value in variables.items()})
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def python(*argv):

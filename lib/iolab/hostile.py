@@ -214,7 +214,7 @@ class Outcome:
 
 def http_servers():
     """The registry's servers whose port speaks HTTP (Redis's speaks its own protocol, so no HTTP request judges it)."""
-    return [name for name in registry.names() if registry.get(name).protocol == "http"]
+    return registry.names(protocol="http")
 
 
 def send_case(host, port, data, bound_s=ANSWER_BOUND_S, half_close=True):

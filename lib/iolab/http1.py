@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 HEADER_END = b"\r\n\r\n"
 CONTENT_LENGTH = (b"Content-Length:", b"content-length:")  # (the usual spelling, lower case)
 CONNECTION = (b"Connection:", b"connection:")
+REMEMBERED_READ_MAX = 4096  # bytes: a connection remembers its last whole answer up to this size (AnswerProtocol)
 
 # pipeline_batch_app's (and pipeline_app's) answer to GET /?seq=N on a kept-alive connection, and nothing else:
 # the batch client checks a whole read of them with two patterns instead of cutting each answer apart.
@@ -158,6 +159,12 @@ class AnswerProtocol:
         self.transport = None
         self.buffer = b""
         self.read_at = 0.0  # time.perf_counter() when the bytes being parsed arrived: the answers' end time
+        # The last read that held exactly one whole answer, and what it was cut into. A server answering the same
+        # route sends the same bytes until its Date header ticks: such a read is that answer again, found by one
+        # comparison instead of four searches (its bytes decide every argument of answered()). Against nginx this
+        # took the raw client's Python work per answer from 1.9 to 0.7 us.
+        self.last_read = None
+        self.last_answer = None
 
     def connection_made(self, transport):
         self.transport = transport
@@ -167,6 +174,9 @@ class AnswerProtocol:
         self.read_at = time.perf_counter()
         if self.buffer:
             data = self.buffer + data
+        elif data == self.last_read:
+            self.answered(*self.last_answer)
+            return
         find = data.find
         start = 0
         size = len(data)
@@ -191,10 +201,11 @@ class AnswerProtocol:
                     closing = closes(data, start, header_end)
                 else:
                     raise ProtocolError(f"an answer that does not start with HTTP/1.x: {data[start:start + 20]!r}")
-                self.answered(
-                    int(data[start + 9 : start + 12]), length, closing,
-                    data[body_start:body_end] if self.keep_bodies else None,
-                )
+                answer = (int(data[start + 9 : start + 12]), length, closing,
+                          data[body_start:body_end] if self.keep_bodies else None)
+                if start == 0 and body_end == size <= REMEMBERED_READ_MAX:
+                    self.last_read, self.last_answer = data, answer
+                self.answered(*answer)
                 start = body_end
         except (ProtocolError, ValueError) as error:
             self.buffer = b""

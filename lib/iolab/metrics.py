@@ -5,6 +5,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from .clients.aggregate import Aggregate, SortedLatenciesMs
+from .percentiles import percentile  # also read as metrics.percentile by the lessons and notebooks
 from .usage import per_run_figures
 
 AB_PERCENTAGES = (50, 66, 75, 80, 90, 95, 98, 99, 100)
@@ -107,14 +108,6 @@ class Summary:
         """The named figures (all of them by default), e.g. for a notebook's results JSON."""
         values = {name: getattr(self, name) for name in self.__dataclass_fields__}
         return {name: values[name] for name in keys} if keys else values
-
-
-def percentile(sorted_values, fraction):
-    """Nearest-rank percentile of an already sorted list: the smallest value with `fraction` of the data at or below it."""
-    if not sorted_values:
-        return math.nan
-    rank = max(1, math.ceil(fraction * len(sorted_values)))
-    return sorted_values[min(rank, len(sorted_values)) - 1]
 
 
 def line_fit(xs, ys):

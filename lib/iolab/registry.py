@@ -10,6 +10,9 @@ from dataclasses import dataclass, field
 from .contract import ROUTES, find_program
 
 ALL_ROUTES = tuple(ROUTES)
+# What a server's port may speak: "http", the contract's routes (load clients, wrk, ab and the HTTP tests drive it),
+# or "redis", Redis's own protocol (lesson 10's broker: PING, queues; no HTTP request reaches it).
+PROTOCOLS = ("http", "redis")
 NO_WAIT_ROUTES = ("/", "/sync-sleep", "/cpu")  # for a model with no way to wait without blocking
 
 
@@ -37,7 +40,7 @@ class ServerInfo:
     needs_programs: tuple = ()  # commands that must be on PATH (nginx)
     needs_modules: tuple = ()  # Python packages that must import (gunicorn)
     lesson: str = ""
-    protocol: str = "http"  # what its LISTENING port speaks: "http" (the contract's routes) or "redis"
+    protocol: str = "http"  # what its LISTENING port speaks (PROTOCOLS): what a client, wrk or a test can drive there
 
     @property
     def waits_without_blocking(self):
@@ -294,5 +297,10 @@ def get(name):
         raise ValueError(f"server must be one of {sorted(SERVERS)}, got {name!r}") from None
 
 
-def names():
-    return sorted(SERVERS)
+def names(protocol=None):
+    """Every server's name, sorted; with `protocol`, only those whose port speaks it (one of PROTOCOLS)."""
+    if protocol is None:
+        return sorted(SERVERS)
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"protocol must be one of {list(PROTOCOLS)}, got {protocol!r}")
+    return sorted(name for name, info in SERVERS.items() if info.protocol == protocol)

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .metrics import percentile
 from .params import check_range
+from .percentiles import percentile
 
 # asyncio rounds the timeout it gives epoll up to a whole millisecond, so a timer fires up to 1 ms late.
 TIMER_SLACK_S = 0.001
@@ -302,7 +302,7 @@ class Simulated:
         return len(self.latencies_s) / self.duration_s
 
     def percentile_s(self, fraction):
-        """Nearest-rank percentile, by the same function as a measured run's (metrics.percentile)."""
+        """Nearest-rank percentile, by the same function as a measured run's (percentiles.percentile)."""
         return percentile(sorted(self.latencies_s), fraction)
 
 

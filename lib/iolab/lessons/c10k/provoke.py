@@ -166,25 +166,10 @@ def ephemeral_ports(server, ports=100, sources=3):
                    {"ports": ports, "sources": sources, "ports_per_source": limits.ports_per_source()})
 
 
-@contextlib.contextmanager
-def _environment(**variables):
-    """Set environment variables for the servers started inside the block (a child copies its parent's)."""
-    saved = {name: os.environ.get(name) for name in variables}
-    os.environ.update({name: str(value) for name, value in variables.items()})
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
 def _capped_hold(name, connections, extra_kb, **options):
     # glibc gives threads malloc arenas of their own, each reserving 64 MiB of address space: one arena
     # keeps the address space about stacks and connections, which is what these runs are about.
-    with _environment(MALLOC_ARENA_MAX=1), servers.serve(name, **options) as server:
+    with children.environment(MALLOC_ARENA_MAX=1), servers.serve(name, **options) as server:
         limits.cap_address_space(server.pid, extra_kb)
         return _one_step(server, connections, preflight=False)
 
