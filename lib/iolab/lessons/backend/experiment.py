@@ -149,6 +149,7 @@ class QueueGrowth:
             result = (follow or settle)(run, watch)
         finally:
             run.stop()
+            watch.stop()  # stopped already, unless following failed
         lab.queue = runs.QueueRun(plan.arrival_rps, self.drain_rps, watch.points, result, plan.queue_workers,
                                   self.trip_s, run.worker_meter.stop())
         lab.bytes_per_task = watch.bytes_per_task()
@@ -324,7 +325,9 @@ class Lab:
     @contextlib.contextmanager
     def memory_cap(self):
         """The memory cap's run, ready to predict: a Redis of its own capped at cap_mb, with no worker, and Tornado."""
-        rate = next(row.rps for row in self.forget_rows if row.front_end == "tornado_backend")
+        rate = next((row.rps for row in self.forget_rows if row.front_end == "tornado_backend"), None)
+        if rate is None:
+            raise RuntimeError("the memory cap's run sends at test 3's fire-and-forget rate: run forget() first")
         with stack.capped_broker(self.plan.cap_mb) as (broker, client), \
                 servers.serve("tornado_backend", broker=broker) as front:
             yield CapFill(self, front, client, client.info("memory")["used_memory"], rate)
@@ -341,6 +344,7 @@ class Lab:
                 result = (follow or settle)(run, watch)
             finally:
                 run.stop()
+                watch.stop()  # stopped already, unless following failed
             self.bounded = runs.QueueRun(plan.arrival_rps, self.drain_rps, watch.points, result)
         return self.bounded
 
