@@ -1,7 +1,9 @@
 """Lesson 10 at full size: every backend run's throughput against the bottleneck law, the queue's slope, and the stack's RSS.
 
-Run under the shared lock (flock /tmp/iolab-measure.lock ...). Binder gives a container one CPU as a quota, not
-a pinned core: `make binder-like LESSONS=10` runs the lesson under that limit (a 1-CPU quota, 2 GB).
+It runs the lesson's own experiment (iolab.lessons.backend.experiment), every run the notebook makes, in its order
+and at its default sizes unless given others. Run under the shared lock (flock /tmp/iolab-measure.lock ...).
+Binder gives a container one CPU as a quota, not a pinned core: `make binder-like LESSONS=10` runs the lesson under
+that limit (a 1-CPU quota, 2 GB).
 """
 
 import argparse
@@ -9,104 +11,104 @@ import json
 import time
 
 from iolab import servers
-from iolab.lessons.backend import runs, stack
+from iolab.lessons.backend import experiment, stack
 
 
 def counts(text):
     return [int(part) for part in text.split(",")]
 
 
-def blocking(backend, name, how, options, users, requests, task_ms, front_servers, workers, slot):
-    with backend.front(name, timeout_ms=30000, **options) as front:
-        trip = runs.trip_s(front, how, task_ms)
-        tiers = runs.Tiers(users, front_servers, workers, front_threads=how == "pool")
-        run = runs.start_blocking(front, how, users, requests, task_ms, tiers, trip, slot)
-        try:
-            row = runs.blocking_row(f"{name} {how}", front, how, run.wait(), task_ms, tiers, trip, slot)
-        finally:
-            run.stop()
-    print(f"{row.test:34} k/W={str(front_servers):>4} c={workers}  predicted {row.predicted_rps:7.2f}"
-          f"  measured {row.rps:7.2f}  ({row.off:+.1%})  bound {row.bound_rps:7.2f}  {row.bottleneck}", flush=True)
-    return row
+def print_row(row):
+    if row.how in ("hello", "forget"):  # CPU-bound: the utilization law's bound is the prediction
+        print(f"{row.test:6} {row.front_end:16} measured {row.rps:9.1f}  bound min(W, cores) / D {row.bound_rps:9.1f}"
+              f"  {row.bottleneck}", flush=True)
+        return
+    print(f"{row.test:6} {row.front_end:16} {row.how:5} N={row.users:<3} predicted {row.predicted_rps:7.2f}"
+          f"  measured {row.rps:7.2f} ({row.off:+.1%})  pessimistic {row.low_rps:7.2f}  bound {row.bound_rps:7.2f}"
+          f"  {row.bottleneck}", flush=True)
+
+
+def parse(defaults):
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--task-ms", type=int, default=defaults.task_ms)
+    parser.add_argument("--users", type=int, default=defaults.users)
+    parser.add_argument("--requests", type=int, default=defaults.blocking_requests, help="per blocking run")
+    parser.add_argument("--article-workers", type=int, default=defaults.article_workers)
+    parser.add_argument("--sweep-workers", type=int, default=defaults.sweep_workers)
+    parser.add_argument("--sweep-users", type=int, default=defaults.sweep_users)
+    parser.add_argument("--sweep-requests", type=int, default=defaults.sweep_requests)
+    parser.add_argument("--threads", type=counts, default=defaults.sweep_threads, help="the sweep's k, comma-separated")
+    parser.add_argument("--queue-workers", type=int, default=defaults.queue_workers)
+    parser.add_argument("--arrival-rps", type=int, default=defaults.arrival_rps)
+    parser.add_argument("--queue-seconds", type=int, default=defaults.queue_seconds)
+    parser.add_argument("--no-faults", action="store_true", help="skip killing the worker pool and Redis")
+    parser.add_argument("--quick", action="store_true", help="the notebook's quick sizes (the memory cap's run skipped)")
+    return parser.parse_args()
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--task-ms", type=int, default=200)
-    parser.add_argument("--users", type=int, default=20)
-    parser.add_argument("--requests", type=int, default=60)
-    parser.add_argument("--article-workers", type=int, default=1)
-    parser.add_argument("--sweep-workers", type=int, default=4)
-    parser.add_argument("--threads", type=counts, default=[1, 2, 4, 8])
-    parser.add_argument("--queue-workers", type=int, default=2)
-    parser.add_argument("--arrival-rps", type=float, default=50)
-    parser.add_argument("--queue-seconds", type=float, default=8)
-    args = parser.parse_args()
+    args = parse(experiment.Plan())
+    plan = experiment.Plan(
+        task_ms=args.task_ms, users=args.users, blocking_requests=args.requests, article_workers=args.article_workers,
+        sweep_workers=args.sweep_workers, sweep_users=args.sweep_users, sweep_requests=args.sweep_requests,
+        sweep_threads=args.threads, queue_workers=args.queue_workers, arrival_rps=args.arrival_rps,
+        queue_seconds=args.queue_seconds, run_faults=not args.no_faults,
+    ).check()
+    if args.quick:
+        plan = plan.quick_sizes()
     missing = stack.missing()
     if missing:
         print(json.dumps({"skipped": missing}))
         return
     began = time.monotonic()
-    backend = stack.Backend(args.article_workers)
-    rows, figures = [], {}
+    lab = experiment.Lab(plan)
+    lab.start()
+    figures = {}
     try:
-        with backend.front("tornado_backend") as front:
-            slot = runs.trip_s(front, "await", args.task_ms)
-        print(f"worker slot T_w = {slot * 1000:.1f} ms for T = {args.task_ms} ms", flush=True)
-        for name, how, options, front_servers in (
-            ("tornado_backend", "wait", {}, 1), ("gevent_flask", "wait", {}, None),
-            ("gunicorn_flask", "wait", {"workers": 3}, 3),
-        ):
-            rows.append(blocking(backend, name, how, options, args.users, args.requests, args.task_ms, front_servers,
-                                 args.article_workers, slot))
-        backend.start_worker(args.sweep_workers)
-        with backend.front("tornado_backend") as front:
-            slot = runs.trip_s(front, "await", args.task_ms)
-        for k in args.threads:
-            rows.append(blocking(backend, "tornado_backend", "pool", {"threads": k}, 16, 40, args.task_ms, k,
-                                 args.sweep_workers, slot))
-        rows.append(blocking(backend, "tornado_backend", "await", {}, 16, 40, args.task_ms, None, args.sweep_workers, slot))
-        for name in ("tornado_backend", "gevent_flask"):
-            with backend.front(name) as front:
-                run = runs.start_cpu_bound(front, f"/backend?ms={args.task_ms}&how=forget", 50, 2000)
-                try:
-                    row = runs.cpu_bound_row("forget", front, "forget", run.wait(), 1)
-                finally:
-                    run.stop()
-            waited = next(r for r in rows if r.test == f"{name} wait")
-            figures[f"forget_over_wait_{name}"] = row.rps / waited.rps
-            print(f"{name} forget: {row.rps:.1f} req/s (bound 1/D {row.bound_rps:.1f}, {row.bottleneck});"
-                  f" {row.rps / waited.rps:.1f} x its blocking run", flush=True)
-            rows.append(row)
-            backend.flush()
-        backend.start_worker(args.queue_workers)
-        with backend.front("tornado_backend") as front:
-            slot = runs.trip_s(front, "await", args.task_ms)
-            drain = args.queue_workers / slot
-            watch = stack.QueueWatch(backend).start()
-            run = runs.start_open_loop(front, args.arrival_rps, args.queue_seconds, args.task_ms)
-            try:
-                result = run.wait()
-            finally:
-                run.stop()
-            time.sleep(0.3)
-            watch.stop()
-            queue = runs.QueueRun(args.arrival_rps, drain, watch.points, result)
-            figures["rss_mb"] = backend.rss_mb(front)
+        for row in lab.hello():
+            print_row(row)
+        planned = lab.plan_waits()
+        print(f"worker slot T_w = {planned[0].slot_s * 1000:.1f} ms for T = {plan.task_ms} ms", flush=True)
+        for row in lab.waits(planned):
+            print_row(row)
+        sweep = lab.thread_sweep()
+        for row in sweep.rows + [sweep.await_row]:
+            print_row(row)
+        waits = {row.front_end: row for row in lab.wait_rows}
+        for row in lab.forget():
+            print_row(row)
+            figures[f"forget_over_wait_{row.front_end}"] = row.rps / waits[row.front_end].rps
+        with lab.queue_growth() as growth:
+            queue = growth.run()
         slope = queue.measured_slope()
-        figures["queue_slope"] = {"measured": slope, "predicted": queue.predicted_slope,
-                                  "off": slope / queue.predicted_slope - 1, "bytes_per_task": watch.bytes_per_task()}
+        lowest, highest = queue.slope_bounds(plan.task_s)
         print(f"queue slope: measured {slope:.2f}/s, predicted λ − c/T_w = {queue.predicted_slope:.2f}/s"
-              f" ({slope / queue.predicted_slope - 1:+.1%}); {watch.bytes_per_task():.0f} bytes of Redis per task")
-        total = sum(figures["rss_mb"].values())
-        print("RSS (MB): " + ", ".join(f"{k} {v:.0f}" for k, v in figures["rss_mb"].items()) + f"; total {total:.0f}")
-        figures["rss_total_mb"] = total
+              f" ({slope / queue.predicted_slope - 1:+.1%}), the law allows {lowest:.2f} to {highest:.2f};"
+              f" {lab.bytes_per_task:.0f} bytes of Redis per task", flush=True)
+        if not plan.quick:
+            with lab.memory_cap() as filling:
+                cap = filling.run()
+            fewest, most = cap.held_bounds()
+            print(f"memory cap {plan.cap_mb} MB: Redis held {cap.held} tasks, predicted {cap.predicted_tasks:.0f},"
+                  f" its own readings {fewest:.0f} to {most:.0f}; {cap.reason}", flush=True)
+        bounded = lab.bounded_queue()
+        print(f"bounded queue: {bounded.statuses()}, longest {max(n for _, n in bounded.points)}"
+              f" (limit {plan.queue_limit})", flush=True)
+        if plan.run_faults:
+            for fault in (lab.kill_worker(), lab.kill_redis()):
+                print(f"{fault.what} killed: {fault.counts()} in {fault.took_s:.1f} s; left {fault.left}", flush=True)
     finally:
-        backend.stop()
+        lab.stop()
         servers.stop_all()
-    blocking_rows = [r for r in rows if r.how != "forget"]
-    figures["worst_prediction_off"] = max(abs(r.off) for r in blocking_rows)
-    figures["rows"] = [r.as_dict() for r in rows]
+    total = sum(lab.rss.values())
+    print("RSS (MB): " + ", ".join(f"{k} {v:.0f}" for k, v in lab.rss.items()) + f"; total {total:.0f}")
+    figures.update(lab.results())
+    figures["queue_slope"].update(off=slope / queue.predicted_slope - 1, bytes_per_task=lab.bytes_per_task,
+                                  lowest=lowest, highest=highest)
+    figures["rss_total_mb"] = total
+    blocking_rows = [row for row in lab.rows() if row.how not in ("hello", "forget")]
+    figures["worst_prediction_off"] = max(abs(row.off) for row in blocking_rows)
+    figures["rows"] = [row.as_dict() for row in lab.rows()]
     figures["seconds"] = time.monotonic() - began
     print(json.dumps(figures, default=str))
 

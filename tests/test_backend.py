@@ -1,6 +1,7 @@
 """Lesson 10's real backend.
 
 Redis, a Celery worker pool and the three front ends, started, called in every mode, broken and stopped.
+The lesson's own modules are tested in tests/lessons/backend/.
 """
 
 import http.client
@@ -17,7 +18,6 @@ import pytest
 
 from helpers import kill_the_parent, wait_until
 from iolab import registry, servers
-from iolab.lessons.backend import runs, stack
 
 BACKEND_SERVERS = ("redis_server", "celery_worker", "tornado_backend", "gevent_flask", "gunicorn_flask")
 MISSING = next(filter(None, (registry.get(name).missing() for name in BACKEND_SERVERS)), None)
@@ -131,27 +131,6 @@ def test_tornados_ways_of_waiting_serve_as_many_at_once_as_the_law_says(redis, w
         assert low * 0.98 <= timings[how] <= high, (how, timings)
 
 
-@pytest.mark.parametrize("how, threads", [("await", None), ("pool", 16)])
-def test_threads_that_take_turns_at_the_gil_stay_above_the_pessimistic_side_that_counts_the_turns(how, threads):
-    """Sixteen worker threads with 50 ms tasks finish in step and wait for each other at their process's GIL.
-    Without those turns (runs.gil_turns) the pessimistic side came out 14% and 17% over what the pool did."""
-    backend = stack.Backend(concurrency=16)
-    try:
-        with backend.front("tornado_backend", timeout_ms=30000, threads=threads or 1) as front:
-            slot = runs.trip_s(front, "await", 50)
-            trip = runs.trip_s(front, how, 50)
-            tiers = runs.Tiers(32, threads, 16, front_threads=threads is not None)
-            run = runs.start_blocking(front, how, 32, 192, 50, tiers, trip, slot, backend.worker)
-            try:
-                row = runs.blocking_row(how, front, how, run.wait(), 50, tiers, trip, slot, run.worker_meter)
-            finally:
-                run.stop()
-    finally:
-        backend.stop()
-    assert set(row.statuses) == {200}, row.statuses
-    assert row.low_rps <= row.rps <= row.bound_rps * 1.02, (row.low_rps, row.rps, row.predicted_rps, row.bound_rps)
-
-
 @pytest.mark.parametrize("patch, rounds", [("yes", 1), ("no", 2)])
 def test_gevent_patching_makes_the_wait_cooperative(redis, worker, patch, rounds):
     with servers.serve("gevent_flask", broker=broker_of(redis), patch=patch) as front:
@@ -207,27 +186,6 @@ def test_redis_at_its_memory_cap_refuses_with_a_503():
         status, body, _ = answer
         assert status == 503 and body.startswith("503 broker full"), (sent, body)
         assert 10 < sent < 20_000
-
-
-def test_tasks_that_fit_is_the_cap_less_what_redis_uses_empty_over_bytes_per_task():
-    assert runs.tasks_that_fit(2, 2**20, 1024) == 1024
-    assert runs.tasks_that_fit(1, 2**21, 800) == 0  # already over the cap: nothing fits
-    with pytest.raises(ValueError, match="bytes_per_task"):
-        runs.tasks_that_fit(2, 0, float("nan"))
-
-
-@pytest.mark.slow
-def test_filling_a_small_redis_holds_about_what_its_own_bytes_per_task_predict_then_only_503s():
-    with stack.capped_broker(2) as (broker, client), servers.serve("tornado_backend", broker=broker) as front:
-        cap = runs.fill_to_cap(front, client, 2, 820.0, 500.0, users=8, refused=20)
-    own = runs.tasks_that_fit(2, cap.empty_bytes, cap.bytes_per_task_here())
-    assert 0.8 * own <= cap.held <= 1.2 * own, (cap.held, own, cap.bytes_per_task_here())
-    fewest, most = cap.held_bounds()  # where its own readings of memory against LLEN reach the cap
-    assert fewest <= cap.held <= most, (cap.held, fewest, most)
-    assert cap.held == runs.statuses(cap.result)[200]  # nothing drains it, and a refused task is not queued
-    assert {sample.status for sample in cap.refusals()} == {503}, cap.as_dict()
-    assert cap.reason_status == 503 and cap.reason.startswith("503 broker full"), cap.reason
-    assert cap.reason_ms < 1000, cap.reason_ms
 
 
 @pytest.mark.parametrize("name", ["tornado_backend", "gevent_flask", "gunicorn_flask"])

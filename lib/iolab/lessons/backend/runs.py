@@ -62,6 +62,8 @@ class Row:
     low_rps: float = math.nan
     container: object = None  # usage.ContainerWindow: the container's CPU over the run, under a CPU quota
     waits_ms: tuple = (0.0, 0.0)  # the front end's and the worker pool's wait for a CPU per request (cpu_waits)
+    worker_timeouts: int = 0  # gunicorn's WORKER TIMEOUT lines during the run
+    left_in_queue: int | None = None  # fire and forget: tasks the workers had not started when the run ended
 
     def quota_note(self):
         return quota_note(self.container)
@@ -110,21 +112,51 @@ def trip_s(front, how="wait", ms=100, requests=5):
     return float(np.median(answered))
 
 
-def start_blocking(front, how, users, requests, ms, tiers, trip, slot, worker=None):
-    """Start a closed loop on /backend?how=...; each request may wait behind everyone else.
+@dataclass
+class Blocking:
+    """One blocking run, planned: its front end (started), the tiers, R and T_w measured alone, the task's T.
+
+    The run's own figures travel together here, so that starting it, predicting it and judging it read the same.
+    """
+
+    test: str  # the row's name: "wait", "await", "k=4"
+    front: object  # the front end's servers.Server, started on the backend
+    how: str  # how the front end waits for the result: wait, pool or await
+    tiers: Tiers
+    trip_s: float  # R: one request alone through this front end
+    slot_s: float  # T_w: how long a worker slot is held per task, measured alone
+    task_ms: int  # T
+    requests: int
+
+    def law(self):
+        """(predicted req/s, bottleneck) from R and T_w measured alone."""
+        return self.tiers.law(self.trip_s, self.slot_s)
+
+    @property
+    def predicted_rps(self):
+        return self.law()[0]
+
+    @property
+    def url(self):
+        return f"{self.front.url}/backend?ms={self.task_ms}&how={self.how}"
+
+
+def start_blocking(blocking, worker=None):
+    """Start a closed loop of `blocking.tiers.users` on /backend?how=...; each request may wait behind everyone else.
 
     A first round of short tasks from every user goes before it, unmeasured: each
     thread of a pool, each awaiting request, opens its connections to Redis then.
     With `worker` (the worker pool's Server) the run also measures, from its go,
     how long the worker pool's threads waited for a CPU: `run.worker_meter`.
     """
-    warm = f"{front.url}/backend?ms=1&how={how}"
-    load.run_load(warm, requests=users, concurrency=users, timeout_s=RUN_SLACK_S + users * trip)
-    bound, _ = tiers.law(trip, slot)
-    worst_s = requests / bound + trip  # the last request waits for all the others
+    front, users = blocking.front, blocking.tiers.users
+    warm = f"{front.url}/backend?ms=1&how={blocking.how}"
+    load.run_load(warm, requests=users, concurrency=users, timeout_s=RUN_SLACK_S + users * blocking.trip_s)
+    bound, _ = blocking.law()
+    worst_s = blocking.requests / bound + blocking.trip_s  # the last request waits for all the others
     meter = usage.CpuMeter(worker.pid) if worker is not None else None
     run = load.start_load(
-        f"{front.url}/backend?ms={ms}&how={how}", server=front, requests=requests, concurrency=users,
+        blocking.url, server=front, requests=blocking.requests, concurrency=users,
         timeout_s=min(600.0, worst_s + RUN_SLACK_S), max_duration_s=min(1800.0, 2 * worst_s + RUN_SLACK_S),
         before_go=meter.start if meter else None,
     )
@@ -175,7 +207,7 @@ def quota_tier(container, completed):
     return container.quota / demand_s, demand_s
 
 
-def blocking_row(test, front, how, result, ms, tiers, trip, slot, worker=None):
+def blocking_row(blocking, result, worker=None):
     """The row for a finished blocking run: predicted from R and T_w measured alone and, under a CPU quota, the
     container's CPU per request in this run (quota_tier); bounded above by the task's own T.
 
@@ -183,6 +215,7 @@ def blocking_row(test, front, how, result, ms, tiers, trip, slot, worker=None):
     run (cpu_waits), and for their turns at their process's GIL (gil_turns); `worker` is the run's worker_meter,
     if it had one.
     """
+    front, tiers, trip, slot, ms = blocking.front, blocking.tiers, blocking.trip_s, blocking.slot_s, blocking.task_ms
     front.check()
     summary = metrics.summarize(result)
     worker_usage = worker.stop() if worker is not None else None
@@ -197,8 +230,8 @@ def blocking_row(test, front, how, result, ms, tiers, trip, slot, worker=None):
     bound, _ = tiers.law(ms / 1000)  # no slot of any tier can be held for less than the task's T
     own_s = max(0.0, trip - ms / 1000)
     low, _ = tiers.law(trip + own_s + front_wait + front_turns, slot + own_s + worker_wait + worker_turns)
-    return Row(test, front.name, how, tiers.users, summary.rps, predicted, bound, bottleneck, statuses(result), summary,
-               low, container, (front_wait * 1000, worker_wait * 1000))
+    return Row(blocking.test, front.name, blocking.how, tiers.users, summary.rps, predicted, bound, bottleneck,
+               statuses(result), summary, low, container, (front_wait * 1000, worker_wait * 1000))
 
 
 def start_cpu_bound(front, path, users, requests):
@@ -312,6 +345,8 @@ class FaultRun:
     killed_at_s: float
     result: object
     left: dict = field(default_factory=dict)
+    requests: int = 0  # sent in all: before the kill and after it
+    took_s: float = math.nan  # from the start to the last answer, the kill and the wait for answers included
 
     def counts(self):
         """Answers by kind, and the slowest answer of each kind, in ms."""
@@ -330,7 +365,7 @@ class FaultRun:
 def run_with_fault(front, path, users, before, after, timeout_s, kill, what):
     """A closed loop on `path`: `kill()` once `before` requests are answered, then `after` more are sent.
 
-    Every request is bounded by `timeout_s`; nothing the kill does can make the run hang.
+    Every request is bounded by `timeout_s`; nothing the kill does can make the run hang. Returns the FaultRun.
     """
     run = load.start_load(f"{front.url}{path}", requests=before + after, concurrency=users, timeout_s=timeout_s,
                           max_duration_s=(before + after) * timeout_s + RUN_SLACK_S)
@@ -343,8 +378,7 @@ def run_with_fault(front, path, users, before, after, timeout_s, kill, what):
         result = run.wait()
     finally:
         run.stop()
-    return FaultRun(what, killed_at, result), time.monotonic() - began
-
+    return FaultRun(what, killed_at, result, requests=before + after, took_s=time.monotonic() - began)
 
 
 def tasks_that_fit(cap_mb, empty_bytes, bytes_per_task):

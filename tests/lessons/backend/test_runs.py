@@ -1,0 +1,57 @@
+"""Lesson 10's runs against a real Redis and Celery worker pool.
+
+Threads taking turns at the GIL inside the pessimistic side; a small Redis filled to its cap.
+"""
+
+import pytest
+
+from iolab import servers
+from iolab.lessons.backend import runs, stack
+
+MISSING = stack.missing()
+needs_backend = pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
+
+
+@needs_backend
+@pytest.mark.parametrize("how, threads", [("await", None), ("pool", 16)])
+def test_threads_that_take_turns_at_the_gil_stay_above_the_pessimistic_side_that_counts_the_turns(how, threads):
+    """Sixteen worker threads with 50 ms tasks finish in step and wait for each other at their process's GIL.
+    Without those turns (runs.gil_turns) the pessimistic side came out 14% and 17% over what the pool did."""
+    backend = stack.Backend(concurrency=16)
+    try:
+        with backend.front("tornado_backend", timeout_ms=30000, threads=threads or 1) as front:
+            slot = runs.trip_s(front, "await", 50)
+            trip = runs.trip_s(front, how, 50)
+            tiers = runs.Tiers(32, threads, 16, front_threads=threads is not None)
+            blocking = runs.Blocking(how, front, how, tiers, trip, slot, 50, 192)
+            run = runs.start_blocking(blocking, backend.worker)
+            try:
+                row = runs.blocking_row(blocking, run.wait(), run.worker_meter)
+            finally:
+                run.stop()
+    finally:
+        backend.stop()
+    assert set(row.statuses) == {200}, row.statuses
+    assert row.low_rps <= row.rps <= row.bound_rps * 1.02, (row.low_rps, row.rps, row.predicted_rps, row.bound_rps)
+
+
+def test_tasks_that_fit_is_the_cap_less_what_redis_uses_empty_over_bytes_per_task():
+    assert runs.tasks_that_fit(2, 2**20, 1024) == 1024
+    assert runs.tasks_that_fit(1, 2**21, 800) == 0  # already over the cap: nothing fits
+    with pytest.raises(ValueError, match="bytes_per_task"):
+        runs.tasks_that_fit(2, 0, float("nan"))
+
+
+@needs_backend
+@pytest.mark.slow
+def test_filling_a_small_redis_holds_about_what_its_own_bytes_per_task_predict_then_only_503s():
+    with stack.capped_broker(2) as (broker, client), servers.serve("tornado_backend", broker=broker) as front:
+        cap = runs.fill_to_cap(front, client, 2, 820.0, 500.0, users=8, refused=20)
+    own = runs.tasks_that_fit(2, cap.empty_bytes, cap.bytes_per_task_here())
+    assert 0.8 * own <= cap.held <= 1.2 * own, (cap.held, own, cap.bytes_per_task_here())
+    fewest, most = cap.held_bounds()  # where its own readings of memory against LLEN reach the cap
+    assert fewest <= cap.held <= most, (cap.held, fewest, most)
+    assert cap.held == runs.statuses(cap.result)[200]  # nothing drains it, and a refused task is not queued
+    assert {sample.status for sample in cap.refusals()} == {503}, cap.as_dict()
+    assert cap.reason_status == 503 and cap.reason.startswith("503 broker full"), cap.reason
+    assert cap.reason_ms < 1000, cap.reason_ms
