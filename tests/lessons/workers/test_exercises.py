@@ -93,6 +93,26 @@ def test_a_run_a_neighbour_slowed_allows_what_it_took_up_to_its_own_demands(exer
     assert exercise.check(180.9, **{**figures, "lost": 0.0}) == "incorrect"
 
 
+@pytest.mark.parametrize("exercise", [ex.q2, ex.q4], ids=["q2", "q4"])
+def test_a_run_is_judged_at_the_cpu_per_request_the_question_gave(exercise, capsys):
+    # The question gave 5.528 ms a request (1000 / 5.528 = 180.9 req/s, the lesson's answer). A neighbour's network
+    # load put its interrupts on this run's CPU clock, which this kernel does not count apart: 6.78 ms a request,
+    # 147.4 req/s, and no other program's time to see. At the CPU per request given, that is 180.8 req/s.
+    figures = {"measured": 147.4, "disturbed_share": 0.0, "bound": 147.5, "run_ms": 6.78, "given_ms": 5.528}
+    assert exercise.check(180.9, **figures) == "correct"
+    said = capsys.readouterr().out
+    assert "you were given, 5.53 ms (the run spent 6.78 ms a request and gave 147.4 req/s)" in said
+    assert exercise.check(2 * 180.9, **figures) == "incorrect"
+    assert exercise.check(147.4 * 0.8, **figures) == "incorrect"
+    # Judged on the run alone, as before, the lesson's own answer was refused.
+    assert exercise.check(180.9, **{**figures, "run_ms": None}) == "incorrect"
+    # A baseline that a neighbour slowed gives a lower answer; the run, quiet, is judged at that D too.
+    assert exercise.check(1000 / 6.78, measured=180.9, disturbed_share=0.0, bound=181.0, run_ms=5.528,
+                          given_ms=6.78) == "correct"
+    assert exercise.check(180.9, measured=180.9, disturbed_share=0.0, bound=181.0, run_ms=5.528,
+                          given_ms=6.78) == "incorrect"
+
+
 def test_what_others_took_is_counted_over_the_window_they_were_read_in():
     # 4% of one core over a 0.6 s window is 24 ms of CPU: at D = 6 ms, 4 requests in a 0.25 s run, 16 req/s.
     run = measure.Run(

@@ -45,10 +45,12 @@ class MeasuredThroughput:
     config = None  # the sweep.Config the question is about
     handler = "cpu"
 
-    def measure(self, lab=None, measured=None, disturbed_share=None, bound=None, lost=0.0):
+    def measure(self, lab=None, measured=None, disturbed_share=None, bound=None, lost=0.0, run_ms=None,
+                given_ms=None):
         """The throughput to judge against: `lab` runs it; `measured` (with `disturbed_share`, `bound`, the bound
-        from its own demands, and `lost`, the req/s other programs' time could have served) stands in for a run
-        made elsewhere."""
+        from its own demands, `lost`, the req/s other programs' time could have served, and `run_ms` and
+        `given_ms`, the CPU per request the answer divides by as the run spent it and as the question gave it)
+        stands in for a run made elsewhere."""
         self.quantity = "the throughput"
         if lab is not None:
             cell = lab.find(self.config, self.handler) or lab.measure(self.config, [self.handler])[0]
@@ -58,15 +60,35 @@ class MeasuredThroughput:
                 cell = lab.measure(self.config, [self.handler], again=True)[0]
             measured, disturbed_share, bound = cell.rps, cell.run.others_share, cell.explained.rps
             lost = lost_to_others(cell.run)
+            given = lab.demands(self.config, self.handler)
+            run_ms = self.per_request_ms(cell.run.app_demand_ms, cell.run.client_demand_ms)
+            given_ms = self.per_request_ms(given.app_ms, given.client_ms)
             self.allow_for_the_client(lab)
+        # The answer divides by the CPU per request the question gave, from the baseline's run. Where this run spent
+        # more (a neighbour's interrupts land on its CPU clock: this kernel does not count them apart) or less, it is
+        # judged as it would have run at the CPU per request the question gave, as its CPU-bound rate scales.
+        scale, note = 1.0, ""
+        if run_ms and given_ms and run_ms > 0 and given_ms > 0:
+            scale = run_ms / given_ms
+            if f"{run_ms:.3g}" != f"{given_ms:.3g}":
+                note = (f" at the {self.per_request_text} you were given, {given_ms:.3g} ms (the run spent"
+                        f" {run_ms:.3g} ms a request and gave {measured:,.1f} req/s)")
+        measured, bound, lost = measured * scale, None if bound is None else bound * scale, lost * scale
         if disturbed_share is None or disturbed_share <= model.DISTURBED_SHARE:
+            self.quantity += note
             self.allow_for_others(measured, disturbed_share, bound, lost)
             return measured
         self.quantity = (
-            f"the throughput this run's own demands allow (other programs took {disturbed_share:.0%} of the cores on"
-            f" every try, and the run gave {measured:,.0f} req/s, so the run itself is not judged)"
+            f"the throughput this run's own demands allow{note} (other programs took {disturbed_share:.0%} of the"
+            f" cores on every try, and the run gave {measured / scale:,.0f} req/s, so the run itself is not judged)"
         )
         return bound
+
+    # The CPU per request the question's answer divides by: the server's D, or more where the answer adds more.
+    per_request_text = "D"
+
+    def per_request_ms(self, app_ms, client_ms):
+        return app_ms
 
     def allow_for_others(self, measured, disturbed_share, bound, lost):
         """Other programs can only slow a run: a prediction above it is allowed what their time could have served
@@ -181,6 +203,11 @@ class TwoProcessesOnOneCore(MeasuredThroughput, checks.PredictThenMeasure):
         "Predict the throughput, in requests per second."
     )
     config = sweep.Config("sync", 2)
+    per_request_text = "D + the client's D"
+
+    def per_request_ms(self, app_ms, client_ms):
+        return app_ms + client_ms
+
     off_text = "Two processes need two cores to run at once; on one core they take turns, and the client takes its turn too."
     correct_text = "One core does one request's CPU at a time, the client's included: 1 / (D + the client's D)."
     hint_text = [
