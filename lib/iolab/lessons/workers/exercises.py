@@ -60,29 +60,31 @@ class MeasuredThroughput:
                 cell = lab.measure(self.config, [self.handler], again=True)[0]
             measured, disturbed_share, bound = cell.rps, cell.run.others_share, cell.explained.rps
             lost = lost_to_others(cell.run)
-            given = lab.demands(self.config, self.handler)
+            baseline = lab.demands(self.config, self.handler)
             run_ms = self.per_request_ms(cell.run.app_demand_ms, cell.run.client_demand_ms)
-            given_ms = self.per_request_ms(given.app_ms, given.client_ms)
+            given_ms = self.per_request_ms(baseline.app_ms, baseline.client_ms)
             self.allow_for_the_client(lab)
         # The answer divides by the CPU per request the question gave, from the baseline's run. Where this run spent
-        # more (a neighbour's interrupts land on its CPU clock: this kernel does not count them apart) or less, it is
-        # judged as it would have run at the CPU per request the question gave, as its CPU-bound rate scales.
-        scale, note = 1.0, ""
+        # more (a neighbour's interrupts land on its CPU clock where the kernel does not count them apart) or less, it
+        # is judged as it would have run at the CPU per request the question gave: a CPU-bound rate goes as 1 / that.
+        scale, given, spent = 1.0, "", ""
         if run_ms and given_ms and run_ms > 0 and given_ms > 0:
             scale = run_ms / given_ms
             if f"{run_ms:.3g}" != f"{given_ms:.3g}":
-                note = (f" at the {self.per_request_text} you were given, {given_ms:.3g} ms (the run spent"
-                        f" {run_ms:.3g} ms a request and gave {measured:,.1f} req/s)")
-        measured, bound, lost = measured * scale, None if bound is None else bound * scale, lost * scale
+                given = f" at the {self.per_request_text} you were given, {given_ms:.3g} ms"
+                spent = f"the run spent {run_ms:.3g} ms a request"
         if disturbed_share is None or disturbed_share <= model.DISTURBED_SHARE:
-            self.quantity += note
+            if given:
+                self.quantity += f"{given} ({spent} and gave {measured:,.1f} req/s)"
+            measured, bound, lost = measured * scale, None if bound is None else bound * scale, lost * scale
             self.allow_for_others(measured, disturbed_share, bound, lost)
             return measured
         self.quantity = (
-            f"the throughput this run's own demands allow{note} (other programs took {disturbed_share:.0%} of the"
-            f" cores on every try, and the run gave {measured / scale:,.0f} req/s, so the run itself is not judged)"
+            f"the throughput this run's own demands allow{given} (other programs took {disturbed_share:.0%} of the"
+            f" cores on every try, {spent + ', ' if spent else ''}and the run gave {measured:,.0f} req/s, so the run"
+            " itself is not judged)"
         )
-        return bound
+        return bound * scale
 
     # The CPU per request the question's answer divides by: the server's D, or more where the answer adds more.
     per_request_text = "D"
