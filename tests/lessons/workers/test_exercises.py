@@ -3,9 +3,15 @@
 The wrong answers include those a student is most likely to give.
 """
 
+import contextlib
+import dataclasses
+import subprocess
+import time
+
 import pytest
 
-from iolab.lessons.workers import cores, sweep
+from iolab import children
+from iolab.lessons.workers import cores, measure, sweep
 from iolab.lessons.workers import exercises as ex
 
 pytestmark = pytest.mark.usefixtures("fresh_exercises")  # from conftest.py
@@ -65,6 +71,61 @@ def test_a_disturbed_run_says_so_and_is_judged_on_its_own_demands(exercise, caps
     assert exercise.check(110, measured=110, disturbed_share=0.4, bound=185) == "incorrect"
 
 
+@pytest.mark.parametrize("exercise", [ex.q2, ex.q4], ids=["q2", "q4"])
+def test_a_run_a_neighbour_slowed_allows_what_it_took_up_to_its_own_demands(exercise, capsys):
+    # As lesson 06 saw it beside another lab's load: 147.4 req/s measured, 180.9 predicted from the baseline's D,
+    # other programs' share under the retry threshold. Their time could have served 40 req/s; its own demands allow
+    # 181 req/s. The lesson's answer is right; twice it (two processes, two cores' worth) is still wrong.
+    figures = {"measured": 147.4, "disturbed_share": 0.04, "bound": 181.0, "lost": 40.0}
+    assert exercise.check(None, **figures) == "not attempted"
+    assert exercise.check(180.9, **figures) == "correct"
+    said = capsys.readouterr().out
+    assert "measured 147.4 req/s" in said and "4.0% of the cores" in said and "181" in said
+    assert exercise.check(2 * 180.9, **figures) == "incorrect"
+    assert "too high" in capsys.readouterr().out
+    # What others took only ever slowed the run: it excuses nothing below it, nor above its own demands' bound.
+    assert exercise.check(0.8 * 147.4, **figures) == "incorrect"
+    assert exercise.check(1.15 * 181.0 + 5, **figures) == "incorrect"
+    # The allowance is what their time could serve, not the whole gap to the bound.
+    assert exercise.check(180.9, **{**figures, "lost": 5.0}) == "incorrect"
+    assert "time enough for 5 req/s" in capsys.readouterr().out
+    # Without a neighbour nothing changes.
+    assert exercise.check(180.9, **{**figures, "lost": 0.0}) == "incorrect"
+
+
+@pytest.mark.parametrize("exercise", [ex.q2, ex.q4], ids=["q2", "q4"])
+def test_a_run_is_judged_at_the_cpu_per_request_the_question_gave(exercise, capsys):
+    # The question gave 5.528 ms a request (1000 / 5.528 = 180.9 req/s, the lesson's answer). A neighbour's network
+    # load put its interrupts on this run's CPU clock, which this kernel does not count apart: 6.78 ms a request,
+    # 147.4 req/s, and no other program's time to see. At the CPU per request given, that is 180.8 req/s.
+    figures = {"measured": 147.4, "disturbed_share": 0.0, "bound": 147.5, "run_ms": 6.78, "given_ms": 5.528}
+    assert exercise.check(180.9, **figures) == "correct"
+    said = capsys.readouterr().out
+    assert "you were given, 5.53 ms (the run spent 6.78 ms a request and gave 147.4 req/s)" in said
+    assert exercise.check(2 * 180.9, **figures) == "incorrect"
+    assert exercise.check(147.4 * 0.8, **figures) == "incorrect"
+    # Judged on the run alone, as before, the lesson's own answer was refused.
+    assert exercise.check(180.9, **{**figures, "run_ms": None}) == "incorrect"
+    # A baseline that a neighbour slowed gives a lower answer; the run, quiet, is judged at that D too.
+    assert exercise.check(1000 / 6.78, measured=180.9, disturbed_share=0.0, bound=181.0, run_ms=5.528,
+                          given_ms=6.78) == "correct"
+    assert exercise.check(180.9, measured=180.9, disturbed_share=0.0, bound=181.0, run_ms=5.528,
+                          given_ms=6.78) == "incorrect"
+
+
+def test_what_others_took_is_counted_over_the_window_they_were_read_in():
+    # 4% of one core over a 0.6 s window is 24 ms of CPU: at D = 6 ms, 4 requests in a 0.25 s run, 16 req/s.
+    run = measure.Run(
+        server="x", options={}, handler="cpu", path="/cpu", users=16, keep_alive=True, completed=37, errors=0,
+        rps=147.4, mean_ms=100.0, p99_ms=120.0, duration_s=0.25, server_demand_ms=6.1, app_demand_ms=6.0,
+        nginx_demand_ms=0.0, app_queued_ms=6.0, app_processes=2, client_demand_ms=0.2, kernel_demand_ms=0.0,
+        others_share=0.04, idle_share=0.0, cores=1.0, window_s=0.6,
+    )
+    assert ex.lost_to_others(run) == pytest.approx(0.04 * 0.6 / 0.006 / 0.25)
+    assert ex.lost_to_others(dataclasses.replace(run, others_share=0.0)) == 0.0
+    assert ex.lost_to_others(dataclasses.replace(run, window_s=0.0)) == 0.0  # a run that did not keep its window
+
+
 @pytest.mark.slow
 def test_q4_on_one_core_runs_the_two_workers():
     lab = sweep.Lab(wait_ms=20, cpu_ms=CPU_MS, run_seconds=0.3, users=16, handlers=("cpu",),
@@ -73,6 +134,51 @@ def test_q4_on_one_core_runs_the_two_workers():
     one_core = lab.cores * 1000 / (demands.app_ms + demands.client_ms)
     assert ex.q4.check(2 * one_core, lab=lab) == "incorrect"  # two processes, but one core
     assert ex.q4.check(one_core, lab=lab) == "correct"
+
+
+# A CPU hog: one process spinning, pinned to the CPUs given, that ends by itself after HOG_S and with its parent.
+HOG = ("import sys, time\nfrom iolab import contract\ncontract.die_with_parent()\n"
+       "end = time.monotonic() + float(sys.argv[1])\nwhile time.monotonic() < end:\n    pass\n")
+HOG_S = 120
+
+
+@contextlib.contextmanager
+def hogs(cpus):
+    """One spinning process on each of `cpus`, killed on the way out."""
+    spinning = [children.spawn(["taskset", "-c", str(cpu)] + children.python("-c", HOG, str(HOG_S)),
+                               stdout=subprocess.DEVNULL) for cpu in cpus]
+    try:
+        time.sleep(0.2)  # each is spinning before anything is measured
+        assert all(hog.poll() is None for hog in spinning), "a hog ended before the test began"
+        yield
+    finally:
+        for hog in spinning:
+            hog.kill()
+            hog.wait()
+
+
+@pytest.mark.slow
+def test_q2_beside_a_hog_on_every_core(capsys):
+    lab = sweep.Lab(wait_ms=20, cpu_ms=CPU_MS, run_seconds=0.25, users=16, handlers=("cpu",), retries=0)
+    with hogs(cores.usable_cores()):
+        solution = 1000 / lab.demands(sweep.Config("gthread"), "cpu").app_ms  # the notebook's
+        assert ex.q2.check(solution, lab=lab) == "correct", capsys.readouterr().out
+        assert ex.q2.check(4 * solution, lab=lab) == "incorrect"  # four threads, as if there were no GIL
+        assert ex.q2.check(2 * solution, lab=lab) == "incorrect"  # two cores' worth
+    print(capsys.readouterr().out)
+
+
+@pytest.mark.slow
+def test_q4_beside_a_hog_on_its_one_core(capsys):
+    one_core = cores.usable_cores()[:1]
+    lab = sweep.Lab(wait_ms=20, cpu_ms=CPU_MS, run_seconds=0.25, users=16, handlers=("cpu",), cpus=one_core,
+                    retries=0)
+    with hogs(one_core):
+        demands = lab.demands(sweep.Config("sync"), "cpu")
+        solution = lab.cores * 1000 / (demands.app_ms + demands.client_ms)  # the notebook's
+        assert ex.q4.check(solution, lab=lab) == "correct", capsys.readouterr().out
+        assert ex.q4.check(2 * solution, lab=lab) == "incorrect"  # two processes, but one core
+    print(capsys.readouterr().out)
 
 
 # --- q3 and q6: choices ---------------------------------------------------------------------------------------------

@@ -20,12 +20,24 @@ def _number(answer):
     return float(answer)
 
 
+def lost_to_others(run):
+    """At most how many req/s other programs cost `run`: the cores' time they took during it, at D (the server's
+    CPU per request) for each request it could have served, over the client's window. The time they took is read
+    over a span that holds the client's start too, so this is an upper bound (0 where the run did not keep it)."""
+    taken_s = run.others_share * run.window_s * run.cores
+    if taken_s <= 0 or not run.app_demand_ms > 0 or not run.duration_s > 0:
+        return 0.0
+    return taken_s / (run.app_demand_ms / 1000) / run.duration_s
+
+
 class MeasuredThroughput:
     """Mixed into a PredictThenMeasure (and not an exercise itself, so not bound to a q): a prediction of a
     configuration's throughput on a quiet machine, checked by running it.
 
     A run that other programs disturbed is run again; if every try was disturbed, the check says so and judges
     the prediction against what that run's own measured demands allow, since that is what a quiet machine gives.
+    A try they disturbed less than that still lost what they took: a prediction above it is allowed the requests
+    their time could have served, up to what the run's own demands allow.
     """
 
     rel_tol = 0.15
@@ -33,9 +45,12 @@ class MeasuredThroughput:
     config = None  # the sweep.Config the question is about
     handler = "cpu"
 
-    def measure(self, lab=None, measured=None, disturbed_share=None, bound=None):
-        """The throughput to judge against: `lab` runs it; `measured` (with `disturbed_share` and `bound`, the
-        bound from its own demands) stands in for a run made elsewhere."""
+    def measure(self, lab=None, measured=None, disturbed_share=None, bound=None, lost=0.0, run_ms=None,
+                given_ms=None):
+        """The throughput to judge against: `lab` runs it; `measured` (with `disturbed_share`, `bound`, the bound
+        from its own demands, `lost`, the req/s other programs' time could have served, and `run_ms` and
+        `given_ms`, the CPU per request the answer divides by as the run spent it and as the question gave it)
+        stands in for a run made elsewhere."""
         self.quantity = "the throughput"
         if lab is not None:
             cell = lab.find(self.config, self.handler) or lab.measure(self.config, [self.handler])[0]
@@ -44,14 +59,53 @@ class MeasuredThroughput:
                     break
                 cell = lab.measure(self.config, [self.handler], again=True)[0]
             measured, disturbed_share, bound = cell.rps, cell.run.others_share, cell.explained.rps
+            lost = lost_to_others(cell.run)
+            baseline = lab.demands(self.config, self.handler)
+            run_ms = self.per_request_ms(cell.run.app_demand_ms, cell.run.client_demand_ms)
+            given_ms = self.per_request_ms(baseline.app_ms, baseline.client_ms)
             self.allow_for_the_client(lab)
+        # The answer divides by the CPU per request the question gave, from the baseline's run. Where this run spent
+        # more (a neighbour's interrupts land on its CPU clock where the kernel does not count them apart) or less, it
+        # is judged as it would have run at the CPU per request the question gave: a CPU-bound rate goes as 1 / that.
+        scale, given, spent = 1.0, "", ""
+        if run_ms and given_ms and run_ms > 0 and given_ms > 0:
+            scale = run_ms / given_ms
+            if f"{run_ms:.3g}" != f"{given_ms:.3g}":
+                given = f" at the {self.per_request_text} you were given, {given_ms:.3g} ms"
+                spent = f"the run spent {run_ms:.3g} ms a request"
         if disturbed_share is None or disturbed_share <= model.DISTURBED_SHARE:
+            if given:
+                self.quantity += f"{given} ({spent} and gave {measured:,.1f} req/s)"
+            measured, bound, lost = measured * scale, None if bound is None else bound * scale, lost * scale
+            self.allow_for_others(measured, disturbed_share, bound, lost)
             return measured
         self.quantity = (
-            f"the throughput this run's own demands allow (other programs took {disturbed_share:.0%} of the cores on"
-            f" every try, and the run gave {measured:,.0f} req/s, so the run itself is not judged)"
+            f"the throughput this run's own demands allow{given} (other programs took {disturbed_share:.0%} of the"
+            f" cores on every try, {spent + ', ' if spent else ''}and the run gave {measured:,.0f} req/s, so the run"
+            " itself is not judged)"
         )
-        return bound
+        return bound * scale
+
+    # The CPU per request the question's answer divides by: the server's D, or more where the answer adds more.
+    per_request_text = "D"
+
+    def per_request_ms(self, app_ms, client_ms):
+        return app_ms
+
+    def allow_for_others(self, measured, disturbed_share, bound, lost):
+        """Other programs can only slow a run: a prediction above it is allowed what their time could have served
+        (`lost`), and no more than the gap to what its own demands allow (`bound`)."""
+        if bound is None or not lost or self.prediction is None or self.prediction <= measured:
+            return
+        gap = bound - measured
+        allowed = min(lost, gap)
+        if allowed <= 0:
+            return
+        self.allowance += allowed
+        took = "" if disturbed_share is None else f" {disturbed_share:.1%} of the cores"
+        said = (f"(other programs took{took} around the run, time enough for {lost:,.0f} req/s; its own demands"
+                f" allow {bound:,.0f})")
+        self.allowance_text = f"{self.allowance_text} {said}".strip() if self.allowance_text else said
 
     def allow_for_the_client(self, lab):
         """Room for what the question leaves out on this lab's machine; none by default."""
@@ -151,6 +205,11 @@ class TwoProcessesOnOneCore(MeasuredThroughput, checks.PredictThenMeasure):
         "Predict the throughput, in requests per second."
     )
     config = sweep.Config("sync", 2)
+    per_request_text = "D + the client's D"
+
+    def per_request_ms(self, app_ms, client_ms):
+        return app_ms + client_ms
+
     off_text = "Two processes need two cores to run at once; on one core they take turns, and the client takes its turn too."
     correct_text = "One core does one request's CPU at a time, the client's included: 1 / (D + the client's D)."
     hint_text = [

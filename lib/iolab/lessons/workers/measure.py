@@ -127,6 +127,9 @@ class Run:
     connections_at_go: tuple = ()  # the same, read once every user had connected, before the run began
     throttled: int = 0  # times the container's CPU quota stopped it during the run
     throttled_s: float = 0.0  # how long in all
+    # The span the cores' shares are of: from before the load client started to after it ended, so longer than
+    # duration_s, the client's own window. others_share x window_s x cores is what other programs took in it.
+    window_s: float = 0.0
 
     def as_dict(self):
         return asdict(self)
@@ -210,6 +213,7 @@ def run(server, path, requests, users, handler="", keep_alive=True, client="raw"
         connections_at_go=at_go[0] if at_go else (),
         throttled=use.throttled,
         throttled_s=use.throttled_s,
+        window_s=wall_s,
     )
 
 
