@@ -54,15 +54,15 @@ def make_room(fd_counts, margin=MARGIN):
     soft, hard = environment.raise_file_limit(needed)
     notes = []
     if soft != soft_before:
-        notes.append(f"This process raised its soft limit on open files (RLIMIT_NOFILE) from {soft_before:,} to its"
-                     f" hard limit, {soft:,}: no privilege is needed for that.")
+        notes.append(f"Your soft limit on open files (RLIMIT_NOFILE) was {soft_before:,}. This kernel raised it to the"
+                     f" hard limit, {soft:,}; that needs no privilege.")
     budget = fd_budget(margin)
     fitting = [count for count in fd_counts if count <= budget]
     if len(fitting) < len(fd_counts):
         if budget > max(fitting, default=0):
             fitting.append(budget)
-        notes.append(f"The hard limit on open files here is {hard:,}, so the scaling test stops at {max(fitting, default=0):,}"
-                     f" descriptors instead of {max(fd_counts):,} (ulimit -Hn, set by root, raises it).")
+        notes.append(f"The hard limit on open files here is {hard:,}. So the scaling test stops at"
+                     f" {max(fitting, default=0):,} descriptors, not {max(fd_counts):,}. Root can raise it (ulimit -Hn).")
     if len(fitting) < 2:
         raise ModelUnavailable(f"RLIMIT_NOFILE's hard limit is {hard} here: too few descriptors to time two counts")
     return fitting, notes
