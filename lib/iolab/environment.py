@@ -289,22 +289,29 @@ def throttled_between(before, after):
 # thousands. Any process may raise its own soft limit up to the hard one without privilege.
 
 
-def raise_file_limit(needed=None):
-    """Raise this process's soft RLIMIT_NOFILE to its hard limit (no privilege needed); returns (soft, hard).
+def raise_file_limit(needed=None, pid=None):
+    """Raise the soft RLIMIT_NOFILE of this process (or of process `pid`, one of ours) to its hard limit; returns
+    (soft, hard).
 
-    With `needed`, only when the soft limit is below it. Every process started afterwards (a server, a client)
-    inherits the raised limit: a child gets its parent's limits at fork.
+    No privilege is needed. With `needed`, only when the soft limit is below it. Every process started afterwards
+    (a server, a client) inherits the raised limit: a child gets its parent's limits at fork.
     """
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    def limits():
+        return resource.getrlimit(resource.RLIMIT_NOFILE) if pid is None else resource.prlimit(pid, resource.RLIMIT_NOFILE)
+
+    soft, hard = limits()
     if needed is None or soft < needed:
         # An unlimited hard limit (macOS) cannot be the soft one: ask for what is needed, or keep what is there.
         wanted = hard if hard != resource.RLIM_INFINITY else max(soft, needed or soft)
         if wanted != soft:
             try:
-                resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
-            except (ValueError, OSError):  # the kernel caps it lower (macOS's kern.maxfilesperproc): keep the old one
+                if pid is None:
+                    resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+                else:
+                    resource.prlimit(pid, resource.RLIMIT_NOFILE, (wanted, hard))
+            except (ValueError, PermissionError):  # capped lower (macOS's kern.maxfilesperproc), or not ours: kept
                 pass
-    return resource.getrlimit(resource.RLIMIT_NOFILE)
+    return limits()
 
 
 def files_open():
