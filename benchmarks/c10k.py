@@ -19,7 +19,7 @@ import argparse
 import json
 import sys
 
-from iolab import servers
+from iolab import environment, servers
 from iolab.lessons.c10k import holding, limits, lineup
 
 GOALS = {"fresh_p99_ms": 20.0, "kb_per_connection": 16.0, "open_s": 10.0}
@@ -56,7 +56,7 @@ def main():
     unknown = [label for label in wanted if label not in lineup_servers]
     if unknown:
         parser.error(f"--servers: unknown {unknown}; choose from {list(lineup_servers)}")
-    soft, hard = limits.raise_file_limit()
+    soft, hard = environment.raise_file_limit()
     print(f"RLIMIT_NOFILE {soft}/{hard}; {args.connections:,} connections per server", file=sys.stderr)
 
     if args.selectors:

@@ -19,7 +19,7 @@ import argparse
 import json
 import sys
 
-from iolab import contract, hostile, registry, servers, slowloris, tables
+from iolab import contract, environment, hostile, registry, servers, slowloris, tables
 
 SPARE_FILES = 64  # descriptors this process needs besides the slow clients
 
@@ -38,7 +38,7 @@ def main():
         if registry.get(name).protocol != "http":
             parser.error(f"{name}'s port speaks {registry.get(name).protocol}, not HTTP: no HTTP request reaches it")
     # Our end of every slow client, and (servers inherit our limit) the server's end too.
-    soft = slowloris.raise_file_limit(2 * args.most + SPARE_FILES)
+    soft, _ = environment.raise_file_limit(2 * args.most + SPARE_FILES)
     most = min(args.most, (soft - SPARE_FILES) // 2)
     if most < args.most:
         print(f"RLIMIT_NOFILE is {soft} here, so at most {most} slow clients (asked for {args.most})", file=sys.stderr)

@@ -1,12 +1,17 @@
-"""A JupyterLab started the way `make lab` starts it, in throwaway settings, and headless Chromium to look at it."""
+"""A JupyterLab started the way `make lab` starts it, in throwaway settings, and headless Chromium to look at it.
+
+Run as root (as CI runs `make test`), the lab runs as an unprivileged user with a laptop's soft open-files limit.
+"""
 
 import json
 import os
+import pwd
 import secrets
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -32,6 +37,56 @@ START_TIMEOUT_S = 60
 # that never installed them: the lessons tool_paths.py names run on it.
 TOOLS_OFF_KERNEL = "python3-without-optional-tools"
 STOP_TIMEOUT_S = 15
+# Run as root, the test starts JupyterLab (so its kernels, and the servers lessons start) as this user instead, with a
+# laptop's soft RLIMIT_NOFILE under the machine's hard limit: as Binder's jovyan and a student's laptop run them, where
+# the root-only parts of a lesson take their fallback path (test_notebooks.py runs them as root under papermill).
+# `nobody` is on every Linux and owns nothing; IOLAB_BROWSER_USER names another account (root: as root, as before).
+LAB_USER_VARIABLE = "IOLAB_BROWSER_USER"
+LAB_USER = "nobody"
+STUDENT_SOFT_FILES = 1024  # the common soft limit a login gets (hard limit: tens of thousands)
+# Lowers the soft limit in the process that then becomes `jupyter lab`: every kernel and server inherits it.
+LOWER_FILES_AND_EXEC = (
+    "import os, resource, sys; _, hard = resource.getrlimit(resource.RLIMIT_NOFILE);"
+    " resource.setrlimit(resource.RLIMIT_NOFILE, (min(int(sys.argv[1]), hard), hard)); os.execv(sys.argv[2], sys.argv[2:])"
+)
+# What the lab's user must be able to read: the lab's Python and packages, the lessons, the servers and the settings.
+READ_PROBE = (
+    "import pathlib, sys, iolab, ipykernel, jupyterlab; [pathlib.Path(p).read_bytes() for p in sys.argv[1:]];"
+    " print(iolab.__file__)"
+)
+
+
+def lab_account():
+    """The account the lab runs as: None to run it as this test runs (not root, or IOLAB_BROWSER_USER=root).
+
+    Raises LookupError, naming the account, when it does not exist.
+    """
+    if os.geteuid() != 0:
+        return None
+    name = os.environ.get(LAB_USER_VARIABLE) or LAB_USER
+    try:
+        account = pwd.getpwnam(name)
+    except KeyError:
+        raise LookupError(f"there is no user {name!r} to run the lab as ({LAB_USER_VARIABLE} names the account)") from None
+    return None if account.pw_uid == 0 else account
+
+
+def why_the_lab_cannot_run():
+    """Why the browser test cannot run here, or None: a tool missing, or (run as root) a lab user who cannot read the lab."""
+    missing = missing_browser_tools()
+    if missing:
+        return missing
+    try:
+        account = lab_account()
+    except LookupError as no_user:
+        return str(no_user)
+    if account is None:
+        return None
+    lab = Lab(account=account)
+    try:
+        return lab.unreadable()
+    finally:
+        lab.stop()
 
 
 def chromium_path():
@@ -62,7 +117,14 @@ class Lab:
     into them.
     """
 
-    def __init__(self, home):
+    def __init__(self, home=None, account=None):
+        self.account = account  # a pwd entry: the lab runs as that user, with STUDENT_SOFT_FILES; None: as we run
+        # Run as another user, a folder of that user's own where it can reach it (root's pytest folders are private).
+        self.made_home = bool(account) or home is None
+        if self.made_home:
+            home = tempfile.mkdtemp(prefix="iolab-browser-lab-")
+            if account:
+                os.chown(home, account.pw_uid, account.pw_gid)
         self.home = Path(home)
         self.token = secrets.token_hex(16)
         self.marker = secrets.token_hex(8)
@@ -82,11 +144,50 @@ class Lab:
             env[variable] = str(self.home / folder)
         env["IOLAB_QUICK"] = "1"
         env[MARKER] = self.marker
+        if self.account:  # the lab user's own home, not root's (nobody's is /nonexistent)
+            env = {k: v for k, v in env.items() if not k.startswith("XDG_")}
+            env.update(HOME=str(self.home), USER=self.account.pw_name, LOGNAME=self.account.pw_name)
         return env
+
+    def as_account(self):
+        """Popen's arguments that run a process as the lab's user, or none when the lab runs as we do."""
+        if not self.account:
+            return {}
+        return {"user": self.account.pw_uid, "group": self.account.pw_gid, "extra_groups": []}
+
+    def unreadable(self):
+        """Why the lab's user cannot run the lab from this checkout (a folder it cannot read), or None."""
+        if not self.account:
+            return None
+        notebook = next((REPO / "notebooks").glob("*.ipynb"))
+        needed = [notebook, REPO / "servers" / "_wrapper.py", *LAB_SETTINGS.rglob("*.json"), JUPYTER]
+        try:
+            probe = subprocess.run(
+                [sys.executable, "-c", READ_PROBE, *map(str, needed)], env=self.environment(), cwd=self.home,
+                capture_output=True, text=True, timeout=START_TIMEOUT_S, **self.as_account(),
+            )
+        except OSError as refused:  # its Python itself: under a folder only root may enter
+            error = str(refused)
+        else:
+            if probe.returncode == 0:
+                return None
+            error = (probe.stderr.strip().splitlines() or ["no message"])[-1]
+        return (f"run as root, this test runs JupyterLab as the unprivileged user {self.account.pw_name!r}, who cannot"
+                f" read this checkout or its Python ({error}); clone the lab, and build its .venv from a Python, where"
+                f" that user can read them (a folder every user may enter, such as /tmp), or name another user in"
+                f" {LAB_USER_VARIABLE} ({LAB_USER_VARIABLE}=root runs the lab as root)")
+
+    def results_dir(self):
+        """A folder the lab's kernels may write to."""
+        folder = self.home / "results"
+        folder.mkdir(exist_ok=True)
+        if self.account:
+            os.chown(folder, self.account.pw_uid, self.account.pw_gid)
+        return folder
 
     def command(self):
         # make lab's arguments first, then what a test needs: its own port, token and no browser window.
-        allow_root = ["--allow-root"] if os.geteuid() == 0 else []
+        allow_root = ["--allow-root"] if os.geteuid() == 0 and not self.account else []
         return [
             str(JUPYTER), "lab", "--ip=127.0.0.1", *allow_root, f"--LabApp.app_settings_dir={LAB_SETTINGS}",
             "--port=0", "--ServerApp.port_retries=0", "--no-browser", f"--IdentityProvider.token={self.token}",
@@ -104,10 +205,20 @@ class Lab:
         autosave.write_text(json.dumps({"autosave": False}))
         self.env = self.environment()
         self.add_tools_off_kernel()
+        command = self.command()
+        if self.account:
+            # jupyter_server raises its own soft limit to 4096 by default (min_open_files_limit), and its kernels
+            # inherit that; papermill, a terminal's Python or another front end leaves them the login's 1024. The
+            # lab keeps 1024 here, the tighter of the two, so a lesson that needs more must raise it itself.
+            command = [sys.executable, "-c", LOWER_FILES_AND_EXEC, str(STUDENT_SOFT_FILES), *command,
+                       f"--ServerApp.min_open_files_limit={STUDENT_SOFT_FILES}"]
+            for folder, _, files in os.walk(self.home):  # root wrote the settings: the lab's user may change them
+                for path in [folder, *(os.path.join(folder, name) for name in files)]:
+                    os.chown(path, self.account.pw_uid, self.account.pw_gid, follow_symlinks=False)
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(
-                self.command(), cwd=REPO, env=self.env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True,
+                command, cwd=REPO, env=self.env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True, **self.as_account(),
             )
         self.started_at = time.monotonic()
         return self
@@ -170,14 +281,18 @@ class Lab:
             return json.loads(response.read())
 
     def stop(self):
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.send_signal(signal.SIGTERM)  # the server shuts its kernels down on SIGTERM
         try:
-            self.process.wait(STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(STOP_TIMEOUT_S)
+            if self.process is None or self.process.poll() is not None:
+                return
+            self.process.send_signal(signal.SIGTERM)  # the server shuts its kernels down on SIGTERM
+            try:
+                self.process.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(STOP_TIMEOUT_S)
+        finally:
+            if self.made_home:  # the folder this Lab made; pytest's own folders it leaves to pytest
+                shutil.rmtree(self.home, ignore_errors=True)
 
     def log_tail(self, lines=40):
         try:

@@ -7,6 +7,7 @@ without tools.
 import contextlib
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -130,3 +131,15 @@ def kill_the_parent(program, within_s=GONE_WITHIN_S):
 def trace_iteration(t, select_ms, callbacks_ms, events=1, ready=0):
     """One iteration of the hand-built loop's trace, as iolab.contract.trace_record writes it."""
     return {"t": t, "select_ms": select_ms, "callbacks_ms": callbacks_ms, "events": events, "ready": ready, "timers": 0}
+
+
+def run_with_file_limits(soft, hard, code):
+    """Runs `code` in a fresh Python whose RLIMIT_NOFILE is (soft, hard), as a laptop's login gives; returns its output, split."""
+    hard = min(hard, resource.getrlimit(resource.RLIMIT_NOFILE)[1])  # no privilege needed to lower either
+
+    def lower():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, hard), hard))
+
+    done = subprocess.run([sys.executable, "-c", code], preexec_fn=lower, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()

@@ -6,6 +6,7 @@ answers typed in, Run All, widgets, Shut Down Kernel.
 
 import base64
 import json
+import os
 import re
 import secrets
 import threading
@@ -15,7 +16,16 @@ from pathlib import Path
 import psutil
 import pytest
 from browser_figures import MATCH, title_score
-from browser_lab import TOOLS_OFF_KERNEL, Lab, describe, launch_chromium, missing_browser_tools, runs_from_servers
+from browser_lab import (
+    STUDENT_SOFT_FILES,
+    TOOLS_OFF_KERNEL,
+    Lab,
+    describe,
+    lab_account,
+    launch_chromium,
+    missing_browser_tools,
+    runs_from_servers,
+)
 from student_copies import WITH_SOLUTIONS, unexpected_statuses, write_filled, write_student_copy
 from tool_paths import TOOLS_OFF_IN_BROWSER
 
@@ -115,6 +125,18 @@ KERNEL_ROUND_TRIP_JS = """async () => {
   await kernel.requestExecute({code: '', silent: true, store_history: false}).done;
 }"""
 
+# Who the notebook's kernel runs as, and its open-files limit, asked of the kernel itself: "euid soft hard". It binds no
+# name in the student's namespace, and stores no history.
+KERNEL_ACCOUNT_JS = """async () => {
+  const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+  const code = "print(__import__('os').geteuid(), *__import__('resource').getrlimit(__import__('resource').RLIMIT_NOFILE))";
+  const future = kernel.requestExecute({code, silent: false, store_history: false});
+  let text = '';
+  future.onIOPub = message => { if (message.header.msg_type === 'stream') text += message.content.text; };
+  await future.done;
+  return text;
+}"""
+
 IMAGE_BYTES_JS = """async image => {
   const bytes = new Uint8Array(await (await fetch(image.src)).arrayBuffer());
   let text = '';
@@ -130,6 +152,7 @@ class ServerWatch(threading.Thread):
         super().__init__(daemon=True)
         self.lab = lab
         self.seen = {}
+        self.as_root = {}  # servers found running as root: none may, when the lab runs unprivileged
         self.stopping = threading.Event()
 
     def run(self):
@@ -143,6 +166,8 @@ class ServerWatch(threading.Thread):
                 try:
                     if process.pid not in self.seen and runs_from_servers(process.cmdline()):
                         self.seen[process.pid] = describe(process)
+                        if process.uids().effective == 0:
+                            self.as_root[process.pid] = self.seen[process.pid]
                 except psutil.Error:
                     continue
 
@@ -191,6 +216,25 @@ class LessonInBrowser:
                 continue
             if off != without:
                 self.fail(f"the lesson's kernel runs {'without' if off else 'with'} the optional programs, not as asked")
+
+    def check_kernel_account(self):
+        """From inside the kernel: run as root, the test runs it unprivileged with a laptop's soft open-files limit."""
+        said = self.page.evaluate(KERNEL_ACCOUNT_JS).split()
+        try:
+            euid, soft, hard = map(int, said)
+        except ValueError:
+            self.fail(f"the kernel did not say who it runs as: {said!r}")
+            return
+        self.timings["kernel euid, files"] = f"{euid}, {soft}/{hard}"
+        account = self.lab.account
+        if account is None:  # the lab runs as the test does
+            if euid != os.geteuid():
+                self.fail(f"the lesson's kernel runs as euid {euid}, not as the test's {os.geteuid()}")
+            return
+        if euid == 0 or euid != account.pw_uid:
+            self.fail(f"the lesson's kernel runs as euid {euid}, not as the unprivileged {account.pw_name} ({account.pw_uid})")
+        if soft != STUDENT_SOFT_FILES:
+            self.fail(f"the lesson's kernel starts with a soft RLIMIT_NOFILE of {soft}, not a laptop's {STUDENT_SOFT_FILES}")
 
     def close(self):
         """Closes the lesson's tab, dropping its outputs: the committed notebook is never saved."""
@@ -402,9 +446,20 @@ class LessonInBrowser:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    """One JupyterLab server for every lesson; each lesson gets its own kernel."""
-    server = Lab(tmp_path_factory.mktemp("jupyter")).spawn()  # ready by the first page: see `page`
+    """One JupyterLab server for every lesson; each lesson gets its own kernel.
+
+    Run as root, the lab runs as an unprivileged user (browser_lab.lab_account), or the test skips saying why.
+    """
     try:
+        account = lab_account()
+    except LookupError as missing:
+        pytest.skip(f"browser test skipped: {missing}")
+    server = Lab(tmp_path_factory.mktemp("jupyter"), account)
+    try:
+        unreadable = server.unreadable()
+        if unreadable:
+            pytest.skip(f"browser test skipped: {unreadable}")
+        server.spawn()  # ready by the first page: see `page`
         yield server
     finally:
         server.stop()
@@ -509,6 +564,7 @@ def run_in_browser(lab, page, path, screenshots=SCREENSHOTS, kernel_name="python
             lesson.timings["lab"] = time.monotonic() - began
             lesson.open()
             lesson.check_kernel_programs(without=kernel_name == TOOLS_OFF_KERNEL)
+            lesson.check_kernel_account()
             lesson.run_all()
             lesson.check_cells()
             lesson.check_no_news_prompt()
@@ -524,6 +580,8 @@ def run_in_browser(lab, page, path, screenshots=SCREENSHOTS, kernel_name="python
     finally:
         lesson.close()
         watch.stop()
+        if lab.account and watch.as_root:
+            lesson.fail(f"servers ran as root from a lab run as {lab.account.pw_name}: {list(watch.as_root.values())}")
         for kernel in lab.kernels():  # after a failure above: the kernel goes, whatever happened
             kernel.kill()
     began = time.monotonic()
@@ -542,16 +600,17 @@ def run_in_browser(lab, page, path, screenshots=SCREENSHOTS, kernel_name="python
     return lesson, left_described
 
 
-def as_a_student_has_it(path):
+def as_a_student_has_it(path, results_dir=STUDENT_COPIES):
     """The lesson as a student runs it in class: tools/make_student.py's copy with the right answers typed in.
 
-    Returns (the notebook to open, the results JSON it will write, or None for a lesson without exercises).
+    Returns (the notebook to open, the results JSON it will write into `results_dir`, or None for a lesson without
+    exercises).
     Papermill would run this same copy in test_make_student.py; conftest leaves it to this test when it can run.
     """
     if path not in WITH_SOLUTIONS:
         return path, None
     handed_out = write_student_copy(path, STUDENT_COPIES / "handed-out")
-    results = STUDENT_COPIES / f"{path.stem}.json"
+    results = results_dir / f"{path.stem}.json"
     results.unlink(missing_ok=True)  # a stale file from an earlier run must not pass for this one
     return write_filled(path, handed_out, STUDENT_COPIES / path.name, "right", results_path=results), results
 
@@ -561,7 +620,8 @@ def as_a_student_has_it(path):
 def test_lesson_runs_in_the_browser(lab, page, path):
     # Some lessons run here without the optional programs, so that CI takes each lesson's path without them somewhere
     # (tool_paths.py); the rest with them, as on Binder.
-    notebook, results = as_a_student_has_it(path)
+    # Run unprivileged, the kernel writes its results where the lab's user may write.
+    notebook, results = as_a_student_has_it(path, lab.results_dir() if lab.account else STUDENT_COPIES)
     kernel = TOOLS_OFF_KERNEL if path.stem in TOOLS_OFF_IN_BROWSER else "python3"
     lesson, left = run_in_browser(lab, page, notebook, kernel_name=kernel)
     assert not left, f"{path.stem}: left after its kernel was shut down: {left}"

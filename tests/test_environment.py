@@ -4,6 +4,7 @@ import os
 
 import pytest
 
+from helpers import run_with_file_limits
 from iolab import environment
 from iolab.environment import Cgroups
 from iolab.lessons.workers import cores, model
@@ -226,3 +227,11 @@ def test_no_quota_no_trace(tmp_path, monkeypatch):
     monkeypatch.setattr(environment, "cgroups", lambda: v2_tree(tmp_path))
     trace = usage.ContainerTrace().start()
     assert trace._thread is None and trace.stop().window(0.0, 1.0) is None
+
+
+def test_raise_file_limit_lifts_the_soft_limit_to_the_hard_one():
+    code = "from iolab import environment; print(*environment.raise_file_limit())"
+    assert run_with_file_limits(1024, 4000, code) == ["4000", "4000"]
+    # Asked for no more than the soft limit gives, it leaves it alone; asked for more, it goes all the way.
+    code = "from iolab import environment; print(*environment.raise_file_limit(500), *environment.raise_file_limit(1500))"
+    assert run_with_file_limits(1024, 4000, code) == ["1024", "4000", "4000", "4000"]

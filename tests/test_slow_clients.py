@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from iolab import contract, hostile, registry, servers, slowloris
+from iolab import contract, environment, hostile, registry, servers, slowloris
 
 pytestmark = pytest.mark.slow  # waits out the servers' own timeouts: timing-sensitive, run under the lock
 SLOW_EACH = 20  # slow clients of each kind per server: more than any pool here has threads
@@ -22,7 +22,7 @@ CUTS_OFF = [name for name in OWN if name not in ("step2_busy_wait", "step3_callb
 
 @pytest.fixture(scope="module", autouse=True)
 def enough_files():
-    slowloris.raise_file_limit(4 * SLOW_EACH * len(OWN) + 256)
+    environment.raise_file_limit(4 * SLOW_EACH * len(OWN) + 256)
 
 
 def test_a_fresh_client_is_answered_beside_slow_ones_and_they_are_cut_off():

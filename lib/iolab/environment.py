@@ -284,6 +284,44 @@ def throttled_between(before, after):
     return after.throttled - before.throttled, after.throttled_s - before.throttled_s
 
 
+# --- Open files ------------------------------------------------------------------------------------------------
+# A laptop or Binder's jovyan usually starts with a soft RLIMIT_NOFILE of 1024 under a hard limit in the tens of
+# thousands. Any process may raise its own soft limit up to the hard one without privilege.
+
+
+def raise_file_limit(needed=None, pid=None):
+    """Raise the soft RLIMIT_NOFILE of this process (or of process `pid`, one of ours) to its hard limit; returns
+    (soft, hard).
+
+    No privilege is needed. With `needed`, only when the soft limit is below it. Every process started afterwards
+    (a server, a client) inherits the raised limit: a child gets its parent's limits at fork.
+    """
+    def limits():
+        return resource.getrlimit(resource.RLIMIT_NOFILE) if pid is None else resource.prlimit(pid, resource.RLIMIT_NOFILE)
+
+    soft, hard = limits()
+    if needed is None or soft < needed:
+        # An unlimited hard limit (macOS) cannot be the soft one: ask for what is needed, or keep what is there.
+        wanted = hard if hard != resource.RLIM_INFINITY else max(soft, needed or soft)
+        if wanted != soft:
+            try:
+                if pid is None:
+                    resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+                else:
+                    resource.prlimit(pid, resource.RLIMIT_NOFILE, (wanted, hard))
+            except (ValueError, PermissionError):  # capped lower (macOS's kern.maxfilesperproc), or not ours: kept
+                pass
+    return limits()
+
+
+def files_open():
+    """How many descriptors this process has open now."""
+    try:
+        return len(os.listdir("/proc/self/fd"))
+    except FileNotFoundError:  # not Linux: the three standard streams at least
+        return 3
+
+
 def versions():
     found = {"python": platform.python_version()}
     for package in PACKAGES:

@@ -3,7 +3,6 @@
 Connections that send a head a byte at a time, or a body that never ends.
 """
 
-import resource
 import selectors
 import socket
 import statistics
@@ -23,18 +22,6 @@ KINDS = {
     "body": (b"POST / HTTP/1.1\r\nHost: lab\r\nContent-Length: 1000000\r\n\r\n", b"a"),  # nor the millionth byte
 }
 FRESH_REQUEST = b"GET / HTTP/1.1\r\nHost: lab\r\nConnection: close\r\n\r\n"
-
-
-def raise_file_limit(needed):
-    """Raise this process's soft RLIMIT_NOFILE toward its hard limit; returns the soft limit.
-
-    Servers started later inherit it.
-    """
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < needed:
-        soft = hard if hard == resource.RLIM_INFINITY else min(hard, max(needed, soft))
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
 class SlowClients:

@@ -10,7 +10,7 @@ import psutil
 import pytest
 
 from helpers import kill_the_parent, wait_until
-from iolab import listening, registry, servers
+from iolab import environment, listening, registry, servers
 from iolab.lessons.c10k import client, holding, limits, lineup, provoke, sizing
 
 SERVERS = lineup.servers()
@@ -18,7 +18,7 @@ SERVERS = lineup.servers()
 
 @pytest.fixture(scope="module", autouse=True)
 def raised_file_limit():
-    limits.raise_file_limit()
+    environment.raise_file_limit()
 
 
 def fds_of(pid):
@@ -227,7 +227,7 @@ PARENT = """
     import json
     from iolab import servers
     from iolab.lessons.c10k import holding, limits
-    limits.raise_file_limit()
+    environment.raise_file_limit()
     server = servers.start("step4_event_loop")
     run = holding.Holding(server, [300], fresh_requests=0)
     run.next_step()

@@ -6,8 +6,8 @@ predicted.
 
 import pytest
 
-from iolab import benchtools
-from iolab.lessons.c10k import limits, scene
+from iolab import benchtools, environment
+from iolab.lessons.c10k import scene
 
 WRK_REPORT = """Running 5s test @ http://127.0.0.1:46033/sync-sleep?ms=10
   2 threads and 1000 connections
@@ -51,7 +51,7 @@ def test_the_scene_on_four_sync_workers_and_tornado():
     reason = scene.missing_reason("gunicorn_app")  # wrk, gunicorn or the registry entry
     if reason:
         pytest.skip(reason)
-    limits.raise_file_limit()
+    environment.raise_file_limit()
     connections, timeout_s = 100, 1
     wait_ms = scene.handler_wait_ms(connections, workers=4, timeout_s=timeout_s)
     runs = [scene.run(label, name, options, connections=connections, duration_s=2, wait_ms=wait_ms,

@@ -9,6 +9,7 @@ import matplotlib
 import matplotlib.pyplot as plt
 import pytest
 
+from helpers import run_with_file_limits
 from iolab.lessons.io_models import (
     blocking,
     completion,
@@ -340,3 +341,21 @@ def test_the_bare_version_reads_the_peer_with_the_same_calls_as_the_traced_one(m
     # A SIGIO may or may not bring a spurious EAGAIN first: that is the kernel's choice, not the program's.
     assert collapsed(bare_calls, model == "signal") == collapsed(recorded_peers, model == "signal"), (bare_calls, recorded_peers)
     assert any(name.startswith("recv") for name, _ in bare_calls)
+
+
+@linux_only
+def test_make_room_raises_the_soft_limit_or_stops_the_counts_where_the_hard_one_does():
+    code = ("from iolab.lessons.io_models import select_vs_epoll as s; counts, notes = s.make_room([1, 500, 1500, 8000]);"
+            " print(*counts, s.fd_budget(), '|', *notes)")
+    # A laptop: soft 1024, hard 20,000. The soft limit is raised, says so, and every count fits.
+    out = run_with_file_limits(1024, 20_000, code)
+    assert out[:4] == ["1", "500", "1500", "8000"], out
+    assert "(RLIMIT_NOFILE) was 1,024. This kernel raised it to the hard limit, 20,000;" in " ".join(out), out
+    # A hard limit of 1,200: raised too, and the counts stop at what it leaves, said so.
+    out = run_with_file_limits(1024, 1200, code)
+    budget = int(out[3])
+    assert out[:3] == ["1", "500", str(budget)] and 1024 < budget < 1200, out
+    assert f"the scaling test stops at {budget:,} descriptors, not 8,000." in " ".join(out), out
+    # Nothing to raise: only the counts change.
+    out = run_with_file_limits(1024, 1024, code)
+    assert "raised" not in " ".join(out) and "not 8,000." in " ".join(out), out

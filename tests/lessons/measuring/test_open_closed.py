@@ -2,6 +2,7 @@
 
 import pytest
 
+from helpers import run_with_file_limits
 from iolab import metrics
 from iolab.lessons.measuring import open_closed
 
@@ -24,3 +25,28 @@ def test_the_noise_of_a_runs_mean_by_batch_means():
     assert open_closed.mean_noise_ms(latencies) == pytest.approx((2.5 ** 0.5) / 5 ** 0.5)
     assert open_closed.mean_noise_ms([3.0] * 50) == 0.0
     assert open_closed.mean_noise_ms([1.0, 2.0]) == float("inf")  # too few to measure their own noise
+
+
+ROOM_FOR = """
+import resource
+from iolab import servers
+from iolab.lessons.measuring import open_closed
+server = servers.start("tornado_app")
+try:
+    fits, note = open_closed.room_for(server, 1000)
+    print(fits, resource.getrlimit(resource.RLIMIT_NOFILE)[0], resource.prlimit(server.pid, resource.RLIMIT_NOFILE)[0])
+    print(note)
+finally:
+    server.stop()
+"""
+
+
+def test_the_open_loop_makes_room_for_its_connections_on_a_laptops_limits():
+    # Started under a soft limit of 1024, the server and this kernel are both raised to the hard limit, said once.
+    out = run_with_file_limits(1024, 20_000, ROOM_FOR)
+    assert out[:3] == ["1000", "20000", "20000"], out
+    assert "(RLIMIT_NOFILE) was 1,024. This kernel and the server raised it to the hard limit, 20,000;" in " ".join(out)
+    # Under a hard limit of 600, the open loop keeps what fits, and says so.
+    out = run_with_file_limits(600, 600, ROOM_FOR)
+    assert out[:3] == ["536", "600", "600"], out
+    assert "So the open loop keeps at most 536 connections, not 1,000." in " ".join(out), out

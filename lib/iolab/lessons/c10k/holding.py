@@ -243,7 +243,7 @@ def check_size(steps, nofile=None, sources=None, source_ports=None, server_pid=N
             raise limits.LimitReached(limits.NOFILE_SERVER, (
                 f"the server (pid {server_pid}) may open {server_soft:,} files (RLIMIT_NOFILE soft limit) and"
                 f" {largest:,} connections need more. Raise the limit in the process that starts it, before it starts"
-                f" (iolab.lessons.c10k.limits.raise_file_limit(), up to {server_hard:,}): it inherits it."
+                f" (iolab.environment.raise_file_limit(), up to {server_hard:,}): it inherits it."
             ))
     ports = (source_ports[1] - source_ports[0] + 1) if source_ports else limits.ports_per_source()
     if sources is not None and largest > ports * len(sources):

@@ -16,7 +16,7 @@ import statistics
 import sys
 import time
 
-from iolab import metrics
+from iolab import environment, metrics
 
 from .trace import ModelUnavailable
 
@@ -32,14 +32,40 @@ FD_SETSIZE_EXPLANATION = (
 )
 
 
-def fd_budget(margin=64):
+MOST_FILES = 1 << 20  # Linux's default fs.nr_open: no process may open more, whatever its limits say
+MARGIN = 64  # descriptors left for whatever else the process opens while a count is held open (a plot, a log)
+
+
+def fd_budget(margin=MARGIN):
     """How many more descriptors this process may open (RLIMIT_NOFILE's soft limit minus those open, minus a margin)."""
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    try:
-        open_now = len(os.listdir("/proc/self/fd"))
-    except FileNotFoundError:
-        open_now = 3
-    return soft - open_now - margin
+    return soft - environment.files_open() - margin
+
+
+def make_room(fd_counts, margin=MARGIN):
+    """Room for the largest count, and for one descriptor numbered past FD_SETSIZE: returns (counts that fit, notes).
+
+    Raises the soft RLIMIT_NOFILE to the hard limit if the counts need it (no privilege needed: a laptop's soft
+    limit is often 1024, under a hard one in the tens of thousands). Counts the hard limit cannot hold are left
+    out, and the largest count that fits takes their place. Each note is a sentence saying what changed.
+    """
+    soft_before, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    needed = max(max(fd_counts), FD_SETSIZE + 1) + environment.files_open() + margin
+    soft, hard = environment.raise_file_limit(needed)
+    notes = []
+    if soft != soft_before:
+        notes.append(f"Your soft limit on open files (RLIMIT_NOFILE) was {soft_before:,}. This kernel raised it to the"
+                     f" hard limit, {soft:,}; that needs no privilege.")
+    budget = fd_budget(margin)
+    fitting = [count for count in fd_counts if count <= budget]
+    if len(fitting) < len(fd_counts):
+        if budget > max(fitting, default=0):
+            fitting.append(budget)
+        notes.append(f"The hard limit on open files here is {hard:,}. So the scaling test stops at"
+                     f" {max(fitting, default=0):,} descriptors, not {max(fd_counts):,}. Root can raise it (ulimit -Hn).")
+    if len(fitting) < 2:
+        raise ModelUnavailable(f"RLIMIT_NOFILE's hard limit is {hard} here: too few descriptors to time two counts")
+    return fitting, notes
 
 
 def _require_linux():

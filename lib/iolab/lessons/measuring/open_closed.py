@@ -4,9 +4,11 @@ The same offered load sent on a schedule and by users who wait.
 """
 
 import math
+import resource
 from dataclasses import dataclass
 
 from iolab import environment, load, metrics, theory
+from iolab.contract import FDS_BESIDES_CONNECTIONS
 
 THINK_S = 0.05  # a closed user's think time: N users offer about N / Z requests per second
 
@@ -63,6 +65,29 @@ def calibrate(server, path, duration_s):
     return demand_ms / 1000, summary
 
 
+def room_for(server, connections):
+    """The connections the open loop may keep (`connections`, or fewer where the hard limit is lower), and a sentence
+    saying what changed, or None.
+
+    The server holds every connection, and the client process holds them all too. Where the soft open-files limit
+    (often 1024 on a laptop) is too low, this kernel raises its own to the hard limit, so the clients it starts
+    inherit it, and the server's (no privilege is needed for either).
+    """
+    needed = connections + FDS_BESIDES_CONNECTIONS
+    before = resource.getrlimit(resource.RLIMIT_NOFILE)[0], resource.prlimit(server.pid, resource.RLIMIT_NOFILE)[0]
+    own, hard = environment.raise_file_limit(needed)
+    theirs, their_hard = environment.raise_file_limit(needed, pid=server.pid)
+    fits = min(connections, own - FDS_BESIDES_CONNECTIONS, theirs - FDS_BESIDES_CONNECTIONS)
+    notes = []
+    if (own, theirs) != before:
+        notes.append(f"Your soft limit on open files (RLIMIT_NOFILE) was {min(before):,}. This kernel and the server raised"
+                     f" it to the hard limit, {min(hard, their_hard):,}; that needs no privilege.")
+    if fits < connections:
+        notes.append(f"The hard limit on open files here is {min(hard, their_hard):,}. So the open loop keeps at most"
+                     f" {fits:,} connections, not {connections:,}. Root can raise it (ulimit -Hn).")
+    return max(1, fits), " ".join(notes) or None
+
+
 def run_point(server, path, load_share, nominal_s, duration_s, seed=1):
     """The same offered load, rate = load_share / nominal_s, sent by a Poisson open loop and by N = rate × Z users."""
     rate = load_share / nominal_s
@@ -73,6 +98,9 @@ def run_point(server, path, load_share, nominal_s, duration_s, seed=1):
         requests=int(rate * duration_s * 3) + users, max_duration_s=duration_s, timeout_s=30,
     )
     connections = min(1000, max(32, math.ceil(rate * duration_s)))  # never short of a connection: a queue, not a cap
+    connections, note = room_for(server, connections)
+    if note:  # once: the next points find the limits raised
+        print(note)
     opened = load.run_load(
         url, server=server, loop="open", schedule="poisson", seed=seed, rate_rps=rate, concurrency=connections,
         requests=max(1, int(rate * duration_s)), max_duration_s=duration_s, timeout_s=30,
