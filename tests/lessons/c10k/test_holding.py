@@ -225,8 +225,8 @@ def test_without_a_memory_cgroup_the_run_says_why(monkeypatch):
 
 PARENT = """
     import json
-    from iolab import servers
-    from iolab.lessons.c10k import holding, limits
+    from iolab import environment, servers
+    from iolab.lessons.c10k import holding
     environment.raise_file_limit()
     server = servers.start("step4_event_loop")
     run = holding.Holding(server, [300], fresh_requests=0)
