@@ -89,6 +89,46 @@ def why_the_lab_cannot_run():
         lab.stop()
 
 
+def reachable_python(folder, account):
+    """A Python the lab's user can run with this lab's packages: ours, or a copy of its interpreter in `folder`.
+
+    CI builds .venv from a Python under /root (pyenv), a folder only root may enter, so the lab's user could
+    not start it. The copy is that interpreter and its standard library (about 70 MB, under a second), made a
+    venv over our own site-packages, so the lab runs the very packages the tests run. Returns (the Python, the
+    variables it needs: the folder of its libpython, since the interpreter names its own by an absolute path).
+    """
+    ours = Path(sys.executable)
+    if _runs_as(account, ours):
+        return ours, {}
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    base, prefix = Path(sys.base_prefix), Path(sys.prefix)
+    copy, view = Path(folder) / "base", Path(folder) / "venv"
+    (copy / "bin").mkdir(parents=True)
+    (copy / "lib").mkdir()
+    shutil.copy2(ours.resolve(), copy / "bin" / version)
+    for library in (base / "lib").glob("libpython*"):
+        shutil.copy2(library, copy / "lib" / library.name, follow_symlinks=False)
+    # Left out: what no lesson imports (tests, GUI, pip's bootstrap) and the base's own packages (ours are the venv's).
+    shutil.copytree(base / "lib" / version, copy / "lib" / version, symlinks=True, ignore=shutil.ignore_patterns(
+        "test", "site-packages", "config-*", "idlelib", "tkinter", "turtledemo", "ensurepip"))
+    (view / "bin").mkdir(parents=True)
+    (view / "bin" / "python").symlink_to(copy / "bin" / version)
+    (view / "lib" / version).mkdir(parents=True)
+    (view / "lib" / version / "site-packages").symlink_to(prefix / "lib" / version / "site-packages")
+    (view / "share").symlink_to(prefix / "share")  # the kernel specs and JupyterLab's own files
+    (view / "pyvenv.cfg").write_text(f"home = {copy / 'bin'}\ninclude-system-site-packages = false\n"
+                                     f"version = {'.'.join(map(str, sys.version_info[:3]))}\n")
+    return view / "bin" / "python", {"LD_LIBRARY_PATH": str(copy / "lib")}
+
+
+def _runs_as(account, python):
+    try:
+        return subprocess.run([str(python), "-c", "import iolab"], capture_output=True, timeout=START_TIMEOUT_S,
+                              user=account.pw_uid, group=account.pw_gid, extra_groups=[]).returncode == 0
+    except OSError:  # under a folder the account may not enter
+        return False
+
+
 def chromium_path():
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -126,6 +166,9 @@ class Lab:
             if account:
                 os.chown(home, account.pw_uid, account.pw_gid)
         self.home = Path(home)
+        self.python, self.python_env = Path(sys.executable), {}
+        if account:
+            self.python, self.python_env = reachable_python(self.home / "python", account)
         self.token = secrets.token_hex(16)
         self.marker = secrets.token_hex(8)
         self.process = None
@@ -147,6 +190,7 @@ class Lab:
         if self.account:  # the lab user's own home, not root's (nobody's is /nonexistent)
             env = {k: v for k, v in env.items() if not k.startswith("XDG_")}
             env.update(HOME=str(self.home), USER=self.account.pw_name, LOGNAME=self.account.pw_name)
+            env.update(self.python_env)
         return env
 
     def as_account(self):
@@ -160,10 +204,10 @@ class Lab:
         if not self.account:
             return None
         notebook = next((REPO / "notebooks").glob("*.ipynb"))
-        needed = [notebook, REPO / "servers" / "_wrapper.py", *LAB_SETTINGS.rglob("*.json"), JUPYTER]
+        needed = [notebook, REPO / "servers" / "_wrapper.py", *LAB_SETTINGS.rglob("*.json")]
         try:
             probe = subprocess.run(
-                [sys.executable, "-c", READ_PROBE, *map(str, needed)], env=self.environment(), cwd=self.home,
+                [str(self.python), "-c", READ_PROBE, *map(str, needed)], env=self.environment(), cwd=self.home,
                 capture_output=True, text=True, timeout=START_TIMEOUT_S, **self.as_account(),
             )
         except OSError as refused:  # its Python itself: under a folder only root may enter
@@ -188,8 +232,10 @@ class Lab:
     def command(self):
         # make lab's arguments first, then what a test needs: its own port, token and no browser window.
         allow_root = ["--allow-root"] if os.geteuid() == 0 and not self.account else []
+        # Another user's lab runs JupyterLab as a module of its Python: the `jupyter` script names ours in its #! line.
+        jupyter_lab = [str(self.python), "-m", "jupyterlab"] if self.account else [str(JUPYTER), "lab"]
         return [
-            str(JUPYTER), "lab", "--ip=127.0.0.1", *allow_root, f"--LabApp.app_settings_dir={LAB_SETTINGS}",
+            *jupyter_lab, "--ip=127.0.0.1", *allow_root, f"--LabApp.app_settings_dir={LAB_SETTINGS}",
             "--port=0", "--ServerApp.port_retries=0", "--no-browser", f"--IdentityProvider.token={self.token}",
             # window.jupyterapp lets the test read the notebook's model; the page is otherwise the same.
             "--expose-app-in-browser",
@@ -210,7 +256,7 @@ class Lab:
             # jupyter_server raises its own soft limit to 4096 by default (min_open_files_limit), and its kernels
             # inherit that; papermill, a terminal's Python or another front end leaves them the login's 1024. The
             # lab keeps 1024 here, the tighter of the two, so a lesson that needs more must raise it itself.
-            command = [sys.executable, "-c", LOWER_FILES_AND_EXEC, str(STUDENT_SOFT_FILES), *command,
+            command = [str(self.python), "-c", LOWER_FILES_AND_EXEC, str(STUDENT_SOFT_FILES), *command,
                        f"--ServerApp.min_open_files_limit={STUDENT_SOFT_FILES}"]
             for folder, _, files in os.walk(self.home):  # root wrote the settings: the lab's user may change them
                 for path in [folder, *(os.path.join(folder, name) for name in files)]:
@@ -234,7 +280,7 @@ class Lab:
         spec = self.home / "data" / "kernels" / TOOLS_OFF_KERNEL / "kernel.json"
         spec.parent.mkdir(parents=True)
         spec.write_text(json.dumps({
-            "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            "argv": [str(self.python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
             "display_name": "Python 3 (without wrk, ab, nginx, strace, ss, redis-server)", "language": "python",
             "env": {"PATH": str(farm), contract.TOOLS_OFF_VARIABLE: ",".join(hidden)},
         }))
