@@ -1,8 +1,8 @@
 """How close the lab's fastest client comes to wrk against every hello-world server in the registry, in one run.
 
 For each server the registry has whose port speaks HTTP (its `protocol`; servers
-that cannot start here, or that speak something else when named with --server,
-are skipped with the reason), with its default options: alternating rounds of wrk and of the
+that cannot start here, or whose port speaks something else, are skipped with
+the reason), with its default options: alternating rounds of wrk and of the
 lab's raw closed-loop client (uvloop, record="aggregate") with 1 and with 2
 client processes, same connections and duration. A run's throughput is the
 answers that came within the duration, divided by it, as wrk counts. A server's
@@ -144,7 +144,7 @@ def main():
         print(json.dumps({"skipped": missing_wrk}))
         return
 
-    names = args.server or registry.names(protocol="http")
+    names = args.server or registry.names()
     skipped = {name: registry.get(name).missing() for name in names if registry.get(name).missing()}
     for name in names:
         if registry.get(name).protocol != "http":  # wrk and the lab's clients speak HTTP only
