@@ -1,8 +1,8 @@
 """How close the lab's fastest client comes to wrk against every hello-world server in the registry, in one run.
 
 For each server the registry has whose port speaks HTTP (its `protocol`; servers
-that cannot start here, or that speak something else when named with --server,
-are skipped with the reason), with its default options: alternating rounds of wrk and of the
+that cannot start here, or whose port speaks something else, are skipped with
+the reason), with its default options: alternating rounds of wrk and of the
 lab's raw closed-loop client (uvloop, record="aggregate") with 1 and with 2
 client processes, same connections and duration. A run's throughput is the
 answers that came within the duration, divided by it, as wrk counts. A server's
@@ -12,12 +12,13 @@ process count. CPU seconds per second of the server's processes and of the
 client (its start-up included) show which side was the bottleneck.
 
 The client's CPU per request, against wrk's in the same round (median over
-rounds), guards the lab's raw client: against nginx_hello the client is the
-bottleneck, and its CPU per request is what a lesson's figures lean on. The
-lab's client is counted with as many processes as wrk has threads (one each,
-by default); CPU_RATIO_TARGET is the most it should spend, 1.3 times wrk's,
-and each server's row says whether it did. The last line printed is JSON with
-both ratios per server.
+rounds), is printed for every server, with as many lab processes as wrk has
+threads (one each, by default). Against GUARDED_SERVER (nginx_hello) the
+client is the bottleneck, so there the figure is the client's own cost, and
+the lab's raw client must spend at most CPU_RATIO_TARGET times wrk's; against
+a slower server each wake-up carries fewer answers, so the figure says more
+about the server than about the client. The last line printed is JSON with
+both ratios per server and the guarded one's verdict.
 
     .venv/bin/python benchmarks/loadgen_vs_wrk.py [--connections 50] [--duration 5] [--rounds 3] [--server NAME ...]
 """
@@ -33,7 +34,8 @@ import psutil
 from iolab import benchtools, load, registry, servers
 
 TIMEOUT_S = 10  # per request, the same for wrk and the lab
-CPU_RATIO_TARGET = 1.3  # the raw client's CPU per request at most this many times wrk's (1.29 when measured before lesson 09)
+GUARDED_SERVER = "nginx_hello"  # the fastest server: the client is the bottleneck
+CPU_RATIO_TARGET = 1.3  # the raw client's CPU per request against it, at most this many times wrk's (1.29 before lesson 09)
 
 
 def children_cpu_s():
@@ -115,8 +117,14 @@ def compare(name, args):
             row[key]["cpu_ratio"] = round(statistics.median(pairs), 3) if pairs else None
     same = f"lab_p{args.wrk_threads}"  # as many client processes as wrk has threads
     row["cpu_ratio"] = row[same]["cpu_ratio"] if same in row else None
-    row["cpu_ratio_within_target"] = None if row["cpu_ratio"] is None else row["cpu_ratio"] <= CPU_RATIO_TARGET
     return row
+
+
+def guarded(results):
+    """The guarded server's CPU-per-request ratio against its target, if it ran."""
+    ratio = results[GUARDED_SERVER]["cpu_ratio"] if GUARDED_SERVER in results else None
+    return {"server": GUARDED_SERVER, "cpu_ratio": ratio, "at_most": CPU_RATIO_TARGET,
+            "within": None if ratio is None else ratio <= CPU_RATIO_TARGET}
 
 
 def main():
@@ -136,7 +144,7 @@ def main():
         print(json.dumps({"skipped": missing_wrk}))
         return
 
-    names = args.server or registry.names(protocol="http")
+    names = args.server or registry.names()
     skipped = {name: registry.get(name).missing() for name in names if registry.get(name).missing()}
     for name in names:
         if registry.get(name).protocol != "http":  # wrk and the lab's clients speak HTTP only
@@ -158,14 +166,15 @@ def main():
               f"  ratio {row['ratio']}  server CPU {row['wrk']['server_cpu']:.2f} / {lab['server_cpu']:.2f}"
               f"  client CPU {row['wrk']['client_cpu']:.2f} / {lab['client_cpu']:.2f}"
               f"  errors {row['wrk']['errors']} / {lab['errors']}"
-              f"  CPU per request, lab / wrk {row['cpu_ratio']} (target <= {CPU_RATIO_TARGET})",
+              f"  CPU per request, lab / wrk {row['cpu_ratio']}"
+              + (f" (at most {CPU_RATIO_TARGET})" if name == GUARDED_SERVER else ""),
               flush=True)
     ratios = [row["ratio"] for row in results.values() if row["ratio"] is not None]
     print(json.dumps({"connections": args.connections, "duration_s": args.duration, "rounds": args.rounds,
                       "wrk_threads": args.wrk_threads, "lowest_ratio": min(ratios, default=None),
                       "ratios": {name: row["ratio"] for name, row in results.items()},
-                      "cpu_ratio_target": CPU_RATIO_TARGET,
                       "cpu_ratios": {name: row["cpu_ratio"] for name, row in results.items()},
+                      "guarded": guarded(results),
                       "servers": results, "skipped": skipped}))
 
 
