@@ -5,7 +5,6 @@ Redis and Celery are real; the tests that need them skip, with the reason, where
 
 import ast
 import dataclasses
-import math
 from pathlib import Path
 
 import nbformat
@@ -100,54 +99,6 @@ def test_a_failed_run_stops_every_front_end_planned(lab):
     with pytest.raises(RuntimeError, match="dashboard"):
         lab.waits(planned, fail)
     assert not any(b.front.alive() for b in planned)
-
-
-@needs_backend
-@pytest.mark.slow
-def test_the_blocking_runs_land_between_the_laws_two_sides(lab):
-    """The notebook's claims 2 and 3 on a small plan: every row under min(N, F, c) / T and above the pessimistic side."""
-    rows = lab.waits(lab.plan_waits())
-    sweep = lab.thread_sweep()
-    assert [r.test for r in sweep.rows] == ["k=1", "k=2"] and sweep.await_row.how == "await"
-    assert all("worker pool" in row.bottleneck for row in rows), [r.bottleneck for r in rows]
-    for row in rows + sweep.rows + [sweep.await_row]:
-        assert set(row.statuses) == {200}, (row.test, row.statuses)
-        assert row.low_rps <= row.rps <= row.bound_rps * 1.02, (row.test, row.low_rps, row.rps, row.bound_rps)
-    assert [r.test for r in lab.rows()] == ["wait"] * 3 + ["k=1", "k=2", "await"]
-
-
-@needs_backend
-@pytest.mark.slow
-def test_the_queue_grows_within_its_bounds_and_the_bounded_queue_stops_at_its_limit(lab):
-    with lab.queue_growth() as growth:
-        assert growth.trip_s > 0.05 and growth.predicted_slope == pytest.approx(100 - 2 / growth.trip_s)
-        queue = growth.run()
-    lowest, highest = queue.slope_bounds(lab.plan.task_s)
-    assert lowest <= queue.measured_slope() <= highest, (queue.measured_slope(), lowest, highest)
-    assert queue.worker_usage is not None and queue.workers == 2 and queue.slot_s == growth.trip_s
-    assert lab.bytes_per_task > 0 and set(lab.rss) == {"redis_server", "celery_worker", "tornado_backend"}
-    assert lab.drain_rps == queue.drain  # the bounded queue is predicted from the drain this run measured
-    bounded = lab.bounded_queue()
-    assert bounded.drain == queue.drain and max(n for _, n in bounded.points) <= 5, bounded.points
-    assert set(bounded.statuses()) == {200, 503}, bounded.statuses()
-    results = lab.results()
-    assert results["backpressure"]["longest_queue"] <= 5 and not math.isnan(results["queue_slope"]["measured"])
-
-
-@needs_backend
-@pytest.mark.slow
-def test_killing_the_worker_pool_then_redis_leaves_no_run_hanging(lab):
-    """The notebook's claim 7: an HTTP answer within the front end's timeout for every request."""
-    worker = lab.kill_worker()
-    assert worker.left["unacked (running when killed)"] == 2 and not worker.left["worker still running"]
-    assert worker.requests == len(worker.result.samples) and worker.took_s > worker.killed_at_s
-    redis = lab.kill_redis()
-    assert set(lab.faults) == {"worker_killed", "redis_killed"}
-    assert "504" in lab.faults["worker_killed"]["answers"] and "503" in lab.faults["redis_killed"]["answers"]
-    for fault in (worker, redis):
-        answers = fault.counts()
-        assert set(answers) <= {"200", "503", "504"}, answers
-        assert all(v["slowest_ms"] <= 400 + 1000 for v in answers.values()), answers
 
 
 def test_a_blocking_run_carries_its_own_figures():
