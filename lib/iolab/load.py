@@ -292,6 +292,7 @@ class LoadRun:
         self._started_all = False
         self.time_zero = None  # the run's time zero in time.perf_counter(), once the go is sent
         self._finished = threading.Event()
+        self._stderr_text = ""  # what the client processes said on stderr, kept when their files close
         self._stop_reason = "completed"
         self.meter = usage.RunMeter(server_pid)
         self._readers = [
@@ -366,6 +367,16 @@ class LoadRun:
             reader.join()
         self.meter.stop()
         self._deadline.cancel()
+        # Three descriptors a process (its stdin, stdout and stderr file): closed now, not when the run is collected.
+        self._stderr_text = self._stderr()
+        for process in self.processes:
+            for pipe in (process.stdin, process.stdout):
+                try:
+                    pipe.close()
+                except (BrokenPipeError, OSError):
+                    pass  # a go never flushed to a dead process
+        for stderr_file in self.stderr_files:
+            stderr_file.close()
         self._finished.set()
 
     def samples(self):
@@ -419,7 +430,8 @@ class LoadRun:
             reason = f"client process exited with code {failed[0]}"
         elif reason == "completed" and finished < self.spec.requests:
             reason = f"duration limit of {self.spec.max_duration_s} s reached"
-        return LoadResult(self.spec, recorded, duration, reason, self._stderr(), self.meter.usage, self.time_zero)
+        stderr = self._stderr_text if self.done() else self._stderr()
+        return LoadResult(self.spec, recorded, duration, reason, stderr, self.meter.usage, self.time_zero)
 
     def _stderr(self):
         texts = []
