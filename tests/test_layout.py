@@ -226,14 +226,25 @@ OWNERS = {
     # The header's name alone, to look for its value (a request's "Content-Length: 5" only writes one).
     "cuts HTTP answers apart": (r"[Cc]ontent-[Ll]ength:\s?[\"']|[\"']content-length", "iolab.http1"),
     "reads the kernel's listen counters": (r"/proc/net/netstat|\"ss\", \"-", "iolab.listening"),
+    "picks an event loop": (r"import uvloop|(asyncio|uvloop)\.new_event_loop\(", "iolab.clients.process"),
+    # Starts a client module of ours as a process and talks to it: the frames of clients.wire and a go line.
+    "speaks to a client process": (r"python\(\"-m\", (__name__|\w+\.__name__|\"iolab\.clients)", "iolab.load"),
 }
+# Modules that do it too, on purpose, each with its reason.
+SPEAKS_OTHERWISE = {
+    "iolab.lessons.c10k.holding": "the c10k client's JSON lines: the notebook drives it a step at a time (next, stop)",
+    "iolab.clients.batch": "argv JSON in, one JSON line out: a count, no rows, so not yet over clients.wire's frames",
+}
+EXCEPTIONS = {"speaks to a client process": SPEAKS_OTHERWISE}
 
 
 @pytest.mark.parametrize("mechanism", sorted(OWNERS))
 def test_one_module_owns_each_mechanism(mechanism):
     pattern, owner = OWNERS[mechanism]
     doing = sorted(name for name, path in LIB_MODULES.items() if re.search(pattern, path.read_text()))
-    assert doing == [owner], f"only {owner} {mechanism}; found {doing}"
+    allowed = EXCEPTIONS.get(mechanism, {})
+    assert sorted(set(doing) - set(allowed)) == [owner], f"only {owner} {mechanism}; found {doing}"
+    assert set(allowed) <= set(doing), f"{sorted(set(allowed) - set(doing))} no longer {mechanism}: drop the exception"
 
 
 # Libraries that meter processes (their CPU, memory, descriptors): the laws must not depend on them.

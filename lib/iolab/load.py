@@ -16,7 +16,7 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
@@ -24,11 +24,12 @@ import requests
 
 from . import usage
 from .children import python, spawn
-from .clients import wire
+from .clients import kinds, wire
 from .clients.aggregate import Aggregate
+from .clients.kinds import CLIENTS, LOOPS, LoadParameterError  # noqa: F401 -- callers read them here
 from .clients.process import EVENT_LOOPS, split
 from .contract import FDS_BESIDES_CONNECTIONS, check_loopback
-from .params import ParameterError, check_choice, check_range
+from .params import check_choice, check_range
 
 LIMITS = {
     "requests": (1, 1_000_000_000),
@@ -37,23 +38,12 @@ LIMITS = {
     "max_duration_s": (0.001, 3600.0),
     "processes": (1, 32),
 }
-CLIENTS = ("async", "raw", "sync")  # the closed loop's clients: aiohttp, raw asyncio protocol, requests in threads
-LOOPS = ("closed", "open", "pipelined")
-SCHEDULES = ("fixed", "poisson")
 RECORDS = ("auto", "samples", "aggregate")
-RATE_LIMITS = (0.01, 10_000_000.0)
-THINK_LIMITS_S = (0.0, 600.0)
-PIPELINE_DEPTH_LIMITS = (1, 1000)
 SAMPLES_LIMIT = 1_000_000  # a run keeping every request as a Sample object stays below a few hundred MB
 AGGREGATE_ABOVE = 100_000  # record="auto" keeps samples up to here, an Aggregate beyond
-SYNC_CLIENT_MAX_THREADS = 1000
 STARTUP_S = 15.0  # how long client processes may take to import and connect before the run's clock starts
 STOP_GRACE_S = 5.0  # after the run's own bounds, how long before the client processes are killed
 GO_MARGIN_S = 0.01  # time zero is this far after the last process is ready, so every process starts on it
-
-
-class LoadParameterError(ParameterError):
-    """A load run asked for something outside its allowed range; the text names parameter, value and range."""
 
 
 class Sample(NamedTuple):
@@ -99,41 +89,77 @@ def samples_of(rows, error_names):
     return list(map(Sample, *(columns[name] for name in Sample._fields)))
 
 
-@dataclass(frozen=True)
+# Before client kinds, LoadSpec took every kind's keywords; a call may still give one at this value to mean "none".
+LEGACY_DEFAULTS = {"keep_alive": True, "think_s": 0.0, "connect_first": False, "rate_rps": None, "schedule": "fixed",
+                   "seed": None, "pipeline_depth": None, "pipeline_paths": None}
+
+
+@dataclass(frozen=True, init=False)
 class LoadSpec:
     """What a run may do: every run is bounded in requests, concurrency, duration and per-request time.
 
-    `concurrency` is the number of users in a closed loop, the most requests
-    outstanding (one per connection) in an open loop, and the number of
-    connections in a pipelined run. `processes` splits the connections between
-    that many client processes.
+    Only what every kind of client shares is here; `kind` names the client
+    (clients.kinds) and `options` holds its own fields, checked when made.
+    `concurrency` means what the kind's options say (users in a closed loop, the
+    most outstanding requests in an open loop, connections in a pipelined run).
+    `processes` splits the connections between that many client processes.
+
+    `LoadSpec(url, loop="open", rate_rps=100)` names a kind by loop and client
+    and gives its options as keywords, as calls did before kinds; an option the
+    kind does not take is refused with the kinds that take it.
     """
 
     url: str
     requests: int = 200
     concurrency: int = 40
-    client: str | None = None  # closed loop: "async" (the default), "raw" or "sync"; open and pipelined: "raw"
-    keep_alive: bool = True
     timeout_s: float = 60.0
     max_duration_s: float = 300.0
-    loop: str = "closed"
-    rate_rps: float | None = None  # open loop: requests per second the schedule sends
-    schedule: str = "fixed"  # open loop: "fixed" (every 1/rate s) or "poisson" (random arrivals at that rate)
-    seed: int | None = None  # open loop, Poisson: the same seed gives the same arrivals
-    pipeline_depth: int | None = None  # pipelined: requests written at once on each connection
-    pipeline_paths: tuple | None = None  # pipelined: paths the requests cycle through (default: the url's)
-    record: str = "auto"  # "samples", "aggregate", or "auto": samples up to AGGREGATE_ABOVE requests
     processes: int = 1
+    record: str = "auto"  # "samples", "aggregate", or "auto": samples up to AGGREGATE_ABOVE requests
     event_loop: str = "auto"  # "uvloop" where installed ("auto"), or "asyncio"
-    connect_first: bool = False  # closed loop, raw client: every user opens its connection before the go
-    think_s: float = 0.0  # closed loop: each user waits this long after an answer before its next request
+    kind: str = "closed_async"  # a name in clients.kinds.KINDS that iolab.load runs
+    options: object = None  # that kind's options (an instance of its options class)
 
-    def __post_init__(self):
-        # Defaults that depend on other fields; a frozen dataclass sets them this way.
-        if self.client is None:
-            object.__setattr__(self, "client", "async" if self.loop == "closed" else "raw")
-        if self.pipeline_paths is not None and not isinstance(self.pipeline_paths, str):
-            object.__setattr__(self, "pipeline_paths", tuple(self.pipeline_paths))
+    def __init__(self, url, requests=200, concurrency=40, timeout_s=60.0, max_duration_s=300.0, processes=1,
+                 record="auto", event_loop="auto", kind=None, options=None, loop=None, client=None, **kind_options):
+        if kind is None:
+            kind = kinds.kind_for("closed" if loop is None else loop, client)
+        elif loop is not None or client is not None:
+            raise LoadParameterError(f"kind={kind!r} names the client already; give no loop= or client= with it")
+        info = kinds.get(kind)
+        if info.runner != "load":
+            raise LoadParameterError(f"kind {kind!r} is not run by iolab.load; the kinds it runs: {kinds.names('load')}")
+        if options is None:
+            given = {key: value for key, value in kind_options.items()
+                     if key in info.option_names or key not in LEGACY_DEFAULTS or value != LEGACY_DEFAULTS[key]}
+            options = kinds.options_for(kind, **given)
+        elif kind_options:
+            raise LoadParameterError(f"options= is given, so {sorted(kind_options)} must go into it")
+        elif not isinstance(options, info.options):
+            raise LoadParameterError(f"options for kind {kind!r} must be a {info.options.__name__}, got {options!r}")
+        values = dict(url=url, requests=requests, concurrency=concurrency, timeout_s=timeout_s,
+                      max_duration_s=max_duration_s, processes=processes, record=record, event_loop=event_loop,
+                      kind=kind, options=options)
+        for name, value in values.items():
+            object.__setattr__(self, name, value)  # frozen: set this way
+
+    @property
+    def info(self):
+        """The kind's entry in clients.kinds."""
+        return kinds.get(self.kind)
+
+    @property
+    def loop(self):
+        return self.info.loop
+
+    @property
+    def client(self):
+        return self.info.client
+
+    def to_process(self, process):
+        """What client process `process` is told, as JSON: the shared fields, the kind and its options, flat."""
+        shared = {field.name: getattr(self, field.name) for field in fields(self) if field.name != "options"}
+        return shared | self.options.as_dict() | {"process": process, "processes": self.processes}
 
     @property
     def aggregated(self):
@@ -150,13 +176,6 @@ class LoadSpec:
             check_loopback(parts.hostname)
         except ValueError as error:
             raise LoadParameterError(f"url {self.url!r}: {error}") from None
-        check_choice("loop", self.loop, LOOPS, error=LoadParameterError)
-        if self.loop == "closed":
-            check_choice("client", self.client, CLIENTS, error=LoadParameterError)
-        elif self.client != "raw":
-            raise LoadParameterError(
-                f"client must be 'raw' for the {self.loop} loop, which runs on raw connections, got {self.client!r}"
-            )
         for name, (low, high) in LIMITS.items():
             check_range(name, getattr(self, name), low, high, integer=False, error=LoadParameterError)
         for name in ("requests", "concurrency", "processes"):
@@ -171,57 +190,14 @@ class LoadSpec:
                 f"requests must be at most {SAMPLES_LIMIT} when every request is kept as a sample,"
                 f" got {self.requests}: use record='aggregate' (or 'auto')"
             )
-        if self.loop != "open" and self.requests < self.concurrency:
-            raise LoadParameterError(
-                f"requests must be at least concurrency ({self.concurrency}) so every user sends one,"
-                f" got {self.requests}"
-            )
         if self.processes > self.concurrency:
             raise LoadParameterError(
                 f"processes must be at most concurrency ({self.concurrency}): each process needs a connection,"
                 f" got {self.processes}"
             )
-        self._validate_loop()
-        if self.connect_first and (self.loop != "closed" or self.client != "raw" or not self.keep_alive):
-            raise LoadParameterError(
-                "connect_first is for the closed loop's raw client with keep_alive=True, whose users keep the"
-                f" connection they open; got loop={self.loop!r}, client={self.client!r}, keep_alive={self.keep_alive!r}"
-            )
-        if self.client == "sync" and self.concurrency > SYNC_CLIENT_MAX_THREADS:
-            raise LoadParameterError(
-                f"concurrency must be at most {SYNC_CLIENT_MAX_THREADS} with the sync client"
-                f" (one thread per user), got {self.concurrency}"
-            )
+        self.options.check_spec(self)
         self._validate_file_limit()
         return self
-
-    def _validate_loop(self):
-        if self.loop == "open":
-            if self.rate_rps is None:
-                raise LoadParameterError("rate_rps is required for the open loop: how many requests per second to send")
-            check_range("rate_rps", self.rate_rps, *RATE_LIMITS, integer=False, error=LoadParameterError)
-            check_choice("schedule", self.schedule, SCHEDULES, error=LoadParameterError)
-            if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int)):
-                raise LoadParameterError(f"seed must be a whole number (or None for fresh arrivals), got {self.seed!r}")
-        elif self.rate_rps is not None:
-            raise LoadParameterError(f"rate_rps is for the open loop only, got {self.rate_rps!r} with loop={self.loop!r}")
-        check_range("think_s", self.think_s, *THINK_LIMITS_S, integer=False, error=LoadParameterError)
-        if self.think_s and (self.loop != "closed" or self.client == "sync"):
-            raise LoadParameterError(
-                f"think_s is for the closed loop's async and raw clients, got think_s={self.think_s!r} with"
-                f" loop={self.loop!r}, client={self.client!r}"
-            )
-        if self.loop == "pipelined":
-            if self.pipeline_depth is None:
-                raise LoadParameterError("pipeline_depth is required for a pipelined run: requests in flight per connection")
-            check_range("pipeline_depth", self.pipeline_depth, *PIPELINE_DEPTH_LIMITS, integer=False, error=LoadParameterError)
-            if not self.keep_alive:
-                raise LoadParameterError("keep_alive must be True for a pipelined run: pipelining needs a kept connection")
-            for path in self.pipeline_paths or ():
-                if not isinstance(path, str) or not path.startswith("/") or any(c in path for c in " \r\n"):
-                    raise LoadParameterError(f"pipeline_paths must be paths like '/async-sleep?ms=0', got {path!r}")
-        elif self.pipeline_depth is not None or self.pipeline_paths is not None:
-            raise LoadParameterError(f"pipeline_depth and pipeline_paths are for loop='pipelined', got loop={self.loop!r}")
 
     def _validate_file_limit(self):
         # The server holds every connection of the run; each client process holds its share.
@@ -316,6 +292,7 @@ class LoadRun:
         self._started_all = False
         self.time_zero = None  # the run's time zero in time.perf_counter(), once the go is sent
         self._finished = threading.Event()
+        self._stderr_text = ""  # what the client processes said on stderr, kept when their files close
         self._stop_reason = "completed"
         self.meter = usage.RunMeter(server_pid)
         self._readers = [
@@ -390,6 +367,16 @@ class LoadRun:
             reader.join()
         self.meter.stop()
         self._deadline.cancel()
+        # Three descriptors a process (its stdin, stdout and stderr file): closed now, not when the run is collected.
+        self._stderr_text = self._stderr()
+        for process in self.processes:
+            for pipe in (process.stdin, process.stdout):
+                try:
+                    pipe.close()
+                except (BrokenPipeError, OSError):
+                    pass  # a go never flushed to a dead process
+        for stderr_file in self.stderr_files:
+            stderr_file.close()
         self._finished.set()
 
     def samples(self):
@@ -443,7 +430,8 @@ class LoadRun:
             reason = f"client process exited with code {failed[0]}"
         elif reason == "completed" and finished < self.spec.requests:
             reason = f"duration limit of {self.spec.max_duration_s} s reached"
-        return LoadResult(self.spec, recorded, duration, reason, self._stderr(), self.meter.usage, self.time_zero)
+        stderr = self._stderr_text if self.done() else self._stderr()
+        return LoadResult(self.spec, recorded, duration, reason, stderr, self.meter.usage, self.time_zero)
 
     def _stderr(self):
         texts = []
@@ -467,7 +455,7 @@ def start_load(url, server=None, before_go=None, **spec):
     processes, stderr_files = [], []
     for index in range(load_spec.processes):
         stderr_file = tempfile.TemporaryFile()
-        arguments = asdict(load_spec) | {"process": index, "processes": load_spec.processes}
+        arguments = load_spec.to_process(index)
         # stdin carries the go; stdout the client's frames.
         command = python("-m", "iolab.clients.process", json.dumps(arguments))
         processes.append(spawn(command, stdin=subprocess.PIPE, stderr=stderr_file))

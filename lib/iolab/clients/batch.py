@@ -40,16 +40,13 @@ from ..contract import check_loopback, die_with_parent
 from ..http1 import LONGEST_NUMBERED_HELLO as LONGEST_ANSWER
 from ..http1 import NUMBERED_HELLO as NUMBER
 from ..http1 import NUMBERED_HELLOS as ANSWERS
+from .kinds import BATCH_LIMITS as LIMITS  # noqa: F401 -- named here before kinds
+from .kinds import BatchOptions, BatchParameterError
+from .process import new_event_loop
 
 CYCLE = 64  # batches of numbers per connection before they repeat, at most
 NUMBERS_KEPT = 1 << 20  # numbers built ahead for all connections together, at most: the memory they take is bounded
-LIMITS = {"depth": (1, 256), "connections": (1, 1000), "duration_s": (0.1, 600.0), "timeout_s": (0.01, 60.0),
-          "max_requests": (1, 10_000_000_000)}
 CONNECT_TIMEOUT_S = 10.0
-
-
-class BatchParameterError(ValueError):
-    """A batch run asked for something outside its allowed range; the text names parameter, value and range."""
 
 
 @dataclass(frozen=True)
@@ -240,13 +237,8 @@ def _cpu_s():
 
 
 def _check(spec):
-    for name, (low, high) in LIMITS.items():
-        value = spec[name]
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-            raise BatchParameterError(f"{name} must be between {low} and {high}, got {value!r}")
-    for name in ("depth", "connections", "max_requests"):
-        if not isinstance(spec[name], int):
-            raise BatchParameterError(f"{name} must be a whole number, got {spec[name]!r}")
+    """The kind's options check the bounds (through iolab.params); the url must be a loopback host and port."""
+    BatchOptions(**{name: spec[name] for name in LIMITS})
     url = urlsplit(spec["url"])
     if url.scheme != "http" or not url.hostname or not url.port:
         raise BatchParameterError(f"url must look like http://127.0.0.1:PORT, got {spec['url']!r}")
@@ -281,12 +273,7 @@ def main():
     spec = json.loads(sys.argv[1])
     _check(spec)
     die_with_parent()
-    try:
-        import uvloop
-
-        loop = uvloop.new_event_loop()
-    except ImportError:
-        loop = asyncio.new_event_loop()
+    loop = new_event_loop()
     try:
         report = loop.run_until_complete(_main(spec))
     finally:

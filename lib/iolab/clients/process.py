@@ -3,7 +3,8 @@
 Takes its share of the run, waits for the parent's go, runs its client, reports.
 
 Started by iolab.load as `python -m iolab.clients.process SPEC`, where SPEC is
-the run's spec as JSON plus this process's index and the number of processes.
+the run's spec as JSON (LoadSpec.to_process: the shared fields, the kind and its
+options) plus this process's index and the number of processes.
 Its stdout carries frames (iolab.clients.wire), its stdin the parent's go; it
 dies with its parent as every child of the lab does (contract.die_with_parent).
 """
@@ -17,17 +18,9 @@ import sys
 import threading
 
 from ..contract import die_with_parent
-from . import wire
+from . import kinds, wire
 from .recorder import Recorder
 
-# (loop, client) -> the module that runs it; each has run(spec, share, recorder).
-CLIENT_MODULES = {
-    ("closed", "async"): "closed_async",
-    ("closed", "raw"): "closed_raw",
-    ("closed", "sync"): "closed_sync",
-    ("open", "raw"): "open_loop",
-    ("pipelined", "raw"): "pipelined",
-}
 EVENT_LOOPS = ("auto", "uvloop", "asyncio")
 
 
@@ -44,8 +37,8 @@ def share_of(spec):
     return {"users": users, "requests": split(spec["requests"], processes, process)}
 
 
-def new_event_loop(choice):
-    """uvloop when installed (or asked for), else asyncio's own loop."""
+def new_event_loop(choice="auto"):
+    """uvloop when installed (or asked for), else asyncio's own loop: the one place a client picks its loop."""
     if choice in ("auto", "uvloop"):
         try:
             import uvloop
@@ -84,9 +77,10 @@ def main():
     frames = sys.stdout.buffer
     sys.stdout = sys.stderr  # stdout carries frames only; a stray print must not break one
     recorder = Recorder(frames, listen_to_parent(), spec["process"], spec["processes"])
-    client = importlib.import_module(f"{__package__}.{CLIENT_MODULES[spec['loop'], spec['client']]}")
+    info = kinds.get(spec["kind"])
+    client = importlib.import_module(f"{__package__}.{info.module}")  # its run(spec, share, recorder)
     share = share_of(spec)
-    if spec["client"] == "sync":
+    if info.threads:
         client.run(spec, share, recorder)
     else:
         loop = new_event_loop(spec["event_loop"])

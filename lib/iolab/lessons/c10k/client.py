@@ -10,6 +10,11 @@ connection, so the parent can measure the server while they are all open. End
 of file on stdin, like `stop`, closes every socket and ends the process; it dies
 with its parent as every child of the lab does. Standard library, iolab.contract
 and iolab.http1 only.
+
+It does not speak the load clients' frames (iolab.clients.wire) on purpose:
+those carry one row per request after a single go, and this conversation is a
+step at a time, the notebook measuring the server between steps while every
+connection is held.
 """
 
 import errno

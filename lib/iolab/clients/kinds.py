@@ -1,0 +1,253 @@
+"""Every kind of load client the lab can run.
+
+Its module, its loop, what `concurrency` means for it, and its own options.
+
+A kind is one module under iolab.clients and one frozen options class here;
+the options check themselves through iolab.params when made, so a run's spec
+(iolab.load.LoadSpec) keeps only what every kind shares. Adding a kind: see
+this package's README.md.
+"""
+
+from dataclasses import dataclass, fields
+
+from ..params import ParameterError, check_choice, check_range
+
+RATE_LIMITS = (0.01, 10_000_000.0)
+THINK_LIMITS_S = (0.0, 600.0)
+PIPELINE_DEPTH_LIMITS = (1, 1000)
+SCHEDULES = ("fixed", "poisson")
+SYNC_CLIENT_MAX_THREADS = 1000
+
+
+class LoadParameterError(ParameterError):
+    """A load run asked for something outside its allowed range; the text names parameter, value and range."""
+
+
+def _check_flag(name, value):
+    if not isinstance(value, bool):
+        raise LoadParameterError(f"{name} must be True or False, got {value!r}")
+
+
+def _check_think(think_s):
+    check_range("think_s", think_s, *THINK_LIMITS_S, integer=False, error=LoadParameterError)
+
+
+class Options:
+    """What every kind's options class has: its fields as a dict, and a look at the shared spec."""
+
+    def as_dict(self):
+        return {field.name: getattr(self, field.name) for field in fields(self)}
+
+    def check_spec(self, spec):
+        """Rules between this kind's meaning of the shared fields (spec: a LoadSpec) and its bounds."""
+        if spec.requests < spec.concurrency:
+            raise LoadParameterError(
+                f"requests must be at least concurrency ({spec.concurrency}) so every user sends one,"
+                f" got {spec.requests}"
+            )
+
+
+@dataclass(frozen=True)
+class ClosedOptions(Options):
+    """A closed loop on aiohttp: `concurrency` is the number of users, each sending when its last answer is in.
+
+    `think_s`: each user waits this long after an answer before its next request.
+    """
+
+    keep_alive: bool = True
+    think_s: float = 0.0
+
+    def __post_init__(self):
+        _check_flag("keep_alive", self.keep_alive)
+        _check_think(self.think_s)
+
+
+@dataclass(frozen=True)
+class ClosedRawOptions(Options):
+    """A closed loop on raw asyncio connections: `concurrency` is the number of users.
+
+    `connect_first` (with keep_alive): every user opens its connection before the go.
+    """
+
+    keep_alive: bool = True
+    think_s: float = 0.0
+    connect_first: bool = False
+
+    def __post_init__(self):
+        _check_flag("keep_alive", self.keep_alive)
+        _check_think(self.think_s)
+        _check_flag("connect_first", self.connect_first)
+        if self.connect_first and not self.keep_alive:
+            raise LoadParameterError(
+                "connect_first needs keep_alive=True: its users keep the connection they open; got keep_alive=False"
+            )
+
+
+@dataclass(frozen=True)
+class ClosedSyncOptions(Options):
+    """A closed loop on requests, one thread per user: `concurrency` is the number of users (threads)."""
+
+    keep_alive: bool = True
+
+    def __post_init__(self):
+        _check_flag("keep_alive", self.keep_alive)
+
+    def check_spec(self, spec):
+        super().check_spec(spec)
+        if spec.concurrency > SYNC_CLIENT_MAX_THREADS:
+            raise LoadParameterError(
+                f"concurrency must be at most {SYNC_CLIENT_MAX_THREADS} with the sync client"
+                f" (one thread per user), got {spec.concurrency}"
+            )
+
+
+@dataclass(frozen=True)
+class OpenOptions(Options):
+    """An open loop: `concurrency` is the most requests outstanding, one per connection.
+
+    `rate_rps` requests a second leave on a `schedule`: "fixed" (every 1/rate s) or
+    "poisson" (random arrivals at that rate; the same `seed` gives the same arrivals).
+    """
+
+    rate_rps: float | None = None
+    schedule: str = "fixed"
+    seed: int | None = None
+    keep_alive: bool = True
+
+    def __post_init__(self):
+        if self.rate_rps is None:
+            raise LoadParameterError("rate_rps is required for the open loop: how many requests per second to send")
+        check_range("rate_rps", self.rate_rps, *RATE_LIMITS, integer=False, error=LoadParameterError)
+        check_choice("schedule", self.schedule, SCHEDULES, error=LoadParameterError)
+        if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int)):
+            raise LoadParameterError(f"seed must be a whole number (or None for fresh arrivals), got {self.seed!r}")
+        _check_flag("keep_alive", self.keep_alive)
+
+    def check_spec(self, spec):
+        pass  # arrivals follow the schedule, not the connections: fewer requests than connections is fine
+
+
+@dataclass(frozen=True)
+class PipelinedOptions(Options):
+    """Pipelining on kept connections: `concurrency` is the number of connections.
+
+    Each writes `pipeline_depth` requests at once, cycling through `pipeline_paths` (default: the url's path).
+    """
+
+    pipeline_depth: int | None = None
+    pipeline_paths: tuple | None = None
+
+    def __post_init__(self):
+        if self.pipeline_depth is None:
+            raise LoadParameterError("pipeline_depth is required for a pipelined run: requests in flight per connection")
+        check_range("pipeline_depth", self.pipeline_depth, *PIPELINE_DEPTH_LIMITS, error=LoadParameterError)
+        if self.pipeline_paths is not None:
+            if isinstance(self.pipeline_paths, str):
+                raise LoadParameterError(f"pipeline_paths must be a list of paths, got {self.pipeline_paths!r}")
+            object.__setattr__(self, "pipeline_paths", tuple(self.pipeline_paths))  # frozen: set this way
+            for path in self.pipeline_paths:
+                if not isinstance(path, str) or not path.startswith("/") or any(c in path for c in " \r\n"):
+                    raise LoadParameterError(f"pipeline_paths must be paths like '/async-sleep?ms=0', got {path!r}")
+
+
+BATCH_LIMITS = {"depth": (1, 256), "connections": (1, 1000), "duration_s": (0.1, 600.0), "timeout_s": (0.01, 60.0),
+                "max_requests": (1, 10_000_000_000)}
+
+
+class BatchParameterError(LoadParameterError):
+    """A batch run asked for something outside its allowed range (kept by name for the callers that catch it)."""
+
+
+@dataclass(frozen=True)
+class BatchOptions(Options):
+    """The batch client (clients/batch.py): `connections` connections each keep one batch of `depth` numbered
+    requests in flight for `duration_s`; it counts, and keeps no row per request."""
+
+    depth: int = 16
+    connections: int = 64
+    duration_s: float = 3.0
+    timeout_s: float = 10.0
+    max_requests: int = 1_000_000_000
+
+    def __post_init__(self):
+        for name, (low, high) in BATCH_LIMITS.items():
+            whole = name in ("depth", "connections", "max_requests")
+            check_range(name, getattr(self, name), low, high, integer=whole, error=BatchParameterError)
+
+
+@dataclass(frozen=True)
+class KindInfo:
+    """What iolab.load (or, for the batch client, batch.run) needs to know to run a kind of client."""
+
+    name: str
+    module: str  # under iolab.clients; its run(spec, share, recorder) runs in a client process
+    options: type  # the frozen options class: the kind's own fields, checked when made
+    loop: str  # "closed", "open" or "pipelined": how requests leave ("batch" for the batch client)
+    client: str  # what sends them: "async" (aiohttp), "raw" (asyncio protocols), "sync" (requests in threads)
+    runner: str = "load"  # "load": iolab.load.start_load, frames on stdout; "batch": batch.run, one JSON line
+    lesson: str = ""
+
+    @property
+    def option_names(self):
+        return tuple(field.name for field in fields(self.options))
+
+    @property
+    def threads(self):
+        """True when the client runs in threads, not on an event loop."""
+        return self.client == "sync"
+
+
+KINDS = {
+    info.name: info
+    for info in (
+        KindInfo("closed_async", "closed_async", ClosedOptions, "closed", "async"),
+        KindInfo("closed_raw", "closed_raw", ClosedRawOptions, "closed", "raw"),
+        KindInfo("closed_sync", "closed_sync", ClosedSyncOptions, "closed", "sync"),
+        KindInfo("open", "open_loop", OpenOptions, "open", "raw", lesson="02-measuring-latency"),
+        KindInfo("pipelined", "pipelined", PipelinedOptions, "pipelined", "raw", lesson="08-pipelining"),
+        KindInfo("batch", "batch", BatchOptions, "batch", "raw", runner="batch", lesson="08-pipelining"),
+    )
+}
+LOOPS = ("closed", "open", "pipelined")  # what `loop=` of iolab.load may name
+CLIENTS = ("async", "raw", "sync")  # the closed loop's clients
+
+
+def names(runner=None):
+    """The kinds' names, sorted; with `runner`, only those run that way ("load" or "batch")."""
+    return sorted(name for name, info in KINDS.items() if runner is None or info.runner == runner)
+
+
+def get(name):
+    try:
+        return KINDS[name]
+    except KeyError:
+        raise LoadParameterError(f"kind must be one of {names()}, got {name!r}") from None
+
+
+def kind_for(loop, client):
+    """The kind `loop=` and `client=` name (the keywords iolab.load took before kinds): closed with async by default."""
+    check_choice("loop", loop, LOOPS, error=LoadParameterError)
+    if loop == "closed":
+        check_choice("client", "async" if client is None else client, CLIENTS, error=LoadParameterError)
+        return f"closed_{client or 'async'}"
+    if client not in (None, "raw"):
+        raise LoadParameterError(
+            f"client must be 'raw' for the {loop} loop, which runs on raw connections, got {client!r}"
+        )
+    return loop
+
+
+def takers(option):
+    """The kinds that take `option`."""
+    return [name for name in names() if option in KINDS[name].option_names]
+
+
+def options_for(name, **given):
+    """The kind's options made from `given`; an option the kind does not take is refused with the kinds that do."""
+    info = get(name)
+    for option in given:
+        if option not in info.option_names:
+            others = takers(option)
+            where = f"the kinds that take it: {', '.join(others)}" if others else "no kind takes it"
+            raise LoadParameterError(f"{option} is not an option of the {name!r} client kind; {where}")
+    return info.options(**given)

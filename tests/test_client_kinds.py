@@ -1,0 +1,92 @@
+"""Every client kind in clients.kinds against a real server: rows by field name, nothing left behind, bad options named."""
+
+import importlib
+
+import psutil
+import pytest
+
+from iolab import load, servers
+from iolab.clients import batch, kinds
+from iolab.params import ParameterError
+
+# Each kind's options for a short run, and one bad option with the name its refusal must give.
+CASES = {
+    "closed_async": ({"think_s": 0.001}, {"think_s": -1}),
+    "closed_raw": ({"connect_first": True}, {"connect_first": "yes"}),
+    "closed_sync": ({"keep_alive": False}, {"keep_alive": "no"}),
+    "open": ({"rate_rps": 400, "schedule": "poisson", "seed": 3}, {"rate_rps": 0}),
+    "pipelined": ({"pipeline_depth": 4, "pipeline_paths": ["/", "/async-sleep?ms=1"]}, {"pipeline_depth": 0}),
+    "batch": ({"depth": 4, "connections": 2, "duration_s": 0.3}, {"depth": 257}),
+}
+REQUESTS, CONCURRENCY = 40, 4
+
+
+def test_every_kind_has_a_case_here_and_every_load_kind_runs_under_load():
+    # A new kind without a case here fails this test, as a new server without a README row fails test_layout.
+    assert kinds.names() == sorted(CASES)
+    for name in kinds.names():
+        info = kinds.get(name)
+        module = importlib.import_module(f"iolab.clients.{info.module}")
+        assert callable(module.run), f"clients/{info.module}.py has no run()"
+        assert set(CASES[name][0]) <= set(info.option_names)
+    for name in kinds.names("load"):
+        assert load.LoadSpec("http://127.0.0.1:9/", kind=name, **CASES[name][0]).kind == name
+    assert sorted(kinds.names("load") + kinds.names("batch")) == kinds.names()
+    with pytest.raises(ParameterError, match="not run by iolab.load"):
+        load.LoadSpec("http://127.0.0.1:9/", kind="batch")
+
+
+def test_the_shared_spec_holds_only_what_every_kind_uses():
+    shared = [field for field in load.LoadSpec.__dataclass_fields__ if field not in ("kind", "options")]
+    assert shared == ["url", "requests", "concurrency", "timeout_s", "max_duration_s", "processes", "record",
+                      "event_loop"]
+    for name in kinds.names("load"):  # the batch client has no LoadSpec: its bounds are all its own
+        assert not set(shared) & set(kinds.get(name).option_names), name
+
+
+@pytest.fixture(scope="module")
+def batch_server():
+    # tornado_app does not echo a request's number; the batch client checks every one, so it needs this server.
+    with servers.serve("pipeline_batch_app") as server:
+        yield server
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_each_kind_runs_against_a_real_server(name, tornado, batch_server):
+    good, _ = CASES[name]
+    descriptors = psutil.Process().num_fds()
+    if kinds.get(name).runner == "batch":
+        result = batch.run(batch_server.url, **good)
+        assert result.errors == {} and result.requests >= good["depth"] * good["connections"]
+        assert result.requests % good["depth"] == 0 and result.seconds > 0
+    else:
+        result = load.run_load(tornado.url + "/", kind=name, requests=REQUESTS, concurrency=CONCURRENCY,
+                               timeout_s=10, max_duration_s=30, **good)
+        assert result.spec.kind == name and result.stop_reason == "completed"
+        assert result.completed == REQUESTS and result.errors == 0
+        for sample in result.samples:
+            assert sample.status == 200 and sample.error is None and sample.bytes > 0
+            assert 0 <= sample.start <= sample.end and sample.connection >= 0
+            assert sample.latency_from_intended >= sample.latency >= 0
+        users = {sample.user for sample in result.samples}
+        assert len(users) == (REQUESTS if name == "open" else CONCURRENCY)  # an open loop's user is an arrival
+    assert psutil.Process().num_fds() <= descriptors, "a run left file descriptors open"
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_bad_options_are_refused_by_name(name):
+    good, bad = CASES[name]
+    (option, value), = bad.items()
+    with pytest.raises(ParameterError) as raised:
+        kinds.options_for(name, **(good | bad))
+    assert option in str(raised.value) and repr(value) in str(raised.value)
+
+
+@pytest.mark.parametrize("name", kinds.names("load"))
+def test_an_option_of_another_kind_is_refused_with_the_kinds_that_take_it(name):
+    other = next(option for other in kinds.names() for option in kinds.get(other).option_names
+                 if option not in kinds.get(name).option_names)
+    with pytest.raises(ParameterError) as raised:
+        load.LoadSpec("http://127.0.0.1:9/", kind=name, **CASES[name][0], **{other: 1})
+    assert f"{other} is not an option of the {name!r} client kind" in str(raised.value)
+    assert all(taker in str(raised.value) for taker in kinds.takers(other))
