@@ -15,6 +15,7 @@ import argparse
 import json
 
 from iolab import load, metrics, servers
+from iolab.clients import kinds
 
 TARGET_MS = 1.0  # sends within 1 ms of their intended time, at the 99th percentile
 
@@ -25,7 +26,7 @@ def main():
     parser.add_argument("--rate", type=float, default=1000.0, help="requests per second (default 1000)")
     parser.add_argument("--requests", type=int, default=10_000, help="requests in the run (default 10000: 10 s)")
     parser.add_argument("--connections", type=int, default=20, help="the most requests outstanding (default 20)")
-    parser.add_argument("--schedule", choices=load.SCHEDULES, default="fixed")
+    parser.add_argument("--schedule", choices=kinds.SCHEDULES, default="fixed")
     parser.add_argument("--event-loop", choices=("auto", "uvloop", "asyncio"), default="auto")
     args = parser.parse_args()
 
