@@ -352,15 +352,15 @@ class Lab:
         """The worker pool killed mid-run under Tornado on 2c threads, each wait bounded by timeout_ms."""
         plan = self.plan
         self.backend.start_worker(plan.queue_workers)
-        # Twice as many users as slots, each with a thread: slots that finish together all find a task waiting, so
-        # every slot holds one when the worker dies.
+        # Twice as many users as slots, each with a thread: slots that finish together all find a task waiting. The
+        # kill waits for the moment every slot holds one: a slot between two tasks holds none.
         users = 2 * plan.queue_workers
         with self.backend.front("tornado_backend", threads=users, timeout_ms=plan.timeout_ms) as front:
             trip = runs.trip_s(front, "pool", plan.task_ms)
             before = round(plan.fault_lead_s * plan.queue_workers / trip)  # a second or two of answers, then the kill
             fault = runs.run_with_fault(  # and one round of the users after it
                 front, f"/backend?ms={plan.task_ms}&how=pool", users, before, users, plan.timeout_ms / 1000 + 10,
-                self.backend.kill_worker, "worker pool")
+                lambda: self.backend.kill_worker(busy=plan.queue_workers), "worker pool")
             fault.left = {"queued (LLEN celery)": self.backend.queue_length(),
                           "unacked (running when killed)": self.backend.unacked(),
                           "worker still running": self.backend.worker.alive()}

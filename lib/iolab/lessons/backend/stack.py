@@ -17,6 +17,7 @@ PARTS = ("redis_server", "celery_worker", "tornado_backend", "gevent_flask", "gu
 QUEUE = "celery"  # Celery's default queue: a Redis list
 UNACKED = "unacked"  # kombu's hash of tasks a worker took and has not acknowledged yet
 PROBE_TIMEOUT_S = 0.5
+KILL_WAIT_S = 2.0  # how long a kill waits for every slot to hold a task: many tasks' lengths
 
 
 def missing():
@@ -58,9 +59,22 @@ class Backend:
         with urllib.request.urlopen(self.worker.url + "/status", timeout=2) as answer:
             return json.load(answer)["worker_pid"]
 
-    def kill_worker(self):
-        """SIGKILL the Celery worker, as a crash would: no warm shutdown, nothing acknowledged."""
-        os.kill(self.worker_pid(), signal.SIGKILL)
+    def kill_worker(self, busy=0, within_s=KILL_WAIT_S):
+        """SIGKILL the Celery worker, as a crash would: no warm shutdown, nothing acknowledged.
+
+        With `busy`, at a moment it holds that many tasks. Between two tasks a slot holds none for a moment, so the
+        worker is frozen (SIGSTOP: its threads neither take nor acknowledge a task) and Redis asked; if a slot is
+        empty, it goes on (SIGCONT) and is asked again, for at most `within_s`.
+        """
+        pid = self.worker_pid()
+        deadline = time.monotonic() + within_s
+        while busy:
+            os.kill(pid, signal.SIGSTOP)
+            if self.unacked() >= busy or time.monotonic() > deadline:
+                break
+            os.kill(pid, signal.SIGCONT)
+            time.sleep(0.002)
+        os.kill(pid, signal.SIGKILL)
 
     def kill_redis(self):
         """SIGKILL Redis (its wrapper's whole group): the broker and the result store are gone at once."""
