@@ -1,0 +1,40 @@
+"""iolab.claims: every claim printed on its own line, and a failure that names each broken claim with its values."""
+
+import math
+
+import pytest
+
+from iolab.claims import Claims, ClaimsFailed
+
+
+def test_claims_that_hold_print_one_line_each_and_a_count(capsys):
+    claims = Claims("00")
+    claims.within("throughput within the bounds", 39.2, 30.0, 40.0, "req/s")
+    claims.check("every answer was 200", True, "40 of 40")
+    claims.skip("wrk agrees", "wrk is not installed")
+    assert claims.report() == 2
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == ["✓ throughput within the bounds: 39.2 req/s within [30.0, 40.0] req/s",
+                     "✓ every answer was 200: 40 of 40",
+                     "– wrk agrees: skipped, wrk is not installed",
+                     "All 2 of this lesson's claims hold on this run. (1 skipped)"]
+
+
+def test_a_failed_claim_is_printed_with_the_rest_and_named_in_the_failure(capsys):
+    claims = Claims("09")
+    claims.within("p99 near the stall", 250.0, 900.0, 1100.0, "ms", digits=0)
+    claims.check("the queue drained", True, "in 1.2 s")
+    claims.check("no errors", False, "3 errors", message="3 requests failed: ConnectionResetError")
+    with pytest.raises(ClaimsFailed) as failure:
+        claims.report()
+    out = capsys.readouterr().out
+    assert "✗ p99 near the stall: 250 ms, outside [900, 1100] ms" in out and "✓ the queue drained" in out
+    assert "2 of 3 claims failed" in str(failure.value)
+    assert "p99 near the stall: 250 ms, outside [900, 1100] ms" in str(failure.value)
+    assert "3 requests failed: ConnectionResetError" in str(failure.value)
+
+
+def test_nan_never_lies_within_bounds():
+    claims = Claims("x")
+    assert not claims.within("a figure the run never measured", math.nan, -math.inf, math.inf)
+    assert isinstance(ClaimsFailed("x"), AssertionError)  # a lesson's failure still reads as an assertion in CI
