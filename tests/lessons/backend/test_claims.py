@@ -70,7 +70,7 @@ def test_a_task_lost_in_the_worker_kill_is_named():
     faults["worker_killed"]["left_in_redis"]["queued (LLEN celery)"] = 1
     with pytest.raises(ClaimsFailed) as failed:
         claims.check_claims(lab(faults=faults))
-    assert "'queued (LLEN celery)': 1}, 4)" in str(failed.value)  # the values: 2 unacked + 1 queued, 4 504s
+    assert "'queued (LLEN celery)': 1, 'unacked (running when killed)': 2}, 4)" in str(failed.value)  # 2 + 1 against 4 504s
 
 
 def test_a_run_without_the_backend_skips_every_claim_and_says_why(capsys):
