@@ -6,6 +6,7 @@ get the same runs, with the same figures measured and kept.
 
 import contextlib
 import dataclasses
+import json
 import math
 import time
 from dataclasses import dataclass, field
@@ -60,6 +61,17 @@ class Plan:
     def fault_lead_s(self):
         """Seconds of answers before a part is killed: long enough to see it work first."""
         return 1 if self.quick else 2
+
+    @classmethod
+    def from_cell(cls, names):
+        """The plan a notebook's parameters cell set (`names`: its globals()), checked, at quick sizes if asked.
+
+        quick, solutions and results_path are checked as every lesson's are; quick is on with IOLAB_QUICK=1 too.
+        """
+        quick = params.check_common(names["quick"], names["solutions"], names["results_path"])
+        sizes = {size.name: names[size.name] for size in dataclasses.fields(cls) if size.name != "quick"}
+        plan = cls(**sizes).check()
+        return plan.quick_sizes() if quick else plan
 
     def check(self):
         """Raise a params.ParameterError naming the first parameter outside what the lesson allows; else self."""
@@ -385,6 +397,14 @@ class Lab:
         """Every throughput row, in the lesson's order: hello, waiting, the sweep, awaiting, fire and forget."""
         sweep = (self.sweep.rows + [self.sweep.await_row]) if self.sweep else []
         return self.hello_rows + self.wait_rows + sweep + self.forget_rows
+
+    def save(self, results_path, skipped=None, **extra):
+        """The lesson's results (results() and `extra`), written as JSON to `results_path` if it is set."""
+        results = {**self.results(skipped), **extra}
+        if results_path:
+            with open(results_path, "w") as out:
+                json.dump(results, out, indent=2, default=str)
+        return results
 
     def results(self, skipped=None):
         """The lesson's measurements as plain data, for its results file and the benchmark's JSON line."""

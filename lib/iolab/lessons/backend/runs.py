@@ -26,7 +26,7 @@ class Tiers:
     """The tiers a request crosses in a blocking run, each with how many it serves at once (None: no fixed limit)."""
 
     users: int  # the closed loop: N users, each with one request out
-    front: int | None  # the front end: 1 (blocking Tornado), k threads, W sync workers, None (greenlets, awaiting)
+    front: int | None  # F, the front end's: 1 (blocking Tornado), k threads, w sync workers, None (greenlets, awaiting)
     workers: int  # the Celery pool's concurrency c: threads of one worker process
     front_threads: bool = False  # the front end's F slots are threads of one process (Tornado's pool), not processes
 
@@ -269,8 +269,8 @@ class QueueRun:
         return self.rate - self.drain
 
     def drain_here(self):
-        """c / T_w less the slots lost waiting for a CPU in this run: (c − Q / W) / T_w, Q the worker pool's threads'
-        seconds waiting over the run's W seconds (Q / W of them waited at any moment, on average)."""
+        """c / T_w less the slots lost waiting for a CPU in this run: (c − q / t) / T_w, q the worker pool's threads'
+        seconds waiting over the run's t seconds (q / t of them waited at any moment, on average)."""
         usage_ = self.worker_usage
         if usage_ is None or not self.workers or not usage_.wall_s > 0 or usage_.queued_s != usage_.queued_s:
             return self.drain

@@ -26,13 +26,17 @@ def missing():
     return next(filter(None, reasons), None)
 
 
+MAXMEMORY_MB = 64  # the main Redis's memory cap: far above what any of the lesson's runs queue
+
+
 class Backend:
     """Redis and one Celery worker pool of `concurrency`, started by the lab and stopped with it."""
 
-    def __init__(self, concurrency, pool="threads", maxmemory_mb=64):
+    def __init__(self, concurrency, pool="threads", maxmemory_mb=None):
         import redis  # the lesson's only use of redis-py: here, once the backend is known to be installed
 
-        self.redis_server = servers.start("redis_server", maxmemory_mb=maxmemory_mb)
+        self.maxmemory_mb = MAXMEMORY_MB if maxmemory_mb is None else maxmemory_mb
+        self.redis_server = servers.start("redis_server", maxmemory_mb=self.maxmemory_mb)
         self.broker = f"redis://{self.redis_server.host}:{self.redis_server.port}/0"
         self.client = redis.Redis.from_url(
             self.broker, socket_timeout=PROBE_TIMEOUT_S, socket_connect_timeout=PROBE_TIMEOUT_S
