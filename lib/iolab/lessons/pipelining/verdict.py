@@ -173,7 +173,8 @@ def _per_batch(claims, at, batch_alone, batch_pair, python_pair, cores):
         # The utilization law bounds both Python pairs, from their own D, client CPU and threads, over their windows.
         reach = runs.pair_reach(pair, cores)
         claims.check(f"{pair.label}: under the pair's reach from D", pair.rps <= pair.edges * reach,
-                     f"{pair.rps:,.0f} req/s", f"[0, {reach * pair.edges:,.0f}] req/s, the reach × {pair.edges:.3f}", message=str(pair))
+                     f"{pair.rps:,.0f} req/s",
+                     f"[0, {reach * pair.edges:,.0f}] req/s, the reach × {pair.edges:.3f}", message=str(pair))
 
 
 def check_claims(ladder_rows, depth_rows, at, order_checks, order_requests, timings, wait_ms, throttled, throttled_s,
