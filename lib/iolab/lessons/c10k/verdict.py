@@ -7,13 +7,20 @@ The notebook calls `write_results` and `check_claims` in one line each; every cl
 import json
 from pathlib import Path
 
+from iolab import claims as lab_claims
 from iolab import registry, servers
-from iolab.claims import Claims
 
 from . import exercises, limits, lineup
 
 ARENA_KB = 1024  # pymalloc's arena since Python 3.10
 CORE_SERVERS = ("tornado_app", "step4_event_loop", "threaded_app")
+
+
+class Claims(lab_claims.Claims):
+    """iolab.claims.Claims whose failure messages open with the claim, then the values that broke it."""
+
+    def check(self, claim, holds, measured="", bounds="", message=""):
+        return super().check(claim, holds, measured, bounds, f"{claim}: {message}" if message else "")
 
 
 def results(held, scenes, selector_runs, meetings, sieges):

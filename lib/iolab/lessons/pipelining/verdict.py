@@ -8,12 +8,19 @@ compares with a figure from another machine.
 import json
 from pathlib import Path
 
+from iolab import claims as lab_claims
 from iolab import environment, servers
-from iolab.claims import Claims
 
 from . import exercises, hol, runs
 
 CORE_SERVERS = ("tornado_app", "aiohttp_app", "raw asyncio", "uvloop + httptools")
+
+
+class Claims(lab_claims.Claims):
+    """iolab.claims.Claims whose failure messages open with the claim, then the values that broke it."""
+
+    def check(self, claim, holds, measured="", bounds="", message=""):
+        return super().check(claim, holds, measured, bounds, f"{claim}: {message}" if message else "")
 
 
 def write_results(results_path, cores, client, ladder_rows, depth_rows, japronto_like, python_pair, reach,
