@@ -105,17 +105,7 @@ class Holder:
             return self.fail(None, error.errno, str(error))
         self.opened += 1
         try:
-            source = self.source()
-            if source is not None:
-                if source[1]:
-                    # An explicit port: SO_REUSEADDR lets several sockets bind it, as long as each goes to a
-                    # different destination; the same 4-tuple twice is refused by connect() with EADDRNOTAVAIL.
-                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                else:
-                    sock.setsockopt(socket.SOL_IP, IP_BIND_ADDRESS_NO_PORT, 1)
-                sock.bind(source)
-            sock.setblocking(False)
-            code = sock.connect_ex(self.server)
+            code = self.connect(sock)
         except OSError as error:
             sock.close()
             return self.fail(None, error.errno, str(error))
@@ -126,6 +116,20 @@ class Holder:
         self.pending[sock.fileno()] = connection
         self.selector.register(sock, selectors.EVENT_WRITE, connection)
         return None
+
+    def connect(self, sock):
+        """Point `sock` at the server without waiting: bind a source address (a port too, if named), then connect."""
+        source = self.source()
+        if source is not None:
+            if source[1]:
+                # An explicit port: SO_REUSEADDR lets several sockets bind it, as long as each goes to a
+                # different destination; the same 4-tuple twice is refused by connect() with EADDRNOTAVAIL.
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            else:
+                sock.setsockopt(socket.SOL_IP, IP_BIND_ADDRESS_NO_PORT, 1)
+            sock.bind(source)
+        sock.setblocking(False)
+        return sock.connect_ex(self.server)
 
     def fail(self, connection, code, message):
         """Count a failure by kind; the first one of a step is kept whole, with how many were held when it came."""

@@ -17,6 +17,7 @@ from iolab import environment
 from iolab.listening import somaxconn
 
 # The names the lesson's table uses, one per limit.
+FD_SETSIZE = 1024  # glibc's, on Linux: select()'s bitmaps hold descriptors 0 to 1023
 NOFILE_CLIENT = "RLIMIT_NOFILE (client)"
 NOFILE_SERVER = "RLIMIT_NOFILE (server)"
 FILE_MAX = "fs.file-max"

@@ -5,6 +5,7 @@ Each by registry name, with the options that let it keep idle connections open.
 
 from iolab import registry
 
+TARGET_KB = 16  # the lesson's mark for an idle connection on an event loop
 IDLE_S = 3600  # far longer than any run: a server must not close what we are measuring
 RAW_ASYNCIO = ("protocol_app", "pipeline_app")  # a bare asyncio Protocol server, whichever the registry has
 

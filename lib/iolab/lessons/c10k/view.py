@@ -6,7 +6,7 @@ wrk's blind spot.
 
 from iolab import figures
 
-TARGET_KB = 16  # the lesson's mark for an idle connection on an event loop
+from . import lineup
 
 
 def memory_per_connection(steps):
@@ -23,12 +23,12 @@ def memory_per_connection(steps):
     axes.bar([p + 0.2 for p in positions], kernel_kb, width=0.4, color="C7", label="kernel, both ends (machine-wide)")
     for position, value, step in zip(positions, server_kb, steps.values()):
         axes.annotate(f"{value:.1f}\n({step.held:,})", (position - 0.2, value), ha="center", va="bottom", fontsize=8)
-    axes.axhline(TARGET_KB, color="C3", linestyle=":", linewidth=1)
-    axes.text(len(labels) - 0.5, TARGET_KB, f"{TARGET_KB} KiB", color="C3", va="bottom", ha="right", fontsize=8)
+    axes.axhline(lineup.TARGET_KB, color="C3", linestyle=":", linewidth=1)
+    axes.text(len(labels) - 0.5, lineup.TARGET_KB, f"{lineup.TARGET_KB} KiB", color="C3", va="bottom", ha="right", fontsize=8)
     axes.set_xticks(list(positions), labels, fontsize=9)
     axes.set_ylabel("KiB per idle connection")
     axes.set_title("What one idle keep-alive connection costs (in brackets: connections held)")
-    axes.set_ylim(0, max(server_kb + kernel_kb + [TARGET_KB]) * 1.3)
+    axes.set_ylim(0, max(server_kb + kernel_kb + [lineup.TARGET_KB]) * 1.3)
     axes.legend(fontsize=8, loc="upper left")
     return figure
 

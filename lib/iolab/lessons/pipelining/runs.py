@@ -174,6 +174,11 @@ def ceilings(demand_us, client_us, cores, client_threads=1, thread_us=math.nan):
     }
 
 
+def pair_reach(pair, cores):
+    """What a server and its client can reach together, in req/s: the smallest of ceilings() for a Measured pair."""
+    return min(ceilings(pair.demand_us, pair.client_us, cores, pair.client_threads, pair.thread_us).values())
+
+
 def measure(label, server, depth=1, connections=64, duration_s=2, batched=True, count=True, paths=None, client=None):
     """Time `server` under load at `depth`, then (if `count`) count its system calls in a second, shorter run."""
     before = _tree_times(server.pid)

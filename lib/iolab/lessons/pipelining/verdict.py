@@ -1,0 +1,202 @@
+"""Lesson 08's results file and its closing claims, each checked against this run's own figures.
+
+The notebook calls `write_results` and `check_claims` in one line each; every claim prints on a line of its own
+(iolab.claims), and a claim that fails names the values that broke it, as the lesson's asserts did. Nothing here
+compares with a figure from another machine.
+"""
+
+import json
+from pathlib import Path
+
+from iolab import claims as lab_claims
+from iolab import environment, servers
+
+from . import exercises, hol, runs
+
+CORE_SERVERS = ("tornado_app", "aiohttp_app", "raw asyncio", "uvloop + httptools")
+
+
+class Claims(lab_claims.Claims):
+    """iolab.claims.Claims whose failure messages open with the claim, then the values that broke it."""
+
+    def check(self, claim, holds, measured="", bounds="", message=""):
+        return super().check(claim, holds, measured, bounds, f"{claim}: {message}" if message else "")
+
+
+def write_results(results_path, cores, client, ladder_rows, depth_rows, japronto_like, python_pair, reach,
+                  order_checks, hol_ms, batch_alone, batch_pair):
+    """Write the run's headline figures to `results_path` (when given) as JSON, and return them."""
+    results = {
+        "cores": cores,
+        "client": client,
+        "ladder": [{key: row[key] for key in ("server", "rps", "demand_us", "syscalls_per_request")}
+                   for row in ladder_rows],
+        "depth": [{key: row[key] for key in ("depth", "batched", "rps", "demand_us", "syscalls_per_request")}
+                  for row in depth_rows],
+        "japronto_conditions": {"rps": japronto_like.rps, "demand_us": japronto_like.demand_us},
+        "python_client": {"rps": python_pair.rps, "demand_us": python_pair.demand_us},
+        "reach_rps": reach,
+        "order_errors": sum(check.out_of_order + check.other_errors for check in order_checks),
+        "order_checked": sum(check.checked for check in order_checks),
+        "hol_ms": hol_ms,
+        "per_batch": {"demand_us": batch_alone.demand_us, "client_us": batch_pair.client_us, "rps": batch_pair.rps,
+                      "pair_demand_us": batch_pair.demand_us, "per_request_rps": python_pair.rps,
+                      "per_request_client_us": python_pair.client_us},
+        "exercises": exercises.statuses(),
+    }
+    if results_path:
+        Path(results_path).write_text(json.dumps(results, indent=2))
+    return results
+
+
+def _counts(claims, ladder_rows, depth_rows):
+    ran = {row["server"] for row in ladder_rows}
+    claims.check("every core server ran", set(CORE_SERVERS) <= ran, ", ".join(sorted(ran)),
+                 message=f"a core server did not run: {sorted(ran)}")
+    broken = [row for row in ladder_rows + depth_rows if not (row["errors"] == 0 and row["requests"] > 0)]
+    claims.check("every timed run answered, without an error", not broken,
+                 f"{len(ladder_rows + depth_rows) - len(broken)} of {len(ladder_rows + depth_rows)} runs",
+                 message=str(broken))
+    # Counts per request are judged give or take what the edges of strace's window can add or take
+    # (runs.counted_at_edges: a batch in flight per connection at each edge, each connection's own setup).
+    counted = [row for row in ladder_rows if row["syscalls_per_request"] is not None]
+    # Readiness IO, unpipelined: every request costs at least a read and a write, whatever the server is written in.
+    below = [row for row in counted if row["syscalls_per_request"] < 2 - runs.counted_at_edges(row, 2)]
+    if counted:
+        fewest = min(row["syscalls_per_request"] for row in counted)
+        claims.check("at depth 1, every server makes at least a read and a write per request", not below,
+                     f"fewest {fewest:.2f} system calls per request", "[2, ∞), less the window's edges",
+                     message=str(below))
+    else:
+        claims.skip("at depth 1, every server makes at least a read and a write per request",
+                    "strace could not count system calls here")
+    # One thread: the utilization law, X·D <= 1 for the loop's thread, read over this run's windows (CPU over
+    # window_s, requests over seconds: `edges` is their ratio, so X·D may read that much over 1 and no more).
+    # D here is the thread's own CPU per request: the process's D also holds its watchdog thread.
+    over = [row for row in depth_rows if not row["rps"] * row["thread_us"] / 1e6 <= row["edges"]]
+    busiest = max(depth_rows, key=lambda row: row["rps"] * row["thread_us"])
+    claims.check("the utilization law holds for the loop's thread at every depth (U = X·D ≤ 1)", not over,
+                 f"U at most {busiest['rps'] * busiest['thread_us'] / 1e6:.2f}",
+                 f"[0, {busiest['edges']:.3f}], 1 and the window's edges", message=str(over))
+    writes = [row for row in depth_rows if row["writes_per_request"] is not None]
+    batched_over = [row for row in writes if row["batched"] and not
+                    row["writes_per_request"] <= 1 / row["depth"] + runs.counted_at_edges(row, 1 / row["depth"])]
+    per_answer_under = [row for row in writes if not row["batched"] and not
+                        row["writes_per_request"] >= 1 - runs.counted_at_edges(row, 1)]
+    if writes:
+        claims.check("one write per batch: at most 1 / depth writes per request", not batched_over,
+                     f"{len(batched_over)} depths over", "[0, 1 / depth], plus the window's edges",
+                     message=str(batched_over))
+        claims.check("one write per answer: at least one write per request", not per_answer_under,
+                     f"{len(per_answer_under)} depths under", "[1, ∞), less the window's edges",
+                     message=str(per_answer_under))
+    else:
+        for claim in ("one write per batch: at most 1 / depth writes per request",
+                      "one write per answer: at least one write per request"):
+            claims.skip(claim, "strace could not count writes here")
+
+
+def _depth(claims, at):
+    # Batches divide the fixed costs: at depth 16 a request costs less than alone (a sixteenth of a read, a write and
+    # a wake-up each), and less than with a write per answer (the other fifteen writes). How much less is this
+    # machine's.
+    d1, d16, d16_each = at[1, True]["demand_us"], at[16, True]["demand_us"], at[16, False]["demand_us"]
+    claims.check("depth 16 costs a request less CPU than depth 1", d16 < d1, f"D {d16:.2f} µs",
+                 f"[0, {d1:.2f}) µs", message=str((at[16, True], at[1, True])))
+    claims.check("one write per batch costs less than one per answer, at depth 16", d16 < d16_each,
+                 f"D {d16:.2f} µs", f"[0, {d16_each:.2f}) µs", message=str((at[16, True], at[16, False])))
+    calls = at[16, True]["syscalls_per_request"]
+    if calls is None:
+        claims.skip("at depth 16, at most a read, a write and an epoll_wait per batch",
+                    "strace could not count system calls here")
+        return
+    # A read, a write and at most one epoll_wait per batch of 16 (fewer when connections share a wake-up)...
+    most = 3 / 16 + runs.counted_at_edges(at[16, True], 3 / 16, setup=True)
+    claims.check("at depth 16, at most a read, a write and an epoll_wait per batch", calls <= most,
+                 f"{calls:.3f} system calls per request", f"[0, {most:.3f}]", message=str(at[16, True]))
+    # ... so all of them together are fewer than the writes alone of the server that writes each answer.
+    each_writes = at[16, False]["writes_per_request"]
+    if each_writes is not None:
+        claims.check("at depth 16, all system calls per batch are fewer than the writes per answer",
+                     calls < each_writes, f"{calls:.3f}", f"[0, {each_writes:.3f})", message=str(at))
+
+
+def _reach(claims, best):
+    # The prediction from D, the client's threads and the cores bounds what the machine measured. Under a CPU quota a
+    # run's window may also catch the unused rest of the quota period before it, so the cores' term is what a window
+    # that long can get (environment.cpus_within); without a quota it is the cores themselves.
+    most = min(runs.ceilings(best["demand_us"], best["client_us"], environment.cpus_within(best["window_s"]),
+                             best["client_threads"], best["thread_us"]).values())
+    claims.check("depth 16 stays under the reach predicted from D, the client and the cores",
+                 best["rps"] <= most * best["edges"], f"{best['rps']:,.0f} req/s",
+                 f"[0, {most * best['edges']:,.0f}] req/s, the reach × {best['edges']:.3f}",
+                 message=str((f"{best['rps']:,.0f} req/s above the ceiling {most:,.0f}"
+                              f" x {best['edges']:.3f} for the requests at the window's edges", best)))
+
+
+def _order(claims, order_checks, order_requests, timings, wait_ms, throttled, throttled_s):
+    errors = sum(check.out_of_order + check.other_errors for check in order_checks)
+    checked = sum(check.checked for check in order_checks)
+    # Every answer in its place, and every one of them checked.
+    claims.check("every pipelined answer came back in its place", errors == 0,
+                 f"{errors} out of place or missing of {checked:,}", message=str([check.row() for check in order_checks]))
+    claims.check("the lab's client checked every request it was asked to", order_checks[0].checked == order_requests,
+                 f"{order_checks[0].checked:,}", f"[{order_requests:,}, {order_requests:,}]", message=str(order_checks[0].row()))
+    # Head-of-line blocking: nothing behind the wait leaves before it ends (a timer fires at most its clock's
+    # resolution early) ...
+    first, last, none = timings["the wait first"], timings["the wait last"], timings["no wait"]
+    early = wait_ms - hol.TIMER_EARLY_AT_MOST_MS
+    claims.check("with the wait first, no answer left before the wait ended", min(first.arrived_ms) >= early,
+                 f"first answer at {min(first.arrived_ms):.0f} ms", f"[{early}, ∞) ms", message=str(first))
+    claims.check("with the wait last, the last answer came after the wait", last.last_ms >= early,
+                 f"{last.last_ms:.0f} ms", f"[{early}, ∞) ms", message=str(last))
+    if throttled:
+        reason = (f"this container's CPU quota stopped it {throttled} times ({throttled_s:.2f} s) while the batches"
+                  " ran: a stall that delays answers whether or not they wait")
+        claims.skip("with the wait last, the answers ahead of it did not wait", reason)
+        claims.skip("with no wait, no answer waited that long", reason)
+        return
+    # ... and without a wait ahead of them, no answer waits that long.
+    ahead = max(last.arrived_ms[:-1])
+    claims.check("with the wait last, the answers ahead of it did not wait", ahead < early,
+                 f"latest at {ahead:.0f} ms", f"[0, {early}) ms", message=str(last))
+    claims.check("with no wait, no answer waited that long", none.last_ms < early, f"{none.last_ms:.0f} ms",
+                 f"[0, {early}) ms", message=str(none))
+
+
+def _per_batch(claims, at, batch_alone, batch_pair, python_pair, cores):
+    # The last rung: per batch, the server and the client each spend less per request, measured with the same clients.
+    claims.check("the per-batch runs answered, without an error",
+                 batch_alone.errors == 0 and batch_pair.errors == 0 and batch_pair.requests > 0,
+                 f"errors {batch_alone.errors} and {batch_pair.errors}, {batch_pair.requests:,} requests",
+                 message=str((batch_alone, batch_pair)))
+    claims.check("per batch, the server spends less CPU per request than pipeline_app at depth 16",
+                 batch_alone.demand_us < at[16, True]["demand_us"], f"D {batch_alone.demand_us:.2f} µs",
+                 f"[0, {at[16, True]['demand_us']:.2f}) µs", message=str((batch_alone, at[16, True])))
+    claims.check("per batch, the client spends less per request than the lab's client",
+                 batch_pair.client_us < python_pair.client_us, f"{batch_pair.client_us:.2f} µs",
+                 f"[0, {python_pair.client_us:.2f}) µs", message=str((batch_pair, python_pair)))
+    for pair in (python_pair, batch_pair):
+        # The utilization law bounds both Python pairs, from their own D, client CPU and threads, over their windows.
+        reach = runs.pair_reach(pair, cores)
+        claims.check(f"{pair.label}: under the pair's reach from D", pair.rps <= pair.edges * reach,
+                     f"{pair.rps:,.0f} req/s",
+                     f"[0, {reach * pair.edges:,.0f}] req/s, the reach × {pair.edges:.3f}", message=str(pair))
+
+
+def check_claims(ladder_rows, depth_rows, at, order_checks, order_requests, timings, wait_ms, throttled, throttled_s,
+                 batch_alone, batch_pair, python_pair, cores, solutions):
+    """Check every claim of the lesson on this run, print one line each, and raise ClaimsFailed if any failed."""
+    claims = Claims("08 Pipelining")
+    _counts(claims, ladder_rows, depth_rows)
+    _depth(claims, at)
+    _reach(claims, at[16, True])
+    _order(claims, order_checks, order_requests, timings, wait_ms, throttled, throttled_s)
+    _per_batch(claims, at, batch_alone, batch_pair, python_pair, cores)
+    running = servers.running()
+    claims.check("no server left running", not running, str(running) if running else "none", message=str(running))
+    if solutions:
+        statuses = exercises.statuses()
+        claims.check("with the solutions, every exercise is correct", set(statuses.values()) == {"correct"},
+                     ", ".join(f"{q} {s}" for q, s in statuses.items()), message=str(statuses))
+    return claims.report()
