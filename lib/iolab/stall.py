@@ -11,6 +11,7 @@ own SIGKILL with a SIGCONT.
 
 import atexit
 import contextlib
+import inspect
 import os
 import signal
 import subprocess
@@ -24,34 +25,43 @@ from .params import ParameterError, check_range
 LIMITS = {"seconds": (0.001, 60.0), "after_s": (0.0, 3600.0)}
 START_MARGIN_S = 0.2  # a stall asked for "now" waits this long for its child to start: it is never late
 
-# The child: sleep until `at` (time.monotonic, shared by every process), stop, wait, resume; print both instants.
-_CHILD = r"""
-import os, signal, sys, time
+
+def stop_wait_continue(send, seconds, say=print):
+    """The stall itself: stop the process, let `seconds` pass, continue it. `send(sig)` signals it (or its group)."""
+    try:
+        send(signal.SIGSTOP)  # the process stops where it is: no CPU, no answers; its clients' requests queue up
+        say("stopped", time.monotonic())
+        time.sleep(seconds)
+    finally:
+        send(signal.SIGCONT)  # it carries on where it stopped, whatever ended the wait
+    say("resumed", time.monotonic())
+
+
+# The child runs stop_wait_continue, as written above, in a process of its own: it sleeps until `at`
+# (time.monotonic, shared by every process), ignores the terminal's signals, and leaves on SIGTERM, resuming first.
+_CHILD = "import os, signal, sys, time\n" + inspect.getsource(stop_wait_continue) + r"""
 pid, group, at, seconds = int(sys.argv[1]), sys.argv[2] == "group", float(sys.argv[3]), float(sys.argv[4])
 for number in (signal.SIGINT, signal.SIGHUP):
     signal.signal(number, signal.SIG_IGN)
 def leave(number, frame):
     raise SystemExit(0)
 signal.signal(signal.SIGTERM, leave)
-send = (lambda sig: os.killpg(pid, sig)) if group else (lambda sig: os.kill(pid, sig))
+def send(sig):
+    try:
+        os.killpg(pid, sig) if group else os.kill(pid, sig)
+    except ProcessLookupError:
+        if sig == signal.SIGSTOP:
+            raise  # nothing to stop: the process is gone
 def say(*words):
     try:
         print(*words, flush=True)
     except OSError:
         pass  # whoever asked is gone: the resume matters, the report does not
+time.sleep(max(0.0, at - time.monotonic()))
 try:
-    time.sleep(max(0.0, at - time.monotonic()))
-    send(signal.SIGSTOP)
-    say("stopped", time.monotonic())
-    time.sleep(seconds)
+    stop_wait_continue(send, seconds, say)
 except ProcessLookupError:
     sys.exit(0)
-finally:
-    try:
-        send(signal.SIGCONT)
-    except ProcessLookupError:
-        pass
-say("resumed", time.monotonic())
 """
 
 

@@ -24,8 +24,8 @@ class OpenLoopP99UnderAStall(checks.NumberExercise):
         "How many requests does the run send, and how many of them are due while the server is stopped?",
         "The slowest 1% of 4000 are 40 requests: the first 40 of the stall, due in its first 0.2 s.",
     ]
-    solution_text = "S − (1 − p) T = 1 s − 0.01 × 20 s = 0.8 s: the 40th slowest request was due 0.2 s into the stall."
-    correct_text = "x_p = S − (1 − p)·T, as long as (1 − p)·T < S."
+    solution_text = "S − (1 − p) t = 1 s − 0.01 × 20 s = 0.8 s: the 40th slowest request was due 0.2 s into the stall."
+    correct_text = "x_p = S − (1 − p)·t, as long as (1 − p)·t < S."
 
 
 class ClosedLoopStalledRequests(checks.PredictThenMeasure):

@@ -271,16 +271,34 @@ def open_percentile_bounds(run, fraction, per_request_s):
     return low, high, detail
 
 
+def drain_s(run, cores):
+    """How fast the queue a stall built drains, per request: the server's D, and on one CPU the client's D_c too."""
+    return (run.summary.demand_ms + (run.summary.client_demand_ms if cores < 2 else 0)) / 1000
+
+
+def per_request_s(run):
+    """Everything the CPU did per request in `run`: the server's D, the client's D_c and the waits for a CPU."""
+    summary = run.summary
+    waits_ms = [ms for ms in (summary.queued_ms, summary.client_queued_ms) if math.isfinite(ms)]
+    return (summary.demand_ms + summary.client_demand_ms + sum(waits_ms)) / 1000
+
+
 def corrected_floor_ms(stall_s, think_s, lag_s, interval_ms, users, corrected_count, fraction):
     """The least a closed loop's corrected latency at `fraction` can be, from its stall, think time and interval.
 
-    Each of the `users` sends its stalled request at most a think time Z (plus the client's own lag, and the
+    Each of the `users` sends its stalled request at most a think time θ (plus the client's own lag, and the
     delay in reading the answer before it) after the stop, and the server stays stopped at least S (the stall
-    asked for), so each waits at least L = S − Z − lag. The correction adds L − I, L − 2I, ... for each: the m-th
+    asked for), so each waits at least L = S − θ − lag. The correction adds L − I, L − 2I, ... for each: the m-th
     largest of the corrected values is at least L − (⌈m / users⌉ − 1) I.
     """
     m = rank_from_top(corrected_count, fraction)
     return (stall_s - think_s - lag_s) * 1000 - (math.ceil(m / users) - 1) * interval_ms
+
+
+def closed_floor_ms(closed_run, stall_s, users, rate_rps, interval_ms, corrected_count):
+    """corrected_floor_ms at p99 for the lab's closed loop: think time θ = users / rate, its lag as measured."""
+    return corrected_floor_ms(stall_s, users / rate_rps, closed_run.send_lag_s + closed_run.calm_p99_ms / 1000,
+                              interval_ms, users, corrected_count, 0.99)
 
 
 def predicted_stalled_share(client, stall_s, duration_s, rate_rps, users):

@@ -1,0 +1,89 @@
+"""Lesson 09's closing claims on plain data: a quick run's figures pass, and a broken one is named with its values."""
+
+import copy
+import json
+
+import pytest
+
+from iolab.claims import ClaimsFailed
+from iolab.lessons import measuring
+from iolab.params import ParameterError
+
+# A quick run's figures as results_of writes them (rounded; the parts no claim reads left out).
+QUICK_RUN = json.loads("""
+{"stall": {"closed_p99_ms": 8.823, "wrk_p99_ms": 471.892, "open_p99_ms": 488.59, "predicted_open_p99_ms": 477.369,
+  "open_p99_bounds_ms": [468.963, 493.425], "open_bounds": {"m": 7, "due_in_stall": 101}, "corrected_p99_ms": 470.242,
+  "corrected_p99_floor_ms": 453.894, "stall_s": 0.502, "rate_rps": 200, "duration_s": 3, "stall_asked_s": 0.5,
+  "users": 3, "open_requests": 600, "open_stop_reason": "completed", "open_stall_from_s": 0.719, "open_run_s": 2.995,
+  "open_stall_cut_short": false, "closed_requests": 481, "closed_stalled_share": 0.006, "closed_send_lag_s": 0.004,
+  "closed_calm_p99_ms": 8.823, "wrk": {"requests": 475, "rps": 157.86, "max_ms": 502.04, "stall_s": 0.5}},
+ "ab": {"rps": 32.49, "line_one_ms": 307.787, "line_two_ms": 30.779, "implied_concurrency": 10.0,
+  "lone_first_duration_s": 0.404, "wait_ms": 200, "concurrency": 10, "lone_completed": 10, "lone_rps": 24.73,
+  "keep_alive_requests": 20, "keep_alive_completed": 20},
+ "wrk_timeout": {"wrk_max_ms": 1.13, "wrk_timeouts": 3, "lab_max_ms": 2581.065, "stall_s": 2.5, "lab_stall_s": 2.5,
+  "wrk_stall_s": 2.5},
+ "errors_run": {"lab_headline": "WARNING: 200 of 200 answers were not 2xx (200 × 404): the rate counts errors.",
+  "lab_rps": 2849.01, "lab_non_2xx": 200, "lab_completed": 200, "wrk_rps": 5175.72, "wrk_non_2xx": 5188,
+  "wrk_requests": 5188},
+ "open_vs_closed": [
+  {"load": 0.3, "closed_ms": 4.537, "open_ms": 5.798, "predicted_closed_ms": 5.41, "predicted_open_ms": 5.843,
+   "open_errors": 0, "closed_errors": 0, "band_open_ms": [5.605, 7.695], "band_closed_ms": [4.488, 5.41],
+   "noise_open_ms": 0.338, "noise_closed_ms": 0.038},
+  {"load": 1.3, "closed_ms": 13.44, "open_ms": 151.867, "predicted_closed_ms": 19.337, "predicted_open_ms": Infinity,
+   "open_errors": 0, "closed_errors": 0, "band_open_ms": [Infinity, Infinity], "band_closed_ms": [4.256, 19.337],
+   "noise_open_ms": 36.038, "noise_closed_ms": 0.12}],
+ "cpu_ms": 4, "growth_past_1_over_D": {"load": 1.3, "first_third_ms": 72.139, "last_third_ms": 236.394},
+ "percentiles": {"averaged_window_p99_ms": 250.51, "merged_p99_ms": 488.59,
+  "windows_p99_ms": [512.026, 483.595, 3.579, 2.839], "calm_p99_ms": 3.477},
+ "client_bottleneck": {"client_demand_ms": 0.909, "demand_ms": 0.304}}
+""")
+SIZES = dict(rate_rps=200, duration_s=20, stall_s=1.0, users=10, ab_requests=200, ab_concurrency=40, ab_wait_ms=1000,
+             slow_stall_s=3.0, cpu_ms=4, loads=[0.2, 0.4, 0.6, 0.8, 1.3], point_s=4)
+
+
+def test_a_quick_runs_figures_hold_every_claim_one_line_each(capsys):
+    claims = measuring.check_claims(copy.deepcopy(QUICK_RUN))
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1] == f"All {len(claims.rows)} of this lesson's claims hold on this run."
+    assert len(claims.rows) == 23 and len(lines) == 24, lines  # 2 loads: 3 claims at 0.3, 1 at 1.3, 2 past 1 / D
+    assert "✓ the open loop's p99 lies where the stall and the drain put it: 488.6 ms within [469.0, 493.4] ms" in lines
+
+
+def test_a_p99_outside_its_bounds_fails_naming_its_values_after_every_claim_is_printed(capsys):
+    broken = copy.deepcopy(QUICK_RUN)
+    broken["stall"]["open_p99_ms"] = 520.0
+    with pytest.raises(ClaimsFailed, match=r"open loop p99 520\.0 ms, expected 469\.0 to 493\.4 ms") as failure:
+        measuring.check_claims(broken)
+    assert "1 of 23 claims failed" in str(failure.value)
+    out = capsys.readouterr().out
+    assert "✗ the open loop's p99 lies where the stall and the drain put it: 520.0 ms, outside [469.0, 493.4] ms" in out
+    assert "✓ the threaded client costs more CPU per request than the server" in out  # the claims after it still ran
+
+
+def test_a_run_without_ab_or_wrk_skips_their_claims_and_says_why(capsys):
+    bare = copy.deepcopy(QUICK_RUN)
+    bare["ab"] = None
+    bare["stall"]["wrk"] = bare["stall"]["wrk_p99_ms"] = None
+    bare["wrk_timeout"] = {"lab_max_ms": 2581.065, "lab_stall_s": 2.5}
+    bare["errors_run"].update(wrk_rps=None, wrk_non_2xx=None, wrk_requests=None)
+    claims = measuring.check_claims(bare)
+    assert sum(row[0] == "–" for row in claims.rows) == 7, claims.rows
+    assert "– ab -k kept every connection: skipped, ab did not run" in capsys.readouterr().out
+
+
+def test_the_band_claim_fails_below_the_cpu_a_request_burns():
+    broken = copy.deepcopy(QUICK_RUN)
+    broken["open_vs_closed"][0]["closed_ms"] = 3.9
+    with pytest.raises(ClaimsFailed, match=r"load 0\.3: closed mean 3\.90 ms, expected 4 to 5\.52 ms"):
+        measuring.check_claims(broken)
+
+
+def test_parameters_out_of_range_are_refused_by_name_and_quick_sets_its_sizes():
+    plan = measuring.check_parameters(False, False, None, **SIZES)
+    assert plan.sizes == tuple(SIZES.values()) and plan.cores >= 1 and plan.users == 10
+    quick = measuring.check_parameters(True, False, None, **SIZES)
+    assert quick.quick and quick.duration_s == 3 and quick.loads == [0.3, 0.7, 1.3]
+    with pytest.raises(ParameterError, match="users"):
+        measuring.check_parameters(False, False, None, **(SIZES | {"users": 30}))  # 1% of 4000 requests is 20
+    with pytest.raises(ParameterError, match="loads"):
+        measuring.check_parameters(False, False, None, **(SIZES | {"loads": [0.2, 0.5]}))
