@@ -13,7 +13,17 @@ import socket
 import time
 from urllib.parse import parse_qs
 
-from iolab.contract import BadParameter, announce, burn_cpu, die_with_parent, exit_on_sigterm, parse_args, parse_ms
+from iolab.contract import (
+    BODY_TIMEOUT_S,
+    HEAD_TIMEOUT_S,
+    BadParameter,
+    announce,
+    burn_cpu,
+    die_with_parent,
+    exit_on_sigterm,
+    parse_args,
+    parse_ms,
+)
 from scratch.hardening import MAX_HEADER_BYTES, REASONS, BadRequest, keeps_alive, parse_request
 
 END_OF_HEAD = b"\r\n\r\n"
@@ -103,3 +113,36 @@ def format_answer(answer):
         f"Connection: {connection}\r\n\r\n"
     )
     return head.encode() + body
+
+
+class Deadline:
+    """The time a blocking server gives one client to send its request: the head, then the body (step 1's hardening).
+
+    Without a deadline, one silent client would stop a blocking server for good; a per-recv() timeout is not
+    enough either, since a client sending a byte every few seconds would reset it each time. Used as a context
+    manager around the reads: a client that times out with half a request sent gets a 408 before the error goes on.
+    """
+
+    def __init__(self, connection):
+        self.connection = connection
+        self.at = time.monotonic() + HEAD_TIMEOUT_S
+        self.waiting_for_body = False
+        self.half_sent = False
+
+    def __enter__(self):
+        return self
+
+    def arm(self, buffer):
+        """Give the next recv() only what is left of the deadline, for the request `buffer` holds so far."""
+        if not self.waiting_for_body and END_OF_HEAD in buffer:
+            self.waiting_for_body = True
+            self.at += BODY_TIMEOUT_S  # the head is in: the body gets its own time
+        self.half_sent = bool(buffer)
+        self.connection.settimeout(max(self.at - time.monotonic(), 0.001))
+
+    def __exit__(self, kind, error, traceback):
+        if kind is not None and issubclass(kind, TimeoutError) and self.half_sent:
+            # Half a request and then too slow: say so before hanging up.
+            too_slow = Answer(408, "408 the request did not arrive in time")
+            self.connection.sendall(format_answer(too_slow))
+        return False  # the error goes on: the server drops this client

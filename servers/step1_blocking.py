@@ -14,10 +14,8 @@ Next: step2_busy_wait.py stops waiting on any single client.
 """
 
 
-import time
-
 import _tiny_http
-from iolab.contract import BODY_TIMEOUT_S, HEAD_TIMEOUT_S, log
+from iolab.contract import log
 
 
 def serve_forever(listener):
@@ -32,30 +30,20 @@ def serve_forever(listener):
 
 def serve_one_request(connection):
     buffer = b""
-    # Without a deadline, one silent client would stop this server for good; a per-recv() timeout
-    # is not enough either, since a client sending a byte every few seconds would reset it each time.
-    deadline = time.monotonic() + HEAD_TIMEOUT_S
-    waiting_for_body = False
-    while True:
-        request, _ = _tiny_http.split_request(buffer)
-        if request is not None:
-            break
-        if not waiting_for_body and _tiny_http.END_OF_HEAD in buffer:
-            waiting_for_body = True
-            deadline += BODY_TIMEOUT_S  # the head is in: the body gets its own time
-        connection.settimeout(max(deadline - time.monotonic(), 0.001))
-        # recv() blocks until this client sends more. Everyone else is waiting
-        # in the listen backlog, and will go on waiting until this client is done.
-        try:
+    # A client too slow to send its request gets a 408 and is dropped (_tiny_http.Deadline), so that one
+    # silent client cannot hold the only thread for good.
+    with _tiny_http.Deadline(connection) as deadline:
+        while True:
+            request, _ = _tiny_http.split_request(buffer)
+            if request is not None:
+                break
+            deadline.arm(buffer)
+            # recv() blocks until this client sends more. Everyone else is waiting
+            # in the listen backlog, and will go on waiting until this client is done.
             chunk = connection.recv(4096)
-        except TimeoutError:
-            if buffer:  # half a request and then too slow: say so before hanging up
-                too_slow = _tiny_http.Answer(408, "408 the request did not arrive in time")
-                connection.sendall(_tiny_http.format_answer(too_slow))
-            raise
-        if not chunk:
-            return  # the client hung up before finishing its request
-        buffer += chunk
+            if not chunk:
+                return  # the client hung up before finishing its request
+            buffer += chunk
     # /async-sleep is not served (can_wait=False): this server has no way to wait without blocking.
     answer = _tiny_http.route(request, can_wait=False)
     answer.keep_alive = False  # one request per connection, whatever the client asked for

@@ -38,7 +38,8 @@ class WhichStepSpins(checks.ChoiceExercise):
     }
     correct = "step2"
     correct_text = "Non-blocking calls without a selector mean asking again and again: every EAGAIN is wasted CPU."
-    hint_text = ["Which step never calls anything that sleeps?", "Look for the loop with no select() and no blocking call."]
+    hint_text = ["Which step never calls anything that sleeps?",
+                 "The table at the top says how each step waits: which one asks again and again?"]
     solution_text = "'step2': its loop calls accept() and recv() non-stop and they all come back with EAGAIN."
 
 

@@ -85,40 +85,41 @@ def wait_cost(fd_counts, repetitions=200, mechanisms=("select", "poll", "epoll")
     _require_linux()
     if max(fd_counts) > fd_budget():
         raise ValueError(f"fd_counts up to {max(fd_counts)} exceed what RLIMIT_NOFILE leaves this process ({fd_budget()})")
-    rows = []
-    for count in fd_counts:
-        # One eventfd per watched descriptor (a pipe or socketpair would cost two).
-        # None is readable until written to, so exactly one is ready: the last one.
-        fds = [os.eventfd(0) for _ in range(count)]
-        poller, epoll = select.poll(), select.epoll()
-        try:
-            for fd in fds:
-                poller.register(fd, select.POLLIN)
-                epoll.register(fd, select.EPOLLIN)
-            os.eventfd_write(fds[-1], 1)
-            # Called only within this iteration, so the late binding the linter warns about cannot bite.
-            waits = {
-                "select": lambda: select.select(fds, [], [], 0),  # noqa: B023
-                "poll": lambda: poller.poll(0),  # noqa: B023
-                "epoll": lambda: epoll.poll(0),  # noqa: B023
-            }
-            usable = [m for m in mechanisms if m != "select" or max(fds) < FD_SETSIZE]
-            samples = {mechanism: [] for mechanism in usable}
-            for _ in range(repetitions):  # interleaved, so a noisy moment hits every mechanism alike
-                for mechanism in usable:
-                    start = time.perf_counter_ns()
-                    ready = waits[mechanism]()
-                    samples[mechanism].append(time.perf_counter_ns() - start)
-                    assert len(ready[0] if mechanism == "select" else ready) == 1
-            row = {"fds": count}
-            for mechanism in mechanisms:
-                row[f"{mechanism}_us"] = _median_us(samples[mechanism]) if mechanism in samples else None
-            rows.append(row)
-        finally:
-            epoll.close()
-            for fd in fds:
-                os.close(fd)
-    return rows
+    return [time_waits(count, repetitions, mechanisms) for count in fd_counts]
+
+
+def time_waits(count, repetitions, mechanisms=("select", "poll", "epoll")):
+    """Watch `count` descriptors, one of them ready, and time single waits: {"fds": count, "epoll_us": median, ...}."""
+    # One eventfd per watched descriptor (a pipe or socketpair would cost two).
+    # None is readable until written to, so exactly one is ready: the last one.
+    fds = [os.eventfd(0) for _ in range(count)]
+    poller, epoll = select.poll(), select.epoll()
+    try:
+        for fd in fds:
+            poller.register(fd, select.POLLIN)
+            epoll.register(fd, select.EPOLLIN)
+        os.eventfd_write(fds[-1], 1)
+        waits = {
+            "select": lambda: select.select(fds, [], [], 0),  # the whole list, every call
+            "poll": lambda: poller.poll(0),  # an array of every descriptor, every call
+            "epoll": lambda: epoll.poll(0),  # the ready list the kernel already keeps
+        }
+        usable = [m for m in mechanisms if m != "select" or max(fds) < FD_SETSIZE]
+        samples = {mechanism: [] for mechanism in usable}
+        for _ in range(repetitions):  # interleaved, so a noisy moment hits every mechanism alike
+            for mechanism in usable:
+                start = time.perf_counter_ns()
+                ready = waits[mechanism]()
+                samples[mechanism].append(time.perf_counter_ns() - start)
+                assert len(ready[0] if mechanism == "select" else ready) == 1
+    finally:
+        epoll.close()
+        for fd in fds:
+            os.close(fd)
+    row = {"fds": count}
+    for mechanism in mechanisms:
+        row[f"{mechanism}_us"] = _median_us(samples[mechanism]) if mechanism in samples else None
+    return row
 
 
 def slope_us_per_1000_fds(rows, mechanism):

@@ -1,0 +1,91 @@
+"""Lesson 03's proof: its parameters checked, its results written, its closing claims checked one per line.
+
+Each claim is judged between two predictions made from the run's own figures: C answered as soon as it was
+sent (plus what C takes alone, measured in C,A and C,B), or C answered only when the handler ahead of it
+answered. The measurement must sit nearer the prediction the claim makes.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+from iolab import params
+from iolab.claims import Claims
+
+# Whether C waits for the handler sent before it: the claim each two-request order makes.
+C_WAITS = {"A,C": True, "B,C": False, "D,C": True, "A′,C": False}
+
+
+def check_parameters(delay_ms, gap_ms, quick, solutions, results_path):
+    """The notebook's parameters, each refused by name when out of range; returns (delay_ms, gap_ms) for this run.
+
+    In quick mode the handlers wait at most 400 ms and the gap is at most 40 ms.
+    """
+    quick = params.check_common(quick, solutions, results_path)
+    params.check_range("delay_ms", delay_ms, 100, 10_000)
+    params.check_range("gap_ms", gap_ms, 10, delay_ms // 2)
+    if quick:
+        delay_ms, gap_ms = min(delay_ms, 400), min(gap_ms, 40)
+    return delay_ms, gap_ms
+
+
+def results(orders, abc_done_ms, threaded_c_ms, delay_ms, gap_ms, exercises):
+    """This run's figures as plain data: what the results file holds and what the claims are checked on."""
+    return {
+        "orders": orders,
+        "a_b_c_done_ms": abc_done_ms,
+        "threaded_A,C_second_done_ms": threaded_c_ms,
+        "switch_interval_ms": sys.getswitchinterval() * 1000,
+        "parameters": {"delay_ms": delay_ms, "gap_ms": gap_ms},
+        "exercises": exercises,
+    }
+
+
+def write_results(results, results_path):
+    """Write `results` as JSON to `results_path`, when the run was given one."""
+    if results_path:
+        Path(results_path).write_text(json.dumps(results, indent=2))
+
+
+def nearer(claims, claim, measured, right, wrong):
+    """The claim holds when `measured` lies nearer `right` (its prediction) than `wrong` (the opposite one)."""
+    middle = (right + wrong) / 2
+    side = f"({middle:.0f}, ∞)" if right > wrong else f"(-∞, {middle:.0f})"
+    return claims.check(claim, abs(measured - right) < abs(measured - wrong), f"{measured:.0f} ms",
+                        f"{side} ms, nearer the predicted {right:.0f} than {wrong:.0f}",
+                        f"{claim}: measured {measured:.0f} ms, predicted {right:.0f} ms, the opposite {wrong:.0f} ms")
+
+
+def check_claims(results):
+    """Check the lesson's claims on `results`, print one line each, and raise ClaimsFailed naming any that failed."""
+    claims = Claims("03-handler-ordering")
+    orders, abc_done_ms = results["orders"], results["a_b_c_done_ms"]
+    delay_ms, gap_ms = results["parameters"]["delay_ms"], results["parameters"]["gap_ms"]
+    c_alone_ms = max(orders["C,A"]["first_done_ms"], orders["C,B"]["first_done_ms"])
+    c_at_once_ms = gap_ms + c_alone_ms
+    for order, c_waits in C_WAITS.items():
+        first_ms, c_ms = orders[order]["first_done_ms"], orders[order]["second_done_ms"]
+        right, wrong = (first_ms, c_at_once_ms) if c_waits else (c_at_once_ms, first_ms)
+        nearer(claims, f"{order}: C {'waits for' if c_waits else 'does not wait for'} {order[:-2]}", c_ms, right, wrong)
+    # Nothing finishes its wait early, and nothing sleeps through another's delay: each sleeper answered nearer
+    # one delay after it was sent than two. A timer never fires before its delay and D computes delay_ms of its
+    # own CPU time, which takes at least as long on the clock; each starts after its request arrived, so after
+    # the client sent it (the client's own send time, not the planned gap: a busy client sends late, never early).
+    for order, o in orders.items():
+        first, second = order.split(",")
+        slow, sent = (first, 0) if second == "C" else (second, o["second_sent_ms"])
+        took = (o["first_done_ms"] if second == "C" else o["second_done_ms"]) - sent
+        claims.check(f"{order}: {slow} took at least its delay", took >= delay_ms, f"{took:.3f} ms",
+                     f"[{delay_ms}, ∞) ms",
+                     f"{order}: {slow} answered {took:.3f} ms after it was sent, under its {delay_ms} ms")
+        if slow != "D":
+            nearer(claims, f"{order}: {slow} slept one delay", took, delay_ms, 2 * delay_ms)
+    # A, then B, then C: B is read only when A is done, so it answers after two delays; C right after A.
+    nearer(claims, "A,B,C: B's timer starts when the loop reads B", abc_done_ms["B"], 2 * delay_ms, delay_ms + gap_ms)
+    nearer(claims, "A,B,C: C waits for A only", abc_done_ms["C"], abc_done_ms["A"], 2 * gap_ms + c_alone_ms)
+    nearer(claims, "threaded A,C: C does not wait for A", results["threaded_A,C_second_done_ms"], c_at_once_ms,
+           orders["A,C"]["first_done_ms"])
+    held = claims.report()
+    print("C waited only behind A and D, which hold the loop's thread; B and A′ let it go.")
+    return held
+

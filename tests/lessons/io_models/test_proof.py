@@ -1,0 +1,64 @@
+"""Lesson 04's proof on plain data: the claims of a run as Stevens draws it hold, a broken one is named with its values."""
+
+import pytest
+
+from iolab.claims import ClaimsFailed
+from iolab.lessons.io_models import proof
+from iolab.lessons.io_models.trace import Event, ModelRun
+from iolab.params import ParameterError
+
+DELAY, PEERS = 100.0, 4
+
+
+def model(name, cpu_ms=0.2, queued_ms=0.0, calls=1, **notes):
+    """A run that waited from asking (at 0.05 ms) until the peer's data (sent at the delay, delivered 0.1 ms later)."""
+    events = [Event(t, "app", "eagain") for t in (1.0, 50.0, 99.9)] if name == "nonblocking" else []
+    return ModelRun(model=name, delay_ms=DELAY, wait_ms=DELAY, asked_ms=0.05, ready_ms=DELAY + 0.15, copy_ms=0.01,
+                    cpu_ms=cpu_ms, work_ms=0.0, queued_ms=queued_ms, calls=calls, wakeups=1,
+                    sent_ms=[DELAY + 0.05] * (PEERS if name == "multiplexing" else 1), blocks={}, events=events,
+                    spans=[], notes={"peers": PEERS, **notes}, last_sent_ms=DELAY, last_delivered_ms=DELAY + 0.1)
+
+
+def run_figures():
+    runs = {"blocking": model("blocking"), "nonblocking": model("nonblocking", cpu_ms=99.0, wasted_calls=40_000),
+            "multiplexing": model("multiplexing"), "signal": model("signal", signal_ms=DELAY + 0.1, work_slices=900),
+            "async": model("async", work_slices=800)}
+    by_mechanism = {name: model("multiplexing") for name in ("select", "poll", "epoll")}
+    # select grows 40 µs per 1000 descriptors and stops below 1024; epoll stays at 0.5 µs; both wobble a little.
+    rows = [{"fds": n, "select_us": 0.5 + 0.04 * n + (0.1 if i % 2 else -0.1) if n < 1024 else None,
+             "epoll_us": 0.5 + (0.02 if i % 2 else -0.02)} for i, n in enumerate((1, 64, 256, 512, 896, 2000, 4000))]
+    limit = {"fd": 1024, "select_error": proof.SELECT_ERROR}
+    return runs, by_mechanism, rows, limit, 2.0, DELAY, PEERS
+
+
+def test_the_claims_of_a_run_as_stevens_draws_it_hold(capsys):
+    assert proof.check_claims(*run_figures()) == 42
+    out = capsys.readouterr().out
+    assert "✓ blocking: CPU burnt while asleep (ms): 0.20 within (-∞, 50.00), nearer the predicted 0.00 than 100.00" in out
+    assert "All 42 of this lesson's claims hold on this run." in out
+
+
+def test_a_signal_driven_model_that_cannot_run_here_drops_its_eight_claims():
+    runs, *rest = run_figures()
+    runs["signal"] = None
+    assert proof.check_claims(runs, *rest) == 34
+
+
+def test_a_sleeper_that_burnt_the_wait_fails_and_names_its_figures(capsys):
+    runs, by_mechanism, rows, limit, *rest = run_figures()
+    runs["blocking"].cpu_ms = 90.0
+    limit["select_error"] = None  # select() took a descriptor past FD_SETSIZE
+    with pytest.raises(ClaimsFailed) as failure:
+        proof.check_claims(runs, by_mechanism, rows, limit, *rest)
+    assert "✗ blocking: CPU burnt while asleep (ms)" in capsys.readouterr().out
+    assert "blocking: CPU burnt while asleep (ms): measured 90.00, predicted 0.00, the opposite 100.00" in str(failure.value)
+    assert "select() on descriptor 1024 said None" in str(failure.value)
+
+
+def test_parameters_are_refused_by_name_and_shrunk_when_quick():
+    counts = [1, 16, 5000]
+    assert proof.check_parameters(300, 4096, 4, "epoll", counts, 500, True, False, None) == (100, 100, [1, 16])
+    with pytest.raises(ParameterError, match="mechanism must be one of"):
+        proof.check_parameters(300, 4096, 4, "kqueue", counts, 500, False, False, None)
+    with pytest.raises(ParameterError, match="fd_counts=\\[1\\] must be a list of at least two counts"):
+        proof.check_parameters(300, 4096, 4, "epoll", [1], 500, False, False, None)

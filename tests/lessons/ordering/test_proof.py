@@ -1,0 +1,48 @@
+"""Lesson 03's proof on plain data: the claims of a run as theory draws it hold, a broken one is named with its values."""
+
+import pytest
+
+from iolab.claims import ClaimsFailed
+from iolab.lessons.ordering import proof
+from iolab.params import ParameterError
+
+DELAY, GAP, C_ALONE = 400, 40, 2
+
+
+def ideal_results():
+    """A run as the lesson's theory draws it: sleepers answer one delay after they were read, C at once unless held."""
+    def order(first_done, second_sent, second_done):
+        return {"first_done_ms": first_done, "second_done_ms": second_done, "second_sent_ms": second_sent}
+    orders = {
+        "C,A": order(C_ALONE, GAP, GAP + DELAY + 1), "C,B": order(C_ALONE, GAP, GAP + DELAY + 1),
+        "A,C": order(DELAY + 1, GAP, DELAY + 2), "B,C": order(DELAY + 1, GAP, GAP + C_ALONE),
+        "D,C": order(DELAY + 3, GAP, DELAY + 4), "A′,C": order(DELAY + 1, GAP, GAP + C_ALONE),
+    }
+    abc = {"A": DELAY + 1, "B": 2 * DELAY + 2, "C": DELAY + 2}
+    return proof.results(orders, abc, GAP + C_ALONE, DELAY, GAP, {"q1": "correct"})
+
+
+def test_the_claims_of_a_run_as_theory_draws_it_hold(capsys):
+    assert proof.check_claims(ideal_results()) == 18
+    out = capsys.readouterr().out
+    assert "✓ A,C: C waits for A: 402 ms within (222, ∞) ms, nearer the predicted 401 than 42" in out
+    assert "All 18 of this lesson's claims hold on this run." in out
+
+
+def test_c_answered_at_once_behind_a_blocking_sleep_fails_and_names_its_figures(capsys):
+    results = ideal_results()
+    results["orders"]["A,C"]["second_done_ms"] = GAP + C_ALONE
+    results["orders"]["B,C"]["first_done_ms"] = DELAY - 10  # a timer that fired early
+    with pytest.raises(ClaimsFailed) as failure:
+        proof.check_claims(results)
+    assert "✗ A,C: C waits for A" in capsys.readouterr().out
+    assert "A,C: C waits for A: measured 42 ms, predicted 401 ms, the opposite 42 ms" in str(failure.value)
+    assert "B,C: B answered 390.000 ms after it was sent, under its 400 ms" in str(failure.value)
+    assert "2 of 18 claims failed" in str(failure.value)
+
+
+def test_parameters_are_refused_by_name_and_shrunk_when_quick():
+    assert proof.check_parameters(1000, 100, True, False, None) == (400, 40)
+    assert proof.check_parameters(1000, 100, False, False, None) == (1000, 100)
+    with pytest.raises(ParameterError, match="gap_ms must be between 10 and 500"):
+        proof.check_parameters(1000, 600, False, False, None)
