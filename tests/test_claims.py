@@ -38,3 +38,12 @@ def test_nan_never_lies_within_bounds():
     claims = Claims("x")
     assert not claims.within("a figure the run never measured", math.nan, -math.inf, math.inf)
     assert isinstance(ClaimsFailed("x"), AssertionError)  # a lesson's failure still reads as an assertion in CI
+
+
+def test_nearer_holds_on_the_predictions_side_of_the_middle_and_names_both_when_not(capsys):
+    claims = Claims("03")
+    assert claims.nearer("C waits for A", 480.0, 500.0, 100.0, unit="ms", spec=".0f")
+    assert not claims.nearer("C does not wait", 480.0, 100.0, 500.0, unit="ms", spec=".0f")
+    lines = claims.lines()
+    assert lines[0] == "✓ C waits for A: 480 ms within (300, ∞) ms, nearer the predicted 500 than 100"
+    assert claims.failed()[0][-1] == "C does not wait: measured 480 ms, predicted 100 ms, the opposite 500 ms"

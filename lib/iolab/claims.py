@@ -33,6 +33,16 @@ class Claims:
         bounds = f"[{fmt.format(lowest)}, {fmt.format(highest)}]" + (f" {unit}" if unit else "")
         return self.check(claim, holds, measured, bounds, message or f"{claim}: {measured}, outside {bounds}")
 
+    def nearer(self, claim, measured, right, wrong, unit="", spec=".4g"):
+        """A claim that `measured` lies nearer `right` (its prediction) than `wrong` (the opposite one)."""
+        unit = f" {unit}" if unit else ""
+        middle = format((right + wrong) / 2, spec)
+        side = f"({middle}, ∞)" if right > wrong else f"(-∞, {middle})"
+        measured_, right_, wrong_ = (format(v, spec) for v in (measured, right, wrong))
+        return self.check(claim, abs(measured - right) < abs(measured - wrong), f"{measured_}{unit}",
+                          f"{side}{unit}, nearer the predicted {right_} than {wrong_}",
+                          f"{claim}: measured {measured_}{unit}, predicted {right_}{unit}, the opposite {wrong_}{unit}")
+
     def skip(self, claim, reason):
         """A claim this run could not check (a tool missing, a part not run), with the reason."""
         self.rows.append((SKIPPED, claim, "", "", reason))

@@ -78,28 +78,19 @@ def write_results(results, results_path):
         Path(results_path).write_text(json.dumps(results, indent=2))
 
 
-def nearer(claims, claim, measured, right, wrong):
-    """The claim holds when `measured` lies nearer `right` (its prediction) than `wrong` (the opposite one)."""
-    middle = (right + wrong) / 2
-    side = f"({middle:.4g}, ∞)" if right > wrong else f"(-∞, {middle:.4g})"
-    return claims.check(claim, abs(measured - right) < abs(measured - wrong), f"{measured:.4g}",
-                        f"{side}, nearer the predicted {right:.4g} than {wrong:.4g}",
-                        f"{claim}: measured {measured:.4g}, predicted {right:.4g}, the opposite {wrong:.4g}")
-
-
 def _check_steps(claims, profiles, dawdle_ms):
     """Step 1 makes everyone wait for a dawdling client, the others do not; step 2 burns a core, the rest sleep."""
     step1_p, step2_p = profiles["step 1 (blocking)"], profiles["step 2 (busy-wait)"]
-    nearer(claims, "step 1 waits for the half-sent request (ms)", step1_p["half_sent_wait_ms"], dawdle_ms, 0)
+    claims.nearer("step 1 waits for the half-sent request (ms)", step1_p["half_sent_wait_ms"], dawdle_ms, 0)
     for name, p in list(profiles.items())[1:]:
-        nearer(claims, f"{name} does not wait for the half-sent request (ms)", p["half_sent_wait_ms"], 0, dawdle_ms)
-        nearer(claims, f"{name}: 8 waits of 200 ms overlap (ms)", p["waits_ms"], 200, 8 * 200)
+        claims.nearer(f"{name} does not wait for the half-sent request (ms)", p["half_sent_wait_ms"], 0, dawdle_ms)
+        claims.nearer(f"{name}: 8 waits of 200 ms overlap (ms)", p["waits_ms"], 200, 8 * 200)
     # Step 2 wants a whole core with no client at all (its demand: CPU plus time queued for one, nearer 100% than
     # none); the selectors sleep. What a sleeping server uses is this run's noise floor: the four sleepers' idle
     # CPU, their highest plus three of their standard deviations. Step 2 must have had more than that, and each
     # sleeper must sit nearer none than step 2's demand.
     step2_demand = step2_p["idle_cpu_percent"] + (step2_p["idle_queued_percent"] or 0)
-    nearer(claims, "step 2's demand while idle (%)", step2_demand, 100, 0)
+    claims.nearer("step 2's demand while idle (%)", step2_demand, 100, 0)
     asleep_cpu = [profiles[name]["idle_cpu_percent"] for name in STEPS_THAT_SLEEP]
     floor = max(asleep_cpu) + 3 * statistics.pstdev(asleep_cpu)
     claims.check("step 2 uses more CPU while idle than the sleepers' noise floor", step2_p["idle_cpu_percent"] > floor,
@@ -107,7 +98,7 @@ def _check_steps(claims, profiles, dawdle_ms):
                  f"step 2 used {step2_p['idle_cpu_percent']:.1f}% of a CPU while idle, not above the sleepers' noise"
                  f" floor {floor:.1f}%")
     for name in STEPS_THAT_SLEEP:
-        nearer(claims, f"{name}: CPU while idle (%)", profiles[name]["idle_cpu_percent"], 0, step2_demand)
+        claims.nearer(f"{name}: CPU while idle (%)", profiles[name]["idle_cpu_percent"], 0, step2_demand)
 
 
 def _check_trace(claims, trace):
@@ -119,7 +110,7 @@ def _check_trace(claims, trace):
     stalled_ms = min(waiting["callbacks_ms"], 1000 * trace["waits_throttled_s"] / trace["cores"])
     working_ms = waiting["callbacks_ms"] - stalled_ms
     # Waiting, the loop sleeps in select() (a share of 1), not works as it did in the burst measured just before.
-    nearer(claims, f"share in select() while 40 users wait ({stalled_ms:.0f} ms stalled by a quota taken off)",
+    claims.nearer(f"share in select() while 40 users wait ({stalled_ms:.0f} ms stalled by a quota taken off)",
            waiting["select_ms"] / (waiting["select_ms"] + working_ms), 1.0, burst["select_share"])
     claims.check("less of the burst than of the waiting is spent in select()",
                  burst["select_share"] < waiting["select_share"],
@@ -132,13 +123,13 @@ def _check_trace(claims, trace):
                  f"{ready:.2f} sockets per wakeup in the burst")
     # The sync sleep holds the loop for its 300 ms in a callback: the share left to select() is the rest.
     blocked_phase_ms = trace["phase_ms"]["sync-sleep"]
-    nearer(claims, f"share in select() during the {blocked_phase_ms:.0f} ms sync-sleep phase", blocked["select_share"],
+    claims.nearer(f"share in select() during the {blocked_phase_ms:.0f} ms sync-sleep phase", blocked["select_share"],
            max(0.0, 1 - SYNC_SLEEP_MS / blocked_phase_ms), 1.0)
     # 40 waits of 200 ms overlap: all done in about one wait, not forty in turn.
     statuses = trace["wait_statuses"]
     claims.check("every one of the 40 waits was answered 200", all(status == 200 for status in statuses),
                  f"{sum(status == 200 for status in statuses)} of {len(statuses)}", "", str(statuses))
-    nearer(claims, "40 waits of 200 ms took (ms)", trace["phase_ms"]["40 users waiting"], 200, 40 * 200)
+    claims.nearer("40 waits of 200 ms took (ms)", trace["phase_ms"]["40 users waiting"], 200, 40 * 200)
     # time.sleep(0.3) never returns early, and both the trace (0.1 µs) and the warning (whole ms) round no
     # lower: facts of the system, not tunings.
     longest_ms = trace["longest_callback_ms"]
@@ -151,8 +142,8 @@ def _check_trace(claims, trace):
                  f"{warnings[-1][1]} ms" if warnings else "no warning", f"[{SYNC_SLEEP_MS}, ∞) ms",
                  f"expected a warning of a /sync-sleep?ms=300 callback of at least 300 ms, got {warnings}")
     # / sent 50 ms after the sync sleep waits out its rest (q5); pipelined behind a 300 ms wait it waits that (q6).
-    nearer(claims, "/ behind the sync sleep waited (ms)", trace["blocked_ms"], SYNC_SLEEP_MS - SYNC_SLEEP_GAP_MS, 0)
-    nearer(claims, "/ pipelined behind /async-sleep?ms=300 waited (ms)", trace["pipelined_ms"], PIPELINED_WAIT_MS, 0)
+    claims.nearer("/ behind the sync sleep waited (ms)", trace["blocked_ms"], SYNC_SLEEP_MS - SYNC_SLEEP_GAP_MS, 0)
+    claims.nearer("/ pipelined behind /async-sleep?ms=300 waited (ms)", trace["pipelined_ms"], PIPELINED_WAIT_MS, 0)
 
 
 def check_claims(results):

@@ -59,15 +59,6 @@ def write_results(results, results_path):
         Path(results_path).write_text(json.dumps(results, indent=2))
 
 
-def nearer(claims, claim, measured, right, wrong):
-    """The claim holds when `measured` lies nearer `right` (its prediction) than `wrong` (the opposite one)."""
-    middle = (right + wrong) / 2
-    side = f"({middle:.2f}, ∞)" if right > wrong else f"(-∞, {middle:.2f})"
-    return claims.check(claim, abs(measured - right) < abs(measured - wrong), f"{measured:.2f}",
-                        f"{side}, nearer the predicted {right:.2f} than {wrong:.2f}",
-                        f"{claim}: measured {measured:.2f}, predicted {right:.2f}, the opposite {wrong:.2f}")
-
-
 def _check_model(claims, name, run, delay_ms, switch_ms):
     """The five claims every model's run makes about its own trace."""
     # Times are from "go". The peer never sends before its delay is up; it may send later, when a busy machine
@@ -109,7 +100,7 @@ def _check_model(claims, name, run, delay_ms, switch_ms):
                  f"{name}: waited {run.wait_ms:.1f} of {asked_to_ready:.1f} ms, expected {least_wait_ms:.1f} .."
                  f" {learnt_by_ms:.1f}")
     # The copy is tiny next to the wait: nearer none than the whole wait (less any time the thread sat queued).
-    nearer(claims, f"{name}: copy (ms, queued time taken off)", max(run.copy_ms - queued, 0.0), 0.0, run.wait_ms)
+    claims.nearer(f"{name}: copy (ms, queued time taken off)", max(run.copy_ms - queued, 0.0), 0.0, run.wait_ms, spec=".2f")
 
 
 def check_claims(model_runs, by_mechanism, scaling_rows, limit, cost_per_eagain_us, delay_ms, peers):
@@ -127,20 +118,21 @@ def check_claims(model_runs, by_mechanism, scaling_rows, limit, cost_per_eagain_
     multiplexing_run, signal_run, async_run = model_runs["multiplexing"], model_runs["signal"], model_runs["async"]
     # Blocking and multiplexing sleep through the wait: their CPU is nearer none than the whole wait.
     for run in (blocking_run, multiplexing_run):
-        nearer(claims, f"{run.model}: CPU burnt while asleep (ms)", run.cpu_ms, 0.0, run.wait_ms)
+        claims.nearer(f"{run.model}: CPU burnt while asleep (ms)", run.cpu_ms, 0.0, run.wait_ms, spec=".2f")
     # The busy loop never sleeps: it wants a CPU for the whole wait (running, or queued for one), not a sleeper's
     # next to nothing, and nearer that than the blocked recv()'s CPU.
     demand = nonblocking_run.cpu_ms + (nonblocking_run.queued_ms or 0.0)
-    nearer(claims, "busy loop: CPU wanted during the wait (ms)", demand, nonblocking_run.wait_ms, 0.0)
-    nearer(claims, "busy loop against a blocked recv(): CPU (ms)", demand, nonblocking_run.wait_ms, blocking_run.cpu_ms)
+    claims.nearer("busy loop: CPU wanted during the wait (ms)", demand, nonblocking_run.wait_ms, 0.0, spec=".2f")
+    claims.nearer("busy loop against a blocked recv(): CPU (ms)", demand, nonblocking_run.wait_ms,
+                  blocking_run.cpu_ms, spec=".2f")
     # It spent that CPU asking: one EAGAIN costs what this run timed (cost_per_eagain_us), so the CPU it burnt
     # predicts how many it heard; the opposite is a loop that asked once. The two lie orders of magnitude apart,
     # and a turn's cost moves with the process's heap and caches, so they are judged on a log scale.
     calls = nonblocking_run.notes["wasted_calls"]
     predicted_calls = nonblocking_run.cpu_ms * 1000 / cost_per_eagain_us
-    nearer(claims, f"busy loop: log of the {calls:,} calls that heard EAGAIN against {predicted_calls:,.0f}"
+    claims.nearer(f"busy loop: log of the {calls:,} calls that heard EAGAIN against {predicted_calls:,.0f}"
            f" predicted at {cost_per_eagain_us:.2f} µs each, or 1", math.log(max(calls, 1)), math.log(predicted_calls),
-           0.0)
+           0.0, spec=".2f")
     # One thread served every peer in about one delay: its waits end when the last send has returned, plus the
     # same allowance as above.
     served = len(multiplexing_run.sent_ms)
@@ -166,13 +158,13 @@ def check_claims(model_runs, by_mechanism, scaling_rows, limit, cost_per_eagain_
         slices = signal_run.notes["work_slices"]
         claims.check("signal-driven: the application worked while it waited", slices > 0, f"{slices} slices of work", "",
                      f"signal-driven: {slices} slices of work while waiting ({signal_run.notes})")
-        nearer(claims, "signal-driven: CPU burnt on the IO (ms)", signal_run.cpu_ms, 0.0, signal_run.wait_ms)
+        claims.nearer("signal-driven: CPU burnt on the IO (ms)", signal_run.cpu_ms, 0.0, signal_run.wait_ms, spec=".2f")
     # Completion: one call, and the application worked through both phases.
     slices = async_run.notes["work_slices"]
     claims.check("completion: one call, and work through both phases", async_run.calls == 1 and slices > 0,
                  f"{async_run.calls} call(s), {slices} slices of work", "",
                  f"completion: {async_run.calls} call(s) and {slices} slices of work, not 1 call and some work")
-    nearer(claims, "completion: CPU burnt on the IO (ms)", async_run.cpu_ms, 0.0, async_run.wait_ms)
+    claims.nearer("completion: CPU burnt on the IO (ms)", async_run.cpu_ms, 0.0, async_run.wait_ms, spec=".2f")
     _check_scaling(claims, scaling_rows, limit)
     return claims.report()
 

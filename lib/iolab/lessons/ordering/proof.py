@@ -47,13 +47,7 @@ def write_results(results, results_path):
         Path(results_path).write_text(json.dumps(results, indent=2))
 
 
-def nearer(claims, claim, measured, right, wrong):
-    """The claim holds when `measured` lies nearer `right` (its prediction) than `wrong` (the opposite one)."""
-    middle = (right + wrong) / 2
-    side = f"({middle:.0f}, ∞)" if right > wrong else f"(-∞, {middle:.0f})"
-    return claims.check(claim, abs(measured - right) < abs(measured - wrong), f"{measured:.0f} ms",
-                        f"{side} ms, nearer the predicted {right:.0f} than {wrong:.0f}",
-                        f"{claim}: measured {measured:.0f} ms, predicted {right:.0f} ms, the opposite {wrong:.0f} ms")
+MS = {"unit": "ms", "spec": ".0f"}  # how this lesson's times print: whole milliseconds
 
 
 def check_claims(results):
@@ -66,7 +60,8 @@ def check_claims(results):
     for order, c_waits in C_WAITS.items():
         first_ms, c_ms = orders[order]["first_done_ms"], orders[order]["second_done_ms"]
         right, wrong = (first_ms, c_at_once_ms) if c_waits else (c_at_once_ms, first_ms)
-        nearer(claims, f"{order}: C {'waits for' if c_waits else 'does not wait for'} {order[:-2]}", c_ms, right, wrong)
+        claim = f"{order}: C {'waits for' if c_waits else 'does not wait for'} {order[:-2]}"
+        claims.nearer(claim, c_ms, right, wrong, **MS)
     # Nothing finishes its wait early, and nothing sleeps through another's delay: each sleeper answered nearer
     # one delay after it was sent than two. A timer never fires before its delay and D computes delay_ms of its
     # own CPU time, which takes at least as long on the clock; each starts after its request arrived, so after
@@ -79,12 +74,12 @@ def check_claims(results):
                      f"[{delay_ms}, ∞) ms",
                      f"{order}: {slow} answered {took:.3f} ms after it was sent, under its {delay_ms} ms")
         if slow != "D":
-            nearer(claims, f"{order}: {slow} slept one delay", took, delay_ms, 2 * delay_ms)
+            claims.nearer(f"{order}: {slow} slept one delay", took, delay_ms, 2 * delay_ms, **MS)
     # A, then B, then C: B is read only when A is done, so it answers after two delays; C right after A.
-    nearer(claims, "A,B,C: B's timer starts when the loop reads B", abc_done_ms["B"], 2 * delay_ms, delay_ms + gap_ms)
-    nearer(claims, "A,B,C: C waits for A only", abc_done_ms["C"], abc_done_ms["A"], 2 * gap_ms + c_alone_ms)
-    nearer(claims, "threaded A,C: C does not wait for A", results["threaded_A,C_second_done_ms"], c_at_once_ms,
-           orders["A,C"]["first_done_ms"])
+    claims.nearer("A,B,C: B's timer starts when the loop reads B", abc_done_ms["B"], 2 * delay_ms, delay_ms + gap_ms, **MS)
+    claims.nearer("A,B,C: C waits for A only", abc_done_ms["C"], abc_done_ms["A"], 2 * gap_ms + c_alone_ms, **MS)
+    claims.nearer("threaded A,C: C does not wait for A", results["threaded_A,C_second_done_ms"], c_at_once_ms,
+                  orders["A,C"]["first_done_ms"], **MS)
     held = claims.report()
     print("C waited only behind A and D, which hold the loop's thread; B and A′ let it go.")
     return held
