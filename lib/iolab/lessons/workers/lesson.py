@@ -264,7 +264,7 @@ def claims_of(e):
     # Every bound of the model is a real limit: no run goes faster than its own measured demands allow.
     above = e.faster_than_allowed
     claims.check("No run goes faster than its own measured demands allow", not above,
-                 f"{len(above)} run(s) above", "none", f"runs faster than their own demands allow (a measurement is "
+                 f"{len(above)} of them above", "", f"runs faster than their own demands allow (a measurement is "
                  f"wrong): {above}")
 
     # The model's premise, which an "explained" verdict cannot test: D on /cpu stays the same from configuration to
@@ -274,7 +274,7 @@ def claims_of(e):
     changes = e.one_request_change.values()
     moved = {label: change for label, change in e.one_request_change.items() if abs(change) > allowed}
     claims.check("D on /cpu stays the same where each process runs one request at a time", not moved,
-                 f"moved {min(changes, default=0):+.1%} to {max(changes, default=0):+.1%}", f"±{allowed:.1%}",
+                 f"moved {min(changes, default=0):+.1%} to {max(changes, default=0):+.1%}", f"[−{allowed:.1%}, +{allowed:.1%}]",
                  f"D on /cpu moved more than {allowed:.1%} from its baseline: {moved}")
 
     for kind, (rps, threads, floor, limit) in e.waiting.items():
@@ -282,12 +282,12 @@ def claims_of(e):
         if floor is None:
             claims.skip(claim, f"the CPU limits this run ({limit}), not the threads")
         else:
-            claims.check(claim, rps >= floor, f"{rps:,.0f} req/s", f"at least {floor:,.0f}",
+            claims.check(claim, rps >= floor, f"{rps:,.0f} req/s", f"[{floor:,.0f}, ∞)",
                          f"{kind} on /sync-sleep: {rps:.0f} req/s with {threads} threads, below the pessimistic "
                          f"bound {floor:.0f}")
     for kind, (threads, burned, edge) in e.bytecode_in_threads.items():
         claims.check(f"{kind}: {threads} threads burn at most one core's worth of bytecode on /cpu",
-                     burned <= 1 + edge, f"{burned:.2f} cores", f"at most {1 + edge:.2f}",
+                     burned <= 1 + edge, f"{burned:.2f} cores", f"[0, {1 + edge:.2f}]",
                      f"{kind}: {threads} threads burned {burned:.2f} cores of bytecode on /cpu")
 
     # Python bytecode in threads keeps one core busy at most (a GIL hand-off overlaps two threads for a moment, so
@@ -295,12 +295,12 @@ def claims_of(e):
     # where there are two cores to run on and other programs left them free.
     most = 1 + max(noise_cpu, model.CHANGED)
     claims.check("A Python loop in two threads keeps at most one core busy", e.bytecode_cores_busy <= most,
-                 f"{e.bytecode_cores_busy:.2f} cores", f"at most {most:.2f}",
+                 f"{e.bytecode_cores_busy:.2f} cores", f"[0, {most:.2f}]",
                  f"a Python loop in two threads kept {e.bytecode_cores_busy:.2f} cores busy, more than {most:.2f}")
     claim = "SHA-256 in two threads keeps more than one core busy"
     if e.cores >= 2 and e.in_c_others_share <= model.DISTURBED_SHARE:
         least = max(1.0, e.bytecode_cores_busy) * (1 + noise_cpu)
-        claims.check(claim, e.in_c_cores_busy > least, f"{e.in_c_cores_busy:.2f} cores", f"above {least:.2f}",
+        claims.check(claim, e.in_c_cores_busy > least, f"{e.in_c_cores_busy:.2f} cores", f"({least:.2f}, ∞)",
                      f"SHA-256 in two threads kept {e.in_c_cores_busy:.2f} cores busy, not more than {least:.2f} "
                      f"(the Python loop kept {e.bytecode_cores_busy:.2f})")
     else:
@@ -311,15 +311,17 @@ def claims_of(e):
     predicted = [e.predicted_cpu[n] for n in sorted(e.predicted_cpu)]
     shown = ", ".join(f"{n}: {rps:,.0f}" for n, rps in sorted(e.predicted_cpu.items()))
     claims.check("The model never has one more process cost throughput on /cpu", predicted == sorted(predicted),
-                 f"predicted req/s by processes {shown}", "rising or flat",
+                 f"predicted req/s by processes, {shown}: rising or flat", "",
                  f"the model has a process cost throughput: {predicted}")
     if e.cores <= 1:
         claims.check("On one core, more processes predict no more on /cpu",
-                     max(predicted) <= min(predicted) * (1 + noise_cpu), shown, f"within {noise_cpu:.1%} of the least",
+                     max(predicted) <= min(predicted) * (1 + noise_cpu), f"{max(predicted):,.0f} req/s",
+                     f"[0, {min(predicted) * (1 + noise_cpu):,.0f}] (the least plus the noise, {noise_cpu:.1%})",
                      f"one core, yet the prediction rises: {predicted}")
     elif e.cores >= 2:
         claims.check("On two cores, two processes predict more than one on /cpu",
-                     predicted[1] > predicted[0] * (1 + noise_cpu), shown, f"more than the noise, {noise_cpu:.1%}",
+                     predicted[1] > predicted[0] * (1 + noise_cpu), f"{predicted[1]:,.0f} req/s",
+                     f"({predicted[0] * (1 + noise_cpu):,.0f}, ∞) (one's plus the noise, {noise_cpu:.1%})",
                      f"two processes predicted {predicted[1]:,.0f} req/s, one {predicted[0]:,.0f}: not more by the "
                      f"noise {noise_cpu:.1%} ({predicted})")
     else:
@@ -328,7 +330,7 @@ def claims_of(e):
     if e.cores >= 2 and e.two_workers_others_share <= model.DISTURBED_SHARE:
         # One sync worker is one thread: at most one core. Two kept more than one busy, beyond the noise.
         least = max(1.0, e.cores_used[1]) * (1 + noise_cpu)
-        claims.check(claim, e.cores_used[2] > least, f"{e.cores_used[2]:.2f} cores", f"above {least:.2f}",
+        claims.check(claim, e.cores_used[2] > least, f"{e.cores_used[2]:.2f} cores", f"({least:.2f}, ∞)",
                      f"two sync workers kept {e.cores_used[2]:.2f} cores busy on /cpu, not more than {least:.2f}: "
                      f"{e.cores_used}")
     elif e.cores >= 2:
@@ -339,8 +341,8 @@ def claims_of(e):
     claim = "Past the cores, more processes predict no more on /cpu"
     if beyond:
         top, first = max(e.predicted_cpu[n] for n in beyond), e.predicted_cpu[beyond[0]]
-        claims.check(claim, top <= first * (1 + noise_cpu), f"{top:,.0f} req/s at most",
-                     f"at most {first * (1 + noise_cpu):,.0f}",
+        claims.check(claim, top <= first * (1 + noise_cpu), f"{top:,.0f} req/s",
+                     f"[0, {first * (1 + noise_cpu):,.0f}]",
                      f"past the cores ({beyond}), the prediction rose from {first:,.0f} to {top:,.0f} req/s")
     else:
         claims.skip(claim, f"no process count here reaches the {e.cores:g} CPU(s)")
@@ -348,11 +350,11 @@ def claims_of(e):
     # The GIL: beside a busy thread, / waits at least one switch interval (the waiting thread asks for the GIL only
     # once an interval has passed, and the busy thread never lets it go sooner); beside a busy process it need not.
     claims.check("Beside one busy thread, / waits at least one switch interval", e.threads_1_ms >= e.interval_ms,
-                 f"median {e.threads_1_ms:.2f} ms", f"at least {e.interval_ms:g} ms",
+                 f"median {e.threads_1_ms:.2f} ms", f"[{e.interval_ms:g}, ∞) ms",
                  f"/ beside one busy thread: {e.threads_1_ms:.2f} ms, interval {e.interval_ms} ms")
     claims.check("Beside one busy process, some request for / takes less than one interval",
                  e.fastest_beside_a_process_ms < e.interval_ms, f"fastest {e.fastest_beside_a_process_ms:.2f} ms",
-                 f"below {e.interval_ms:g} ms",
+                 f"[0, {e.interval_ms:g}) ms",
                  f"/ beside one busy process never took less than the interval {e.interval_ms} ms: "
                  f"{e.beside_a_process_ms}")
 
@@ -362,7 +364,7 @@ def claims_of(e):
     claim = "No number of workers beats the scaling curve's best by more than the noise"
     if e.usl_quiet:
         ceiling = max(e.best_on_curve_rps, e.best_at_check_speed_rps) * (1 + 2 * e.usl_noise + noise_hello)
-        claims.check(claim, e.checked_rps <= ceiling, f"{e.checked_rps:,.0f} req/s", f"at most {ceiling:,.0f}",
+        claims.check(claim, e.checked_rps <= ceiling, f"{e.checked_rps:,.0f} req/s", f"[0, {ceiling:,.0f}]",
                      f"the checking run did {e.checked_rps:,.0f} req/s, above the curve's best "
                      f"{e.best_on_curve_rps:,.0f} (at the check's speed {e.best_at_check_speed_rps:,.0f}) by more "
                      f"than the noise allows: {ceiling:,.0f}")
@@ -379,12 +381,12 @@ def claims_of(e):
     else:
         lightest = min(e.python_demands_ms)
         claims.check(claim_d, e.nginx_demand_ms * (1 + noise_hello) < lightest, f"{e.nginx_demand_ms:.4f} ms",
-                     f"below {lightest / (1 + noise_hello):.4f} ms (the lightest Python D, less the noise)",
+                     f"[0, {lightest / (1 + noise_hello):.4f}) ms (the lightest Python D, less the noise)",
                      f"nginx's D {e.nginx_demand_ms:.4f} ms is not below every Python server's by the noise "
                      f"{noise_hello:.0%}: {e.python_demands_ms}")
         if e.nginx_quiet:
             least = e.best_gunicorn_rps * (1 + noise_hello)
-            claims.check(claim_x, e.nginx_rps > least, f"{e.nginx_rps:,.0f} req/s", f"above {least:,.0f}",
+            claims.check(claim_x, e.nginx_rps > least, f"{e.nginx_rps:,.0f} req/s", f"({least:,.0f}, ∞)",
                          f"nginx alone did {e.nginx_rps:,.0f} req/s, the best gunicorn {e.best_gunicorn_rps:,.0f}: "
                          f"not more by the noise {noise_hello:.0%}")
         else:
@@ -396,7 +398,7 @@ def claims_of(e):
         if e.nginx_missing:
             expected["q7"] = "not attempted"  # nothing to check it against
         wrong = {name: status for name, status in e.statuses.items() if status != expected[name]}
-        claims.check(claim, not wrong, f"{len(e.statuses) - len(wrong)} of {len(e.statuses)}", "all",
+        claims.check(claim, not wrong, f"{len(e.statuses) - len(wrong)} of {len(e.statuses)}", "",
                      f"exercises whose solution did not pass: {wrong} (all: {e.statuses})")
     else:
         claims.skip(claim, "this run has no solutions filled in")
