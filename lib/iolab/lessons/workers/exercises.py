@@ -272,13 +272,13 @@ class WhatBendsTheCurveDown(checks.ChoiceExercise):
         "'sigma' (contention) or 'kappa' (coherency)?"
     )
     choices = {
-        "sigma": "σ alone only flattens the curve: it approaches λ / σ and never turns down.",
+        "sigma": "σ alone only flattens the curve: it approaches X(1) / σ and never turns down.",
         "kappa": "",
     }
     correct = "kappa"
-    correct_text = "κ N (N - 1) grows with the square of N: every pair of workers costs a little, and pairs outgrow workers."
-    hint_text = "Set κ = 0 in X(N) = λN / (1 + σ(N - 1)): what does X do as N grows without bound?"
-    solution_text = "'kappa': with κ = 0 the curve rises to λ / σ and stays there; the κN(N - 1) term is what brings it down."
+    correct_text = "κw(w - 1) grows with the square of w: every pair of workers costs a little, and pairs outgrow workers."
+    hint_text = "Set κ = 0 in X(w) = X(1) w / (1 + σ(w - 1)): what does X do as w grows without bound?"
+    solution_text = "'kappa': with κ = 0 the curve rises to X(1) / σ and stays there; the κw(w - 1) term is what brings it down."
 
 
 def nginx_alone_rps(nginx_ms, client_ms, cores):

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 LIMITS = {
     "users": "each user has one request out at a time: N / (Z + every party's CPU)",
     "GIL": "a Python process runs Python on one core at a time: processes x g / D",
-    "threads": "k threads or workers each hold one request, its wait included: k / (Z + D / g)",
+    "threads": "c slots (processes x threads) each hold one request, its wait included: c / (Z + D / g)",
     "cores": "every party shares the cores: cores / (D + nginx's + the client's)",
     "nginx": "nginx's workers: workers / nginx's D",
     "client": "the load client, one process on one core: processes / the client's D",

@@ -4,15 +4,24 @@ Scaling curves, the GIL's delays, the matrix, the USL fit, nginx as reference; d
 measures.
 """
 
+import inspect
 import math
 
 import numpy as np
+from IPython.display import Code
 from matplotlib.colors import Normalize
 
 from iolab import figures
 
 HANDLER_TITLES = {"hello": "hello world ( / )", "wait": "waiting ( /sync-sleep )", "cpu": "CPU work ( /cpu )"}
 VERDICT_MARKERS = {"predicted": "o", "explained": "s", "reported": "x", "unexplained": "X"}
+
+
+def code_only(obj):
+    """A function's source without its comment lines: for code we show but do not own (gunicorn's), whose
+    comments are longer than the lines that carry the idea. What is shown still runs as shown."""
+    lines = inspect.getsource(obj).splitlines()
+    return Code("\n".join(line for line in lines if not line.strip().startswith("#")), language="python")
 
 
 def _handler_title(handler, lab):
@@ -143,15 +152,15 @@ def usl_figure(workers, rps, fit, check=None, most=None):
     top = max(max(workers), most or 0)
     n = np.linspace(1, top, 200)
     axes.plot(n, fit.predict(n), "-", color="C1",
-              label=f"USL: λ = {fit.lam:,.0f}, σ = {fit.sigma:.3f}, κ = {fit.kappa:.4f}")
-    axes.plot(n, fit.lam * n, ":", color="gray", label="linear: λN (σ = κ = 0)")
+              label=f"USL: X(1) = {fit.lam:,.0f}, σ = {fit.sigma:.3f}, κ = {fit.kappa:.4f}")
+    axes.plot(n, fit.lam * n, ":", color="gray", label="linear: X(1) w (σ = κ = 0)")
     axes.scatter(workers, rps, color="C0", zorder=3, label="measured")
     if check is not None:
         peak_n, peak_rps, checked_rps = check
         axes.scatter([peak_n], [peak_rps], marker="*", s=160, color="C1", zorder=4, label="fitted peak")
         axes.scatter([peak_n], [checked_rps], marker="D", s=50, color="C3", zorder=4, label="the checking run")
     axes.set_ylim(0, max(max(rps), fit.predict(top)) * 1.3)
-    axes.set_xlabel("workers (N)")
+    axes.set_xlabel("sync workers (w)")
     axes.set_ylabel("requests per second")
     axes.legend(fontsize=8)
     return figure
