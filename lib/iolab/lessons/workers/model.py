@@ -1,7 +1,6 @@
-"""Lesson 06's model of what a configuration can reach.
+"""Lesson 06's model: the throughput a configuration can reach, from demands, threads, users and cores.
 
-Lesson 06's model: the throughput a configuration can reach, from demands, threads, users and cores;
-and the verdict on a run.
+And the verdict on a run.
 
 The demands are the CPU each request costs every party, measured.
 
