@@ -56,7 +56,7 @@ class SyncTimeInBank(checks.NumberExercise):
     too_high_text = "longer than it takes the teller to serve everybody in the hall once."
     too_low_text = "you are forgetting the customers ahead of you: the teller serves one per second."
     hint_text = ["Little's law: customers in the bank = throughput x time in the bank.", "40 customers, 1 customer per second."]
-    solution_text = "W = L / lambda = 40 / (1 per s) = 40 s: ab's '40149 ms per request' is this, not one request's work."
+    solution_text = "R = L / lambda = 40 / (1 per s) = 40 s: ab's '40149 ms per request' is this, not one request's work."
 
 
 class TellersToMatch(checks.NumberExercise):

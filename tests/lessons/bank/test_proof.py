@@ -1,0 +1,62 @@
+"""Lesson 01's proof on plain data: parameters refused by name, and the claims printed and failed with their values."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from iolab import params
+from iolab.claims import ClaimsFailed
+from iolab.lessons.bank import model as bank
+from iolab.lessons.bank import proof
+
+REQUESTS, CONCURRENCY, DELAY_MS, THREADS, CPU_MS = 8, 4, 100, 2, 0.5
+
+
+class Measured:
+    """A bank measured exactly as the model ran it, `rps_scale` times faster: what check_claims reads of one."""
+
+    def __init__(self, run, rps_scale=1.0):
+        self.rps, self.mean_ms, self.counter_ms, self._in_bank = run.rps * rps_scale, run.mean_ms, CPU_MS, run.mean_in_bank()
+        self.summary = SimpleNamespace(errors=0, error_kinds={}, rps=self.rps, demand_ms=CPU_MS, listen_drops=0)
+
+    def mean_in_flight(self):
+        return self._in_bank
+
+    def model_band(self, delay_ms, model):
+        return 0.02
+
+    def unmodelled_ms(self, model):
+        return 1.0
+
+    def sampling_error(self, model):
+        return 0.001
+
+
+def run(scale=None):
+    predicted = {name: bank.simulate(name, REQUESTS, CONCURRENCY, DELAY_MS, cpu_ms=CPU_MS,
+                                     tellers=THREADS if name == "threaded" else None) for name in bank.BANKS}
+    measured = {name: Measured(predicted[name], (scale or {}).get(name, 1.0)) for name in bank.BANKS}
+    theories = {name: SimpleNamespace(low_rps=0.0, high_rps=1e9, contains=lambda rps: True) for name in bank.BANKS}
+    return proof.check_claims(predicted, measured, theories, REQUESTS, CONCURRENCY, DELAY_MS, THREADS)
+
+
+def test_every_claim_holds_when_the_run_is_the_model(capsys):
+    assert run() == 3 * 6 + 1
+    printed = capsys.readouterr().out
+    assert "All 19 of this lesson's claims hold on this run." in printed
+    assert "✓ ticket: the model's throughput meets the measured" in printed
+
+
+def test_a_claim_that_breaks_names_its_values(capsys):
+    with pytest.raises(ClaimsFailed) as failed:
+        run({"ticket": 1.2})
+    assert "off the measured" in str(failed.value) and "beyond the band 2.00%" in str(failed.value)
+    assert "✗ ticket: the model's throughput meets the measured" in capsys.readouterr().out
+
+
+def test_parameters_out_of_range_are_refused_by_name():
+    with pytest.raises(params.ParameterError, match="threads must be between 1 and 64"):
+        proof.check_parameters(False, False, None, 200, 40, 1000, 0)
+    with pytest.raises(params.ParameterError, match="requests=10 is out of range"):
+        proof.check_parameters(False, False, None, 10, 40, 1000, 4)
+    assert proof.check_parameters(True, False, None, 200, 40, 1000, 4) == (True, 16, 4, 200, 2)
