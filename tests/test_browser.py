@@ -715,6 +715,8 @@ def test_the_checks_report_what_a_broken_notebook_shows(lab, page):
         {"cell_type": "code", "id": f"cell-{number}", "metadata": {}, "source": source, "outputs": [], "execution_count": None}
         for number, source in enumerate(BROKEN_CELLS)
     ]
+    # A picture the markdown shows that is not there: the broken-image icon, in a markdown cell.
+    cells.append({"cell_type": "markdown", "id": "cell-picture", "metadata": {}, "source": "![gone](figures/gone.svg)"})
     kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
     notebook = {"nbformat": 4, "nbformat_minor": 5, "metadata": {"kernelspec": kernelspec}, "cells": cells}
     path.write_text(json.dumps(notebook))
@@ -727,6 +729,7 @@ def test_the_checks_report_what_a_broken_notebook_shows(lab, page):
         "Run panel 1 shows no new figure after its run",
         "code cell 5 ('1 / 0') raised ZeroDivisionError: division by zero",
         "code cell 6 ('print(\"never reached\")') did not run",
+        f"markdown cell {len(BROKEN_CELLS)}: 1 pictures, 0 loaded",
     ]
     missing = [line for line in expected if line not in report]
     assert not missing, f"not reported: {missing}\nreported:\n{report}"
