@@ -4,7 +4,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from iolab import metrics, params, tables, theory
+from iolab import metrics, params, theory
 from iolab.claims import Claims
 
 MOST_BUSY = 0.5  # the non-blocking run keeps the server idle most of the time: busy under half of it
@@ -73,17 +73,6 @@ def finish(name, result, delay_ms, blocking):
     """The Handler for a finished run: its summary, and what theory allows from the CPU it measured."""
     summary = metrics.summarize(result)
     return Handler(name, summary, theory.predict_run(summary, delay_ms, blocking=blocking, window_s=window_s(result)))
-
-
-def table(*handlers):
-    """The results table: each run's figures beside what theory allows."""
-    return tables.markdown(
-        ["handler", "requests", "took (s)", "req/s", "theory allows (req/s)", "mean latency (ms)",
-         "server CPU per request (ms)", "server CPU busy (% of a core)"],
-        [[h.name, h.summary.completed, h.summary.duration_s, h.summary.rps,
-          f"{h.prediction.low_rps:.3g} to {h.prediction.high_rps:.3g}", h.summary.mean_ms, h.summary.demand_ms,
-          100 * h.summary.utilization] for h in handlers],
-    )
 
 
 def write_results(results_path, found, plan, sync, asynchronous, exercises):
