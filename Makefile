@@ -8,6 +8,8 @@ VENV_STAMP := $(VENV)/.installed
 REQUIREMENTS := binder/requirements.txt requirements-dev.txt pyproject.toml
 
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
+# The lessons, which run; notebooks/glossary.ipynb is a page of words and symbols that runs nothing.
+LESSON_NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]-*.ipynb))
 # make regress runs the full lessons; QUICK=1 uses the small CI sizes instead.
 QUICK ?= 0
 SOLUTIONS ?= 1
@@ -50,7 +52,7 @@ test: $(VENV_STAMP)
 regress: $(VENV_STAMP)
 	@mkdir -p build/notebooks build/results
 	@failed=""; \
-	for nb in $(NOTEBOOKS); do \
+	for nb in $(LESSON_NOTEBOOKS); do \
 	  stem=$$(basename $$nb .ipynb); \
 	  echo "== $$stem (quick=$(call as_bool,$(QUICK)), solutions=$(call as_bool,$(SOLUTIONS)))"; \
 	  rm -f build/results/$$stem.json; \
@@ -62,7 +64,7 @@ regress: $(VENV_STAMP)
 	  test -s build/results/$$stem.json || { echo "$$stem wrote no results JSON" >&2; failed="$$failed $$stem"; }; \
 	done; \
 	if [ -n "$$failed" ]; then echo "regress: failed:$$failed (executed copies in build/notebooks/)" >&2; exit 1; fi; \
-	echo "regress: all $(words $(NOTEBOOKS)) notebooks ran; executed copies in build/notebooks/, results in build/results/"
+	echo "regress: all $(words $(LESSON_NOTEBOOKS)) lessons ran; executed copies in build/notebooks/, results in build/results/"
 
 # Every lesson in a cgroup limited as Binder limits a container: CPUS (a CFS quota) and MEMORY; needs root on Linux.
 # Reports each lesson's time and peak memory (benchmarks/binder_like.py); LOCK=/tmp/iolab-measure.lock to share.

@@ -4,13 +4,14 @@
 """
 
 import re
+import shutil
 import sys
 from pathlib import Path
 
 import nbformat
 
 REPO = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
+NOTEBOOKS = sorted((REPO / "notebooks").glob("[0-9][0-9]-*.ipynb"))  # the lessons, not the glossary
 sys.path.insert(0, str(REPO / "tools"))
 import make_student  # noqa: E402  (tools/ is not a package)
 
@@ -66,7 +67,15 @@ def write_student_copy(instructor_path, out_dir):
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / instructor_path.name
     nbformat.write(notebook, path)
+    bring_figures(out_dir)
     return path
+
+
+def bring_figures(out_dir):
+    """The pictures the lessons' markdown shows (notebooks/figures/), beside a copy, so that it shows them too."""
+    figures = REPO / "notebooks" / make_student.FIGURES
+    if figures.is_dir():
+        shutil.copytree(figures, out_dir / make_student.FIGURES, dirs_exist_ok=True)
 
 
 def write_filled(instructor_path, student_path, out_path, answers="right", results_path=None):
@@ -83,6 +92,7 @@ def write_filled(instructor_path, student_path, out_path, answers="right", resul
             after.source, found = RESULTS_LINE.subn(f"results_path = {str(results_path)!r}", after.source)
             assert found == 1, f"{student_path.name}: its parameter cell has no `results_path = None` line"
     nbformat.write(student, out_path)
+    bring_figures(out_path.parent)
     return out_path
 
 

@@ -13,6 +13,7 @@ import threading
 import time
 from pathlib import Path
 
+import nbformat
 import psutil
 import pytest
 from browser_figures import MATCH, title_score
@@ -27,6 +28,7 @@ from browser_lab import (
     runs_from_servers,
 )
 from student_copies import WITH_SOLUTIONS, unexpected_statuses, write_filled, write_student_copy
+from test_glossary import anchors
 from tool_paths import TOOLS_OFF_IN_BROWSER
 
 from helpers import wait_until
@@ -38,7 +40,8 @@ except ImportError:  # the tests skip, below
     PlaywrightTimeout = TimeoutError
 
 REPO = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
+NOTEBOOKS = sorted((REPO / "notebooks").glob("[0-9][0-9]-*.ipynb"))  # the lessons; the glossary has a test of its own
+GLOSSARY = REPO / "notebooks" / "glossary.ipynb"
 SCREENSHOTS = REPO / "build" / "browser"
 # Where the student copies go: under the lab's root, so that JupyterLab can open them.
 STUDENT_COPIES = SCREENSHOTS / "student-copies"
@@ -59,6 +62,7 @@ SHUTDOWN_TIMEOUT_S = 20
 SETTLE_S = 5  # how long a lesson's servers may take to notice their kernel has gone
 LESSON_TIMEOUT_S = 240
 SCREENSHOT_MAX_PX = 32000  # the longest lesson's height with its outputs, with room to grow
+MARKDOWN_IMAGE = re.compile(r"!\[[^\]]*\]\([^)]+\)|<img\b")
 TRACEBACK = re.compile(r"Traceback \(most recent call last\)|^\w+(Error|Exception): ", re.MULTILINE)
 
 # Each code cell as the page shows it: the model's execution count and outputs, and what the DOM rendered.
@@ -91,6 +95,31 @@ CELLS_JS = """() => {
       brokenImages: allImages.filter(img => shown(img) && img.complete && img.naturalWidth === 0).length,
     };
   });
+}"""
+
+# The markdown cells at `indices`, each scrolled into view and drawn: its images (and how many loaded) and the anchors
+# it renders (JupyterLab keeps an element's id as data-jupyter-id).
+MARKDOWN_JS = """async indices => {
+  const notebook = window.jupyterapp.shell.currentWidget.content;
+  const frame = () => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)));
+  const found = [];
+  for (const index of indices) {
+    await notebook.scrollToItem(index, 'center');
+    await frame();
+    const cell = notebook.widgets[index];
+    const images = [...cell.node.querySelectorAll('.jp-RenderedMarkdown img')];
+    await Promise.all(images.map(image => image.complete ? null : new Promise(done => {
+      image.addEventListener('load', done); image.addEventListener('error', done); setTimeout(done, 5000);
+    })));
+    found.push({
+      index,
+      images: images.length,
+      loaded: images.filter(image => image.complete && image.naturalWidth > 0).length,
+      anchors: [...cell.node.querySelectorAll('[data-jupyter-id], [id]')]
+                 .map(node => node.getAttribute('data-jupyter-id') || node.id),
+    });
+  }
+  return found;
 }"""
 
 IDLE_JS = """() => {
@@ -290,6 +319,20 @@ class LessonInBrowser:
                 self.fail(f"{where} shows {cell['brokenImages']} broken-image icons")
         self.timings["cells"] = len(cells)
         return cells
+
+    def check_markdown(self, anchors=()):
+        """Every picture the markdown shows loads (a committed SVG, say), and every anchor in `anchors` is drawn."""
+        cells = nbformat.read(self.path, as_version=4).cells
+        wanted = {index: len(MARKDOWN_IMAGE.findall(cell.source)) for index, cell in enumerate(cells)
+                  if cell.cell_type == "markdown" and (MARKDOWN_IMAGE.search(cell.source) or anchors)}
+        drawn = self.page.evaluate(MARKDOWN_JS, list(wanted))
+        for cell in drawn:
+            if cell["loaded"] < wanted[cell["index"]]:
+                self.fail(f"markdown cell {cell['index']}: {wanted[cell['index']]} pictures, {cell['loaded']} loaded")
+        missing = set(anchors) - {anchor for cell in drawn for anchor in cell["anchors"]}
+        if missing:
+            self.fail(f"{self.path.name}: anchors not drawn: {sorted(missing)}")
+        self.timings["pictures"] = sum(cell["loaded"] for cell in drawn)
 
     def check_no_news_prompt(self):
         toasts = self.page.locator(".Toastify__toast").all_inner_texts()
@@ -567,6 +610,7 @@ def run_in_browser(lab, page, path, screenshots=SCREENSHOTS, kernel_name="python
             lesson.check_kernel_account()
             lesson.run_all()
             lesson.check_cells()
+            lesson.check_markdown()
             lesson.check_no_news_prompt()
             lesson.check_play_animations()
             lesson.check_run_panels()
@@ -632,6 +676,25 @@ def test_lesson_runs_in_the_browser(lab, page, path):
         assert not off, f"student copy of {path.name} with right answers, in the browser: {off}"
 
 
+@pytest.mark.timeout(LESSON_TIMEOUT_S)
+def test_the_glossary_renders_with_every_anchor(lab, page):
+    """The glossary runs nothing: opened in JupyterLab, each of its cells is drawn with every anchor a lesson may link."""
+    lesson = LessonInBrowser(page, lab, GLOSSARY)
+    began = time.monotonic()
+    try:
+        open_lab(lab, page, GLOSSARY)
+        lesson.open()
+        lesson.check_markdown(anchors(GLOSSARY))
+        kernels_left = [describe(kernel) for kernel in lesson.shut_down_kernel()]
+    finally:
+        lesson.close()
+        for kernel in lab.kernels():
+            kernel.kill()
+    print(f"glossary: {time.monotonic() - began:.1f} s")
+    assert not kernels_left, f"the kernel outlived Shut Down Kernel by {SHUTDOWN_TIMEOUT_S} s: {kernels_left}"
+    assert not lesson.problems, "glossary:\n- " + "\n- ".join(lesson.problems)
+
+
 BROKEN_CELLS = [
     'print("this cell is fine")',
     'import sys\nprint("Traceback (most recent call last):\\n  a failure printed by hand", file=sys.stderr)',
@@ -652,6 +715,8 @@ def test_the_checks_report_what_a_broken_notebook_shows(lab, page):
         {"cell_type": "code", "id": f"cell-{number}", "metadata": {}, "source": source, "outputs": [], "execution_count": None}
         for number, source in enumerate(BROKEN_CELLS)
     ]
+    # A picture the markdown shows that is not there: the broken-image icon, in a markdown cell.
+    cells.append({"cell_type": "markdown", "id": "cell-picture", "metadata": {}, "source": "![gone](figures/gone.svg)"})
     kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
     notebook = {"nbformat": 4, "nbformat_minor": 5, "metadata": {"kernelspec": kernelspec}, "cells": cells}
     path.write_text(json.dumps(notebook))
@@ -664,6 +729,7 @@ def test_the_checks_report_what_a_broken_notebook_shows(lab, page):
         "Run panel 1 shows no new figure after its run",
         "code cell 5 ('1 / 0') raised ZeroDivisionError: division by zero",
         "code cell 6 ('print(\"never reached\")') did not run",
+        f"markdown cell {len(BROKEN_CELLS)}: 1 pictures, 0 loaded",
     ]
     missing = [line for line in expected if line not in report]
     assert not missing, f"not reported: {missing}\nreported:\n{report}"

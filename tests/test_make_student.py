@@ -18,7 +18,7 @@ from IPython.core.inputtransformer2 import TransformerManager
 
 REPO = Path(__file__).resolve().parents[1]
 TOOL = REPO / "tools" / "make_student.py"
-NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
+NOTEBOOKS = sorted((REPO / "notebooks").glob("[0-9][0-9]-*.ipynb"))  # the lessons; the glossary has a test below
 
 sys.path.insert(0, str(TOOL.parent))
 import student_copies  # noqa: E402
@@ -60,6 +60,15 @@ def test_some_lesson_has_solutions_to_remove():
         for cell in nbformat.read(path, as_version=4).cells
         if cell.cell_type == "code"
     ), "no notebook has a ### BEGIN SOLUTION block, so this test would prove nothing"
+
+
+def test_a_page_without_code_and_the_figures_come_along_unchanged(student_dir):
+    glossary = REPO / "notebooks" / "glossary.ipynb"
+    assert nbformat.read(student_dir / glossary.name, as_version=4) == nbformat.read(glossary, as_version=4)
+    figures = sorted((REPO / "notebooks" / make_student.FIGURES).iterdir())
+    assert figures, "notebooks/figures/ is empty: this test would prove nothing"
+    for figure in figures:
+        assert (student_dir / make_student.FIGURES / figure.name).read_bytes() == figure.read_bytes()
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])

@@ -19,7 +19,8 @@ from helpers import TOOLS_OFF, without_optional_tools
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = REPO / "notebooks"
-NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
+# The lessons: notebooks/glossary.ipynb runs nothing and is no lesson.
+NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]-*.ipynb"))
 
 EXECUTED_DIR = REPO / "build" / "notebooks"
 RESULTS_DIR = REPO / "build" / "results"

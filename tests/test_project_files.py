@@ -14,6 +14,9 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
+# The lessons; the other notebook is the glossary, a page of markdown that runs nothing.
+LESSONS = sorted((REPO / "notebooks").glob("[0-9][0-9]-*.ipynb"))
+PAGES = {"glossary.ipynb"}
 REPO2DOCKER = Path(sys.executable).parent / "jupyter-repo2docker"
 
 
@@ -93,7 +96,7 @@ def test_notebook_is_stripped(path):
     assert notebook.metadata.get("kernelspec", {}).get("name") == "python3"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+@pytest.mark.parametrize("path", LESSONS, ids=[p.stem for p in LESSONS])
 def test_notebook_second_code_cell_holds_the_parameters(path):
     cells = code_cells(nbformat.read(path, as_version=4))
     assert len(cells) >= 3, f"{path.name}: needs setup, parameters and validation cells"
@@ -104,8 +107,9 @@ def test_notebook_second_code_cell_holds_the_parameters(path):
 
 
 def test_notebooks_are_named_by_number_and_title():
-    bad = [p.name for p in NOTEBOOKS if not re.fullmatch(r"\d\d-[a-z0-9]+(-[a-z0-9]+)*\.ipynb", p.name)]
-    assert not bad, f"notebooks must be NN-kebab-title.ipynb: {bad}"
+    bad = [p.name for p in NOTEBOOKS
+           if not re.fullmatch(r"\d\d-[a-z0-9]+(-[a-z0-9]+)*\.ipynb", p.name) and p.name not in PAGES]
+    assert not bad, f"notebooks must be NN-kebab-title.ipynb, or one of {sorted(PAGES)}: {bad}"
 
 
 def readme_test_command():
@@ -147,7 +151,7 @@ def start_notebook():
 
 
 def test_make_lab_opens_the_first_lesson_with_the_labs_own_settings():
-    assert start_notebook() == NOTEBOOKS[0].relative_to(REPO).as_posix()
+    assert start_notebook() == LESSONS[0].relative_to(REPO).as_posix()
     assert f"--LabApp.app_settings_dir=$(CURDIR)/{LAB_SETTINGS}" in make_lab_recipe()
     overrides = json.loads((REPO / LAB_SETTINGS / "overrides.json").read_text())
     notification = overrides["@jupyterlab/apputils-extension:notification"]

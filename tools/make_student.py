@@ -13,6 +13,7 @@ Usage: python tools/make_student.py [--self-study] NOTEBOOK_DIR OUT_DIR
 
 import os
 import re
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -30,6 +31,8 @@ _MENTIONS_SOLUTIONS = re.compile(r"\bsolutions\b")
 _NONE_DEFAULT = re.compile(r"^(\s*)([A-Za-z_][A-Za-z_0-9]*)\s*=\s*None\s*(?:#\s*(.*?))?\s*$")
 # Ends every line a student fills in, so a student (and tests/test_make_student.py) can find them.
 MARK = "# your answer here"
+# The pictures the lessons' markdown shows: a copy elsewhere takes them along, or it shows broken images.
+FIGURES = "figures"
 
 
 class MarkerError(ValueError):
@@ -155,6 +158,8 @@ def student_notebook(notebook, name="notebook", self_study=False):
 
     With `self_study`, solution() still answers: no line disables it (the copy Binder opens).
     """
+    if not any(cell.cell_type == "code" for cell in notebook.cells):
+        return notebook  # a page that runs nothing (the glossary) has no solutions to cut or disable
     disabled = self_study
     for index, cell in enumerate(notebook.cells):
         if cell.cell_type != "code":
@@ -227,6 +232,9 @@ def main(argv):
     for path, notebook in copies:
         write_atomically(notebook, out_dir / path.name)
         print(f"{path} -> {out_dir / path.name}")
+    if (source_dir / FIGURES).is_dir() and source_dir.resolve() != out_dir.resolve():
+        shutil.copytree(source_dir / FIGURES, out_dir / FIGURES, dirs_exist_ok=True)
+        print(f"{source_dir / FIGURES} -> {out_dir / FIGURES}")
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ OFFLINE = [
     (lesson10.q4, 120, 400, "refuses"),
     (lesson00.q1, "little", "all", "costs nothing while it sleeps"),
     (lesson00.q2, 20, 0.5, "overlapped"),
+    (lesson00.q0, 0.5, 500, "in milliseconds"),
     (lesson01.q1, 50, 2, "is what one teller gives"),
     (lesson01.q1, 49, 12.5, "customers times seconds is not a rate"),
     (lesson01.q2, "ticket", "threaded", "stays at 4 per second"),
@@ -134,7 +135,7 @@ def test_predict_when_c_answers_after_a_and_b(tornado, capsys):
 def test_statuses_list_every_exercise():
     assert set(lesson02.statuses()) == {"q1", "q2", "q3", "q4"}
     assert set(lesson03.statuses()) == {"q1", "q2", "q3", "q4", "q5", "q6"}
-    assert set(lesson00.statuses()) == {"q1", "q2"}
+    assert set(lesson00.statuses()) == {"q0", "q1", "q2"}  # q0: the warm-up that shows how exercises work
 
 
 @pytest.mark.parametrize("exercise, measured, right, wrong, reason", [

@@ -1,4 +1,4 @@
-"""Exercises for lesson 00, the first experiment.
+"""Exercises for lesson 00, the first experiment, and q0, a warm-up that shows how exercises work.
 
 `from iolab.lessons.start import exercises as ex; ex.q1.check(answer)`.
 """
@@ -54,3 +54,21 @@ class SyncTime(checks.NumberExercise):
 
 # q1, q2, ... in the order the notebook asks them, and statuses() for the results file.
 checks.bind(globals())
+
+
+class WaitInSeconds(checks.NumberExercise):
+    """A warm-up that counts for nothing: it shows how checking, hints and solutions work."""
+
+    prompt = "The parameters cell sets delay_ms = 500. How many seconds does each handler wait?"
+    expected = 0.5
+    rel_tol = 0.01
+    unit = "s"
+    mistakes = {500: "is too long: 500 is the wait in milliseconds, and a second has 1,000 of them."}
+    correct_text = "That is how a right answer looks. Now the two questions that count."
+    hint_text = "A millisecond is a thousandth of a second."
+    solution_text = "500 ms / 1000 = 0.5 s."
+
+
+# q0 is the warm-up before the lesson's own questions, which bind() numbers from 1.
+q0 = WaitInSeconds()
+checks.statuses_of(globals())  # names q0 as well
