@@ -222,7 +222,8 @@ def test_the_graded_server_series_is_numbered_without_a_gap():
 # One module owns each mechanism: whatever else needs it calls that module.
 OWNERS = {
     "starts a process": (r"subprocess\.(Popen|run|call|check_output)\(|os\.fork\(|create_subprocess_", "iolab.children"),
-    "runs wrk": (r"\[\s*\"wrk\"", "iolab.benchtools"),
+    # a command list that starts with wrk, not a subscript such as runs["wrk"]
+    "runs wrk": (r"(?<![\w\])])\[\s*\"wrk\"", "iolab.benchtools"),
     # The header's name alone, to look for its value (a request's "Content-Length: 5" only writes one).
     "cuts HTTP answers apart": (r"[Cc]ontent-[Ll]ength:\s?[\"']|[\"']content-length", "iolab.http1"),
     "reads the kernel's listen counters": (r"/proc/net/netstat|\"ss\", \"-", "iolab.listening"),
