@@ -27,5 +27,5 @@ def test_a_lesson_reads_in_short_sentences_with_little_machinery(path):
 def test_the_counts_can_fail():
     long = " ".join(["word"] * 40) + "."
     assert [len(s) for s in readability.sentences(f"{long} Short one. It stays, e.g. here, vs. 1.5 there.")] == [40, 2, 7]
-    assert readability.code_lines("assert x > 1\ny = 2\n") == (2, 1)
+    assert readability.code_lines("assert x > 1\ny = 2\nz = 3\nw = 4\n") == (4, 1)
     assert readability.code_lines("x = 1\nassert x\nassert x\n") == (3, 3)  # a checking cell counts whole
