@@ -89,11 +89,6 @@ def samples_of(rows, error_names):
     return list(map(Sample, *(columns[name] for name in Sample._fields)))
 
 
-# Before client kinds, LoadSpec took every kind's keywords; a call may still give one at this value to mean "none".
-LEGACY_DEFAULTS = {"keep_alive": True, "think_s": 0.0, "connect_first": False, "rate_rps": None, "schedule": "fixed",
-                   "seed": None, "pipeline_depth": None, "pipeline_paths": None}
-
-
 @dataclass(frozen=True, init=False)
 class LoadSpec:
     """What a run may do: every run is bounded in requests, concurrency, duration and per-request time.
@@ -130,9 +125,7 @@ class LoadSpec:
         if info.runner != "load":
             raise LoadParameterError(f"kind {kind!r} is not run by iolab.load; the kinds it runs: {kinds.names('load')}")
         if options is None:
-            given = {key: value for key, value in kind_options.items()
-                     if key in info.option_names or key not in LEGACY_DEFAULTS or value != LEGACY_DEFAULTS[key]}
-            options = kinds.options_for(kind, **given)
+            options = kinds.options_for(kind, **kind_options)
         elif kind_options:
             raise LoadParameterError(f"options= is given, so {sorted(kind_options)} must go into it")
         elif not isinstance(options, info.options):
