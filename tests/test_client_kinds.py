@@ -81,6 +81,7 @@ def batch_server():
 def test_each_kind_runs_against_a_real_server(name, tornado, batch_server):
     good, _ = CASES[name]
     descriptors = psutil.Process().num_fds()
+    children = {child.pid for child in psutil.Process().children(recursive=True)}  # the servers, started before
     counts = kinds.get(name).loop == "batch"  # it keeps no rows: its totals come in its done frame
     result = load.run_load((batch_server if counts else tornado).url + "/", kind=name, requests=REQUESTS,
                            concurrency=CONCURRENCY, timeout_s=10, max_duration_s=30, **good)
@@ -98,6 +99,8 @@ def test_each_kind_runs_against_a_real_server(name, tornado, batch_server):
         users = {sample.user for sample in result.samples}
         assert len(users) == (REQUESTS if name == "open" else CONCURRENCY)  # an open loop's user is an arrival
     assert psutil.Process().num_fds() <= descriptors, "a run left file descriptors open"
+    left = [child.cmdline() for child in psutil.Process().children(recursive=True) if child.pid not in children]
+    assert not left, f"a run left processes behind: {left}"
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
