@@ -11,6 +11,7 @@ import pytest
 from helpers import script_server
 from iolab import servers
 from iolab.clients import batch
+from iolab.clients.kinds import LoadParameterError
 
 # A server that reads what has arrived and answers hello world to every GET /?seq=N in it, each echoing a number:
 # MODE "reversed" answers a read's requests backwards, "body" answers with the wrong body, "silent" never answers.
@@ -107,11 +108,12 @@ def test_nothing_listening_is_refused():
     [({"depth": 0}, "depth"), ({"depth": 257}, "depth"), ({"connections": 5000}, "connections"),
      ({"duration_s": 0}, "duration_s"),
      ({"timeout_s": 100}, "timeout_s"), ({"depth": 2.5}, "depth"), ({"url": "http://10.0.0.1:80"}, "url"),
-     ({"url": "https://127.0.0.1:80"}, "url")],
+     ({"url": "https://127.0.0.1:80"}, "url"),
+     ({"url": "http://127.0.0.1"}, "url")],
 )
 def test_bad_parameters_are_refused_by_name(arguments, named):
     arguments = {"url": "http://127.0.0.1:1", **arguments}
-    with pytest.raises(batch.BatchParameterError, match=named):
+    with pytest.raises(LoadParameterError, match=named):
         batch.run(**arguments)
 
 

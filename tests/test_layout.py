@@ -234,7 +234,6 @@ OWNERS = {
 # Modules that do it too, on purpose, each with its reason.
 SPEAKS_OTHERWISE = {
     "iolab.lessons.c10k.holding": "the c10k client's JSON lines: the notebook drives it a step at a time (next, stop)",
-    "iolab.clients.batch": "argv JSON in, one JSON line out: a count, no rows, so not yet over clients.wire's frames",
 }
 EXCEPTIONS = {"speaks to a client process": SPEAKS_OTHERWISE}
 

@@ -4,9 +4,11 @@ They run in client processes of their own; this module measures, never draws.
 
 Three kinds of load (`loop=`): closed (each user sends when its last answer is
 in), open (requests leave on a schedule, whatever the answers do), pipelined
-(each connection keeps a batch of requests in flight). A run keeps one Sample per
+(each connection keeps a batch of requests in flight); `kind=` names one of
+clients.kinds, lesson 08's batch client too. A run keeps one Sample per
 request, or for large runs (`record="aggregate"`, chosen by itself above
-AGGREGATE_ABOVE requests) counts per time bin and latency histograms.
+AGGREGATE_ABOVE requests) counts per time bin and latency histograms; the batch
+client only counts, in LoadResult.reports.
 """
 
 import json
@@ -89,11 +91,6 @@ def samples_of(rows, error_names):
     return list(map(Sample, *(columns[name] for name in Sample._fields)))
 
 
-# Before client kinds, LoadSpec took every kind's keywords; a call may still give one at this value to mean "none".
-LEGACY_DEFAULTS = {"keep_alive": True, "think_s": 0.0, "connect_first": False, "rate_rps": None, "schedule": "fixed",
-                   "seed": None, "pipeline_depth": None, "pipeline_paths": None}
-
-
 @dataclass(frozen=True, init=False)
 class LoadSpec:
     """What a run may do: every run is bounded in requests, concurrency, duration and per-request time.
@@ -127,12 +124,8 @@ class LoadSpec:
         elif loop is not None or client is not None:
             raise LoadParameterError(f"kind={kind!r} names the client already; give no loop= or client= with it")
         info = kinds.get(kind)
-        if info.runner != "load":
-            raise LoadParameterError(f"kind {kind!r} is not run by iolab.load; the kinds it runs: {kinds.names('load')}")
         if options is None:
-            given = {key: value for key, value in kind_options.items()
-                     if key in info.option_names or key not in LEGACY_DEFAULTS or value != LEGACY_DEFAULTS[key]}
-            options = kinds.options_for(kind, **given)
+            options = kinds.options_for(kind, **kind_options)
         elif kind_options:
             raise LoadParameterError(f"options= is given, so {sorted(kind_options)} must go into it")
         elif not isinstance(options, info.options):
@@ -170,7 +163,7 @@ class LoadSpec:
 
     def validate(self):
         parts = urlsplit(self.url)
-        if parts.scheme != "http" or not parts.hostname:
+        if parts.scheme != "http" or not parts.hostname or not parts.port:
             raise LoadParameterError(f"url must look like http://127.0.0.1:PORT/path, got {self.url!r}")
         try:
             check_loopback(parts.hostname)
@@ -241,6 +234,7 @@ class LoadResult:
     client_stderr: str = ""
     usage: object = None  # a usage.RunUsage: the CPU the server, the clients and this process spent
     time_zero: float | None = None  # the run's time zero, in time.perf_counter()
+    reports: list = ()  # each client process's totals, from its done frame, for a kind that counts (the batch client)
 
     @property
     def aggregated(self):
@@ -288,6 +282,7 @@ class LoadRun:
         self._aggregate = Aggregate() if spec.aggregated else None
         self._in_flight = [0] * len(processes)
         self._client_time = [0.0] * len(processes)
+        self._reports = [None] * len(processes)
         self._ready = 0
         self._started_all = False
         self.time_zero = None  # the run's time zero in time.perf_counter(), once the go is sent
@@ -335,6 +330,8 @@ class LoadRun:
                         self._chunks.append((rows, header["error_names"]))
                     self._in_flight[index] = header["in_flight"]
                     self._client_time[index] = header["t"]
+            elif header["kind"] == wire.DONE and "report" in header:
+                self._reports[index] = header["report"]
         process.wait()
         if process.returncode != 0 and not self._started_all:
             self.stop(f"client process {index} exited with code {process.returncode} before the run began", wait=False)
@@ -424,6 +421,10 @@ class LoadRun:
         else:
             recorded = sorted(self.samples(), key=lambda sample: sample.start)
             duration, finished = max((sample.end for sample in recorded), default=0.0), len(recorded)
+        reports = [report for report in self._reports if report is not None]
+        if reports:  # a kind that counts: its processes' totals say how far it went
+            duration = max(report["seconds"] for report in reports)
+            finished = sum(report["requests"] for report in reports)
         reason = self._stop_reason
         failed = [process.returncode for process in self.processes if process.returncode]
         if reason == "completed" and failed:
@@ -431,7 +432,7 @@ class LoadRun:
         elif reason == "completed" and finished < self.spec.requests:
             reason = f"duration limit of {self.spec.max_duration_s} s reached"
         stderr = self._stderr_text if self.done() else self._stderr()
-        return LoadResult(self.spec, recorded, duration, reason, stderr, self.meter.usage, self.time_zero)
+        return LoadResult(self.spec, recorded, duration, reason, stderr, self.meter.usage, self.time_zero, reports)
 
     def _stderr(self):
         texts = []

@@ -10,5 +10,5 @@ raw_connection                          one raw keep-alive connection: connect, 
 process                                 a client process: its share of the run, the start signal, the report
 wire                                    the row of one request and the frames that carry rows to the parent
 aggregate                               counts per time bin and latency histograms, for very large runs
-batch                                   numbered pipelined batches, counted (run by batch.run, not iolab.load)
+batch                                   numbered pipelined batches, counted; batch.run adds up the totals
 """

@@ -21,28 +21,23 @@ The numbers cycle through a few batches' worth per connection (each connection
 its own numbers), which is enough to place every answer: only one batch is in
 flight, so an answer left over from the last one would carry a number of its own.
 
-Run by `run()` in a process of its own (`python -m iolab.clients.batch SPEC`),
-which reports requests, errors, wall time and its own CPU for the timed window
-as one JSON line. Every run is bounded in requests, duration and time per batch.
+It is the kind "batch" of clients.kinds, run by iolab.load in client processes
+like every kind (`load.run_load(url, kind="batch", depth=16, concurrency=64,
+max_duration_s=3)`), over the same frames: it reports requests, errors, wall
+time and its own CPU for the timed window in its done frame, where the others
+send rows. `run()` is that run with the batch client's own names, and returns a
+BatchResult. Every run is bounded in requests, duration and time per batch.
 """
 
 import asyncio
-import json
 import resource
-import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from ..children import python, spawn
-from ..contract import check_loopback, die_with_parent
 from ..http1 import LONGEST_NUMBERED_HELLO as LONGEST_ANSWER
 from ..http1 import NUMBERED_HELLO as NUMBER
 from ..http1 import NUMBERED_HELLOS as ANSWERS
-from .kinds import BATCH_LIMITS as LIMITS  # noqa: F401 -- named here before kinds
-from .kinds import BatchOptions, BatchParameterError
-from .process import new_event_loop
 
 CYCLE = 64  # batches of numbers per connection before they repeat, at most
 NUMBERS_KEPT = 1 << 20  # numbers built ahead for all connections together, at most: the memory they take is bounded
@@ -184,16 +179,17 @@ def _requests(host, numbers):
 class Run:
     """What the connections of one client process share: the bounds, and the counts."""
 
-    def __init__(self, spec):
+    def __init__(self, spec, share, recorder):
         url = urlsplit(spec["url"])
         self.host, self.port = url.hostname, url.port
+        self.recorder = recorder
         self.depth = spec["depth"]
-        self.connections = spec["connections"]
-        self.duration_s = spec["duration_s"]
+        self.users = share["users"]  # this process's connections, numbered across the run's processes
+        self.duration_s = spec["max_duration_s"]
         self.timeout_s = spec["timeout_s"]
-        self.max_requests = spec["max_requests"]
+        self.max_requests = share["requests"]
         # Two batches in the cycle are enough to tell this batch's answers from the last one's.
-        self.cycle = max(2, min(CYCLE, NUMBERS_KEPT // (self.depth * self.connections)))
+        self.cycle = max(2, min(CYCLE, NUMBERS_KEPT // (self.depth * spec["concurrency"])))
         self.loop = asyncio.get_running_loop()
         self.issued = self.answered = 0
         self.errors = {}
@@ -201,7 +197,7 @@ class Run:
 
     async def run(self):
         batches = []
-        for number in range(self.connections):
+        for number in self.users:
             try:
                 _, protocol = await asyncio.wait_for(self.loop.create_connection(
                     lambda number=number: Batches(self, number * self.cycle * self.depth), self.host, self.port),
@@ -211,6 +207,7 @@ class Run:
                 self.errors[kind] = self.errors.get(kind, 0) + 1
                 continue
             batches.append(protocol)
+        await self.recorder.wait_for_go_async()  # every process connected: all start at the run's time zero
         cpu_before, began = _cpu_s(), time.perf_counter()
         self.ends_at = began + self.duration_s
         for connection in batches:
@@ -236,54 +233,28 @@ def _cpu_s():
     return usage.ru_utime + usage.ru_stime
 
 
-def _check(spec):
-    """The kind's options check the bounds (through iolab.params); the url must be a loopback host and port."""
-    BatchOptions(**{name: spec[name] for name in LIMITS})
-    url = urlsplit(spec["url"])
-    if url.scheme != "http" or not url.hostname or not url.port:
-        raise BatchParameterError(f"url must look like http://127.0.0.1:PORT, got {spec['url']!r}")
-    try:
-        check_loopback(url.hostname)
-    except ValueError as error:
-        raise BatchParameterError(f"url {spec['url']!r}: {error}") from None
+async def run_batches(spec, share, recorder):
+    """The kind's entry in its client process (clients.process): the totals it returns go in its done frame."""
+    return await Run(spec, share, recorder).run()
 
 
-def run(url, depth=16, connections=64, duration_s=3.0, timeout_s=10.0, max_requests=1_000_000_000):
-    """Drive the server at `url` with batches of `depth` on `connections` connections for `duration_s`, in a process of
-    its own; its BatchResult. Only pipeline_batch_app and pipeline_app answer the numbered requests it sends."""
-    spec = {"url": url, "depth": depth, "connections": connections, "duration_s": duration_s, "timeout_s": timeout_s,
-            "max_requests": max_requests}
-    _check(spec)
-    limit_s = CONNECT_TIMEOUT_S + duration_s + 2 * timeout_s + 30
-    process = spawn(python("-m", __name__, json.dumps(spec)), stderr=subprocess.PIPE)
-    try:
-        out, err = process.communicate(timeout=limit_s)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.communicate()
-        raise RuntimeError(f"the batch client did not finish within {limit_s:.0f} s; it was killed") from None
-    if process.returncode != 0:
-        said = err.decode(errors="replace").strip()[-800:]
-        raise RuntimeError(f"the batch client exited with code {process.returncode}: {said}")
-    report = json.loads(out.decode().strip().splitlines()[-1])
-    return BatchResult(depth=depth, connections=connections, **report)
+def run(url, depth=16, connections=64, duration_s=3.0, timeout_s=10.0, max_requests=1_000_000_000, processes=1):
+    """Drive the server at `url` with batches of `depth` on `connections` connections for `duration_s`, in client
+    processes of their own; its BatchResult. Only pipeline_batch_app and pipeline_app answer the numbered requests
+    it sends. A bad argument is refused with a LoadParameterError naming it."""
+    from .. import load  # here, not above: a client process imports this module, and must not load iolab.load's
 
-
-def main():
-    spec = json.loads(sys.argv[1])
-    _check(spec)
-    die_with_parent()
-    loop = new_event_loop()
-    try:
-        report = loop.run_until_complete(_main(spec))
-    finally:
-        loop.close()
-    print(json.dumps(report))
-
-
-async def _main(spec):
-    return await Run(spec).run()
-
-
-if __name__ == "__main__":
-    main()
+    result = load.run_load(url, kind="batch", depth=depth, concurrency=connections, max_duration_s=duration_s,
+                           timeout_s=timeout_s, requests=max_requests, processes=processes, record="aggregate")
+    if result.stop_reason not in ("completed", f"duration limit of {result.spec.max_duration_s} s reached") or len(
+            result.reports) != processes:
+        said = result.client_stderr.strip()[-800:]
+        raise RuntimeError(f"the batch client failed ({result.stop_reason}): {said}")
+    errors = {}
+    for report in result.reports:
+        for kind, count in report["errors"].items():
+            errors[kind] = errors.get(kind, 0) + count
+    return BatchResult(depth=depth, connections=connections, errors=errors,
+                       requests=sum(report["requests"] for report in result.reports),
+                       seconds=max(report["seconds"] for report in result.reports),
+                       client_cpu_s=sum(report["client_cpu_s"] for report in result.reports))

@@ -150,42 +150,43 @@ class PipelinedOptions(Options):
                     raise LoadParameterError(f"pipeline_paths must be paths like '/async-sleep?ms=0', got {path!r}")
 
 
-BATCH_LIMITS = {"depth": (1, 256), "connections": (1, 1000), "duration_s": (0.1, 600.0), "timeout_s": (0.01, 60.0),
-                "max_requests": (1, 10_000_000_000)}
-
-
-class BatchParameterError(LoadParameterError):
-    """A batch run asked for something outside its allowed range (kept by name for the callers that catch it)."""
+BATCH_DEPTH_LIMITS = (1, 256)
+# The batch client's own bounds on the shared fields, each with the name batch.run gives it.
+BATCH_SHARED_LIMITS = {"concurrency": ("connections", 1, 1000, True), "max_duration_s": ("duration_s", 0.1, 600.0, False),
+                       "timeout_s": ("timeout_s", 0.01, 60.0, False)}
 
 
 @dataclass(frozen=True)
 class BatchOptions(Options):
-    """The batch client (clients/batch.py): `connections` connections each keep one batch of `depth` numbered
-    requests in flight for `duration_s`; it counts, and keeps no row per request."""
+    """The batch client (clients/batch.py): `concurrency` is the number of connections, each keeping one batch of
+    `depth` numbered requests in flight until `max_duration_s` or `requests` is reached.
+
+    It counts, and keeps no row per request: its totals come in each process's done frame (LoadResult.reports).
+    """
 
     depth: int = 16
-    connections: int = 64
-    duration_s: float = 3.0
-    timeout_s: float = 10.0
-    max_requests: int = 1_000_000_000
 
     def __post_init__(self):
-        for name, (low, high) in BATCH_LIMITS.items():
-            whole = name in ("depth", "connections", "max_requests")
-            check_range(name, getattr(self, name), low, high, integer=whole, error=BatchParameterError)
+        check_range("depth", self.depth, *BATCH_DEPTH_LIMITS, error=LoadParameterError)
+
+    def check_spec(self, spec):
+        # `requests` bounds the run (the batch that reaches it is the last), so fewer than the connections is fine.
+        for field, (called, low, high, whole) in BATCH_SHARED_LIMITS.items():
+            name = field if field == called else f"{field} (batch.run's {called})"
+            check_range(name, getattr(spec, field), low, high, integer=whole, error=LoadParameterError)
 
 
 @dataclass(frozen=True)
 class KindInfo:
-    """What iolab.load (or, for the batch client, batch.run) needs to know to run a kind of client."""
+    """What iolab.load needs to know to run a kind of client."""
 
     name: str
-    module: str  # under iolab.clients; its run(spec, share, recorder) runs in a client process
+    module: str  # under iolab.clients; its `entry`(spec, share, recorder) runs in a client process
     options: type  # the frozen options class: the kind's own fields, checked when made
-    loop: str  # "closed", "open" or "pipelined": how requests leave ("batch" for the batch client)
+    loop: str  # "closed", "open", "pipelined" or "batch": how requests leave
     client: str  # what sends them: "async" (aiohttp), "raw" (asyncio protocols), "sync" (requests in threads)
-    runner: str = "load"  # "load": iolab.load.start_load, frames on stdout; "batch": batch.run, one JSON line
     lesson: str = ""
+    entry: str = "run"  # the module's function a client process calls (batch.run is the batch client's own wrapper)
 
     @property
     def option_names(self):
@@ -205,16 +206,16 @@ KINDS = {
         KindInfo("closed_sync", "closed_sync", ClosedSyncOptions, "closed", "sync"),
         KindInfo("open", "open_loop", OpenOptions, "open", "raw", lesson="02-measuring-latency"),
         KindInfo("pipelined", "pipelined", PipelinedOptions, "pipelined", "raw", lesson="08-pipelining"),
-        KindInfo("batch", "batch", BatchOptions, "batch", "raw", runner="batch", lesson="08-pipelining"),
+        KindInfo("batch", "batch", BatchOptions, "batch", "raw", lesson="08-pipelining", entry="run_batches"),
     )
 }
 LOOPS = ("closed", "open", "pipelined")  # what `loop=` of iolab.load may name
 CLIENTS = ("async", "raw", "sync")  # the closed loop's clients
 
 
-def names(runner=None):
-    """The kinds' names, sorted; with `runner`, only those run that way ("load" or "batch")."""
-    return sorted(name for name, info in KINDS.items() if runner is None or info.runner == runner)
+def names():
+    """The kinds' names, sorted."""
+    return sorted(KINDS)
 
 
 def get(name):

@@ -5,8 +5,10 @@ Takes its share of the run, waits for the parent's go, runs its client, reports.
 Started by iolab.load as `python -m iolab.clients.process SPEC`, where SPEC is
 the run's spec as JSON (LoadSpec.to_process: the shared fields, the kind and its
 options) plus this process's index and the number of processes.
-Its stdout carries frames (iolab.clients.wire), its stdin the parent's go; it
-dies with its parent as every child of the lab does (contract.die_with_parent).
+Its stdout carries frames (iolab.clients.wire), its stdin the parent's go; what
+the client returns (a kind that counts instead of keeping rows) goes in its
+done frame as `report`. It dies with its parent as every child of the lab does
+(contract.die_with_parent).
 """
 
 import asyncio
@@ -78,17 +80,17 @@ def main():
     sys.stdout = sys.stderr  # stdout carries frames only; a stray print must not break one
     recorder = Recorder(frames, listen_to_parent(), spec["process"], spec["processes"])
     info = kinds.get(spec["kind"])
-    client = importlib.import_module(f"{__package__}.{info.module}")  # its run(spec, share, recorder)
+    client = getattr(importlib.import_module(f"{__package__}.{info.module}"), info.entry)  # (spec, share, recorder)
     share = share_of(spec)
     if info.threads:
-        client.run(spec, share, recorder)
+        report = client(spec, share, recorder)
     else:
         loop = new_event_loop(spec["event_loop"])
         try:
-            loop.run_until_complete(client.run(spec, share, recorder))
+            report = loop.run_until_complete(client(spec, share, recorder))
         finally:
             loop.close()
-    recorder.done()
+    recorder.done(report)
 
 
 if __name__ == "__main__":

@@ -79,6 +79,7 @@ class Recorder:
             await asyncio.sleep(FLUSH_EVERY_S)
             self.flush()
 
-    def done(self):
+    def done(self, report=None):
+        """The last rows, then the done frame; `report`: the totals of a kind that counts instead of keeping rows."""
         self.flush()
-        wire.write_frame(self.out, wire.DONE, t=self.now())
+        wire.write_frame(self.out, wire.DONE, t=self.now(), **({} if report is None else {"report": report}))

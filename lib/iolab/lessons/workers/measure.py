@@ -159,7 +159,7 @@ def run(server, path, requests, users, handler="", keep_alive=True, client="raw"
     pending = load.start_load(
         server.url + path, requests=requests, concurrency=users, client=client, processes=client_processes,
         server=server, keep_alive=keep_alive, timeout_s=TIMEOUT_S, max_duration_s=max(60.0, 10 * expected_s),
-        connect_first=ahead, before_go=read_spread_at_go if ahead else None,
+        before_go=read_spread_at_go if ahead else None, **({"connect_first": True} if ahead else {}),
     )
     readings = []
     try:
