@@ -305,7 +305,10 @@ def test_a_pipeline_of_waits_deeper_than_memory_is_not_read_ahead(variant):
                 other.sendall(get_request("/"))
                 assert AnswerReader(other).read()[2] == "hello world\n"
         finally:
-            greedy.close()  # the sender fails out of sendall; the server drops the connection and its timers
+            # Shut down first: a close() alone leaves the sender blocked in sendall until the server gives up on
+            # the connection; shutdown wakes it at once, and the server drops the connection and its timers.
+            greedy.shutdown(socket.SHUT_RDWR)
+            greedy.close()
             sender.join(TIMEOUT_S)
         with connect(server) as after:
             after.sendall(get_request("/"))
