@@ -143,3 +143,20 @@ def run_with_file_limits(soft, hard, code):
     done = subprocess.run([sys.executable, "-c", code], preexec_fn=lower, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return done.stdout.split()
+
+
+def table_rows(text, where, columns):
+    """{first cell, unquoted: its cells} of a markdown table whose rows start with a backquoted name.
+
+    Each row must have the named `columns`, and no name may come twice; `where` names the file in the failure.
+    """
+    rows = {}
+    for line in text.splitlines():
+        if not line.startswith("| `"):
+            continue
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        assert len(cells) == len(columns), f"{where}: a row needs {', '.join(columns)}: {line}"
+        name = cells[0].strip("`")
+        assert name not in rows, f"{where} names {name} twice"
+        rows[name] = cells
+    return rows

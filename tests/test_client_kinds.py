@@ -7,6 +7,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from helpers import table_rows
 from iolab import load, servers
 from iolab.clients import kinds
 from iolab.params import ParameterError
@@ -38,16 +39,7 @@ def test_every_kind_has_a_case_here_and_runs_under_load():
 
 def readme_kinds():
     """{kind: its cells} from the table of kinds in clients/README.md."""
-    rows = {}
-    for line in README.read_text().splitlines():
-        if not line.startswith("| `"):
-            continue
-        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        assert len(cells) == 4, f"clients/README.md: a row needs kind, module, options, concurrency: {line}"
-        name = cells[0].strip("`")
-        assert name not in rows, f"clients/README.md names {name} twice"
-        rows[name] = cells
-    return rows
+    return table_rows(README.read_text(), "clients/README.md", ("kind", "module", "options", "concurrency"))
 
 
 def test_the_readme_table_of_kinds_matches_the_registry():

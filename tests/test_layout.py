@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import table_rows
 from iolab import registry
 
 REPO = Path(__file__).resolve().parents[1]
@@ -156,16 +157,7 @@ def servers_readme_rows():
     text = (REPO / "servers" / "README.md").read_text()
     assert "\n## Every server\n" in text, "servers/README.md lost its '## Every server' table"
     section = text.split("\n## Every server\n", 1)[1].split("\n## ", 1)[0]
-    rows = {}
-    for line in section.splitlines():
-        if not line.startswith("| `"):
-            continue
-        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        assert len(cells) == 6, f"servers/README.md: a row needs server, file, model, routes, at once, options: {line}"
-        name = cells[0].strip("`")
-        assert name not in rows, f"servers/README.md names {name} twice"
-        rows[name] = cells
-    return rows
+    return table_rows(section, "servers/README.md", ("server", "file", "model", "routes", "at once", "options"))
 
 
 def test_servers_readme_table_matches_the_registry():
