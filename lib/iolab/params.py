@@ -3,6 +3,7 @@
 Every failure names the parameter, its value and what is allowed.
 """
 
+import json
 import numbers
 import os
 
@@ -62,3 +63,14 @@ def check_common(quick, solutions, results_path):
     if results_path is not None and not isinstance(results_path, str):
         raise ParameterError(f"results_path must be None or a file path, got {results_path!r}")
     return quick or quick_from_environment()
+
+
+def write_results(results_path, results, default=None):
+    """Write a lesson's `results` as JSON to the parameters cell's `results_path`, when it names one; return them.
+
+    `default` turns what JSON cannot hold (a numpy float, a path) into what it can.
+    """
+    if results_path:
+        with open(results_path, "w") as out:
+            json.dump(results, out, indent=2, default=default)
+    return results

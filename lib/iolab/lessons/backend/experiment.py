@@ -6,7 +6,6 @@ get the same runs, with the same figures measured and kept.
 
 import contextlib
 import dataclasses
-import json
 import math
 import time
 from dataclasses import dataclass, field
@@ -400,11 +399,7 @@ class Lab:
 
     def save(self, results_path, skipped=None, **extra):
         """The lesson's results (results() and `extra`), written as JSON to `results_path` if it is set."""
-        results = {**self.results(skipped), **extra}
-        if results_path:
-            with open(results_path, "w") as out:
-                json.dump(results, out, indent=2, default=str)
-        return results
+        return params.write_results(results_path, {**self.results(skipped), **extra}, default=str)
 
     def results(self, skipped=None):
         """The lesson's measurements as plain data, for its results file and the benchmark's JSON line."""

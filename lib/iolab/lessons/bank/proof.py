@@ -4,8 +4,6 @@ The notebook calls one line for each; the claims print one line each (iolab.clai
 that broke them.
 """
 
-import json
-from pathlib import Path
 
 from iolab import params
 from iolab.claims import Claims
@@ -41,8 +39,7 @@ def write_results(results_path, predicted, measured, theories, exercises):
         "theory": {name: theories[name].lines() | {"demand_ms": m.summary.demand_ms} for name, m in measured.items()},
         "exercises": exercises,
     }
-    if results_path:
-        Path(results_path).write_text(json.dumps(results, indent=2))
+    params.write_results(results_path, results)
     return results
 
 

@@ -4,11 +4,9 @@ The notebook calls `write_results` and `check_claims` in one line each; every cl
 (iolab.claims), and a claim that fails names the values that broke it, as the lesson's asserts did.
 """
 
-import json
-from pathlib import Path
 
 from iolab import claims as lab_claims
-from iolab import registry, servers
+from iolab import params, registry, servers
 
 from . import exercises, limits, lineup
 
@@ -43,8 +41,7 @@ def results(held, scenes, selector_runs, meetings, sieges):
 def write_results(results_path, held, scenes, selector_runs, meetings, sieges):
     """Write the run's figures to `results_path` (when given) as JSON, and return them."""
     found = results(held, scenes, selector_runs, meetings, sieges)
-    if results_path:
-        Path(results_path).write_text(json.dumps(found, indent=2))
+    params.write_results(results_path, found)
     return found
 
 

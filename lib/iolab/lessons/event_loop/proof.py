@@ -5,9 +5,7 @@ answered after the dawdler finished, or at once; 8 waits of 200 ms took one wait
 (one after another). The measurement must sit nearer the claim's prediction than the opposite one.
 """
 
-import json
 import statistics
-from pathlib import Path
 
 from iolab import load, params, theory
 from iolab.claims import Claims
@@ -74,8 +72,7 @@ def results(profiles, race, asleep, asleep_theory, ceiling_rps, exercises, solut
 
 def write_results(results, results_path):
     """Write `results` as JSON to `results_path`, when the run was given one."""
-    if results_path:
-        Path(results_path).write_text(json.dumps(results, indent=2))
+    params.write_results(results_path, results)
 
 
 def _check_steps(claims, profiles, dawdle_ms):

@@ -8,10 +8,8 @@ a figure tuned here. Claims between two predictions are judged as lessons 03 and
 measurement must sit nearer the claim's prediction than the opposite one.
 """
 
-import json
 import math
 import sys
-from pathlib import Path
 
 from iolab import params
 from iolab.claims import Claims
@@ -55,8 +53,7 @@ def results(model_runs, scaling_rows, exercises):
 
 def write_results(results, results_path):
     """Write `results` as JSON to `results_path`, when the run was given one."""
-    if results_path:
-        Path(results_path).write_text(json.dumps(results, indent=2))
+    params.write_results(results_path, results)
 
 
 def _check_model(claims, name, run, delay_ms, switch_ms):

@@ -1,9 +1,7 @@
 """Lesson 09's parameters checked, its figures gathered for the results file, and its closing claims checked from them."""
 
-import json
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 from iolab import environment, metrics, params
 from iolab.claims import Claims
@@ -153,8 +151,7 @@ def results_of(plan, stall_results, ab_runs, slow, errors, oc_points, heavy, exe
 
 def save(results, results_path):
     """Write the run's figures as JSON to `results_path`, when the run was given one."""
-    if results_path:
-        Path(results_path).write_text(json.dumps(results, indent=2, default=float))
+    params.write_results(results_path, results, default=float)
 
 
 def _row(point):

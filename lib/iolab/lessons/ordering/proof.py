@@ -5,9 +5,7 @@ sent (plus what C takes alone, measured in C,A and C,B), or C answered only when
 answered. The measurement must sit nearer the prediction the claim makes.
 """
 
-import json
 import sys
-from pathlib import Path
 
 from iolab import params
 from iolab.claims import Claims
@@ -43,8 +41,7 @@ def results(orders, abc_done_ms, threaded_c_ms, delay_ms, gap_ms, exercises):
 
 def write_results(results, results_path):
     """Write `results` as JSON to `results_path`, when the run was given one."""
-    if results_path:
-        Path(results_path).write_text(json.dumps(results, indent=2))
+    params.write_results(results_path, results)
 
 
 MS = {"unit": "ms", "spec": ".0f"}  # how this lesson's times print: whole milliseconds

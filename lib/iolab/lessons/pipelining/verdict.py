@@ -5,11 +5,9 @@ The notebook calls `write_results` and `check_claims` in one line each; every cl
 compares with a figure from another machine.
 """
 
-import json
-from pathlib import Path
 
 from iolab import claims as lab_claims
-from iolab import environment, servers
+from iolab import environment, params, servers
 
 from . import exercises, hol, runs
 
@@ -44,8 +42,7 @@ def write_results(results_path, cores, client, ladder_rows, depth_rows, japronto
                       "per_request_client_us": python_pair.client_us},
         "exercises": exercises.statuses(),
     }
-    if results_path:
-        Path(results_path).write_text(json.dumps(results, indent=2))
+    params.write_results(results_path, results)
     return results
 
 

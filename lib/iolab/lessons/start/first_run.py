@@ -1,8 +1,6 @@
 """Lesson 00's first experiment: its parameters, what theory allows each run, its results file and its claims."""
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 
 from iolab import metrics, params, theory
 from iolab.claims import Claims
@@ -89,7 +87,7 @@ def write_results(results_path, found, plan, sync, asynchronous, exercises):
         },
         "exercises": exercises,
     }
-    Path(results_path).write_text(json.dumps(results, indent=2))
+    params.write_results(results_path, results)
 
 
 def most_busy(asynchronous):

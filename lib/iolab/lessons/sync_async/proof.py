@@ -4,8 +4,6 @@ The notebook calls one line for each; the claims print one line each (iolab.clai
 that broke them.
 """
 
-import json
-from pathlib import Path
 
 from iolab import load, params
 from iolab.claims import Claims
@@ -54,8 +52,7 @@ def write_results(results_path, sync_measured, async_measured, ceilings, sweeps,
                     "waiting_after": knocked.waiting_after, "answered_ms": knocked.answered_ms},
         "exercises": exercises,
     }
-    if results_path:
-        Path(results_path).write_text(json.dumps(results, indent=2, default=str))
+    params.write_results(results_path, results, default=str)
     return results
 
 
