@@ -3,11 +3,14 @@
 The article's handlers A, B and C, CPU work D, and A offloaded (A′).
 
 Besides the contract's routes, this server alone answers /offload-sleep?ms=N
-(lesson 03's handler A′: A's time.sleep run in a thread pool). It is not in
-iolab.contract.ROUTES, which every server must answer.
+(lesson 03's handler A′: A's time.sleep run in a thread pool) and /stats, its
+own counts as JSON (lesson 11: connections a client opened, and requests still
+being served after their client gave up). Neither is in iolab.contract.ROUTES,
+which every server must answer.
 """
 
 import asyncio
+import json
 import time
 
 import tornado.httpserver
@@ -24,9 +27,34 @@ from iolab.contract import (
     parse_ms,
 )
 
+# What /stats reports. Only a client can tell a request's end from its answer; the server counts what it sees:
+# connections accepted and not yet closed, handlers started and not yet finished.
+STATS = {"connections_opened": 0, "connections_open": 0, "requests_in_flight": 0, "requests_finished": 0}
+
+
+class CountingHTTPServer(tornado.httpserver.HTTPServer):
+    """Tornado's HTTPServer, counting the connections it accepts and closes."""
+
+    def handle_stream(self, stream, address):
+        STATS["connections_opened"] += 1
+        STATS["connections_open"] += 1
+        super().handle_stream(stream, address)
+
+    def on_close(self, server_conn):
+        STATS["connections_open"] -= 1
+        super().on_close(server_conn)
+
 
 class LabHandler(tornado.web.RequestHandler):
-    """Shared plumbing: plain-text answers and one-line 400s for bad query values."""
+    """Shared plumbing: plain-text answers, one-line 400s for bad query values, and the in-flight count."""
+
+    def prepare(self):
+        STATS["requests_in_flight"] += 1
+
+    def on_finish(self):
+        # Tornado calls this even when the client hung up before the answer: the handler ran to its end regardless.
+        STATS["requests_in_flight"] -= 1
+        STATS["requests_finished"] += 1
 
     def ms(self):
         return parse_ms(self.get_query_argument("ms", None))
@@ -97,8 +125,17 @@ class OffloadedSleep(LabHandler):
         self.answer(f"slept {ms} ms in a worker thread")
 
 
+class Stats(tornado.web.RequestHandler):
+    """This server's counts, as JSON; not counted in them."""
+
+    def get(self):
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps(STATS) + "\n")
+
+
 class NotFound(LabHandler):
     def prepare(self):
+        super().prepare()
         self.set_status(404)
         self.answer(f"404 no route for {self.request.path}")
 
@@ -111,6 +148,7 @@ def make_app():
             (r"/async-sleep", AsyncSleep),
             (r"/cpu", Cpu),
             (r"/offload-sleep", OffloadedSleep),  # this server only: lesson 03's A′
+            (r"/stats", Stats),  # this server only: lesson 11's counts
         ],
         default_handler_class=NotFound,
         # Access logs would cost more than the hello-world handler itself.
@@ -134,7 +172,7 @@ async def main():
     die_with_parent()
     exit_on_sigterm()
     sockets = tornado.netutil.bind_sockets(args.port, address=args.host, backlog=args.backlog)
-    server = tornado.httpserver.HTTPServer(make_app())
+    server = CountingHTTPServer(make_app())
     server.add_sockets(sockets)
     host, port = sockets[0].getsockname()[:2]
     announce(host, port)

@@ -125,3 +125,36 @@ def test_server_refuses_to_start_on_a_port_in_use():
         with pytest.raises(servers.ServerError, match=f"port {port} is already in use"):
             servers.start("tornado_app", port=port)
     assert not servers.running()
+
+
+def test_tornado_counts_connections_and_the_requests_it_serves_after_their_client_gave_up():
+    import json
+
+    def stats(server):
+        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+        try:
+            status, _, body = get(connection, "/stats")
+        finally:
+            connection.close()
+        assert status == 200
+        return json.loads(body)
+
+    with servers.serve("tornado_app") as server:
+        before = stats(server)
+        # Three requests on one keep-alive connection: one connection opened, three handlers finished.
+        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+        assert [get(connection, "/")[0] for _ in range(3)] == [200, 200, 200]
+        connection.close()
+        # A client that gives up after 0.1 s on a 600 ms wait: the server's handler is still waiting.
+        impatient = http.client.HTTPConnection("127.0.0.1", server.port, timeout=0.1)
+        with pytest.raises(TimeoutError):
+            get(impatient, "/async-sleep?ms=600")
+        impatient.close()
+        during = stats(server)
+        assert during["requests_in_flight"] == 1, during
+        assert during["connections_opened"] - before["connections_opened"] == 3, (before, during)  # stats, keep-alive, impatient
+        deadline = time.monotonic() + 5
+        while stats(server)["requests_in_flight"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        after = stats(server)
+        assert after["requests_in_flight"] == 0 and after["requests_finished"] - before["requests_finished"] == 4, after
