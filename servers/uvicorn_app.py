@@ -21,12 +21,13 @@ from iolab.contract import announce, die_with_parent, exit_on_sigterm, parse_arg
 NEEDS = {"uvloop": "uvloop", "httptools": "httptools"}
 
 
-def main():
-    def add_arguments(parser):
-        parser.add_argument("--loop", choices=["auto", "asyncio", "uvloop"], default="auto", help="the event loop (default auto)")
-        parser.add_argument("--http", choices=["auto", "h11", "httptools"], default="auto", help="the HTTP parser (default auto)")
+def add_arguments(parser):
+    parser.add_argument("--loop", choices=["auto", "asyncio", "uvloop"], default="auto", help="the event loop (default auto)")
+    parser.add_argument("--http", choices=["auto", "h11", "httptools"], default="auto", help="the HTTP parser (default auto)")
 
-    args = parse_args(__doc__.splitlines()[0], add_arguments)
+
+def serve(app, args):
+    """Run uvicorn on the ASGI `app` until SIGTERM, with the loop and parser `args` name."""
     for option, choice in (("loop", args.loop), ("http", args.http)):
         if choice in NEEDS and importlib.util.find_spec(NEEDS[choice]) is None:
             raise SystemExit(f"--{option} {choice} needs the Python package {NEEDS[choice]!r}, which is not installed")
@@ -50,6 +51,9 @@ def main():
     announce(*listener.getsockname()[:2])
     uvicorn.Server(config).run(sockets=[listener])
 
+
+def main():
+    serve(app, parse_args(__doc__.splitlines()[0], add_arguments))
 
 if __name__ == "__main__":
     main()

@@ -18,7 +18,7 @@ import psutil
 import pytest
 
 from helpers import GONE_WITHIN_S, get, gone, kill_the_parent, wait_until, wait_until_gone
-from iolab import contract, registry, servers
+from iolab import contract, hostile, registry, servers
 
 SLEEP_MS = 400
 # Two rounds of SLEEP_MS, told apart from one and from three: the margins leave room for a loaded machine.
@@ -344,3 +344,18 @@ def test_parent_killed_with_sigkill_takes_every_process_of_theirs_along():
     names = {pid: psutil.Process(pid).cmdline()[:3] for pid in survivors if not gone(pid)}
     assert not survivors, f"still running {GONE_WITHIN_S} s after their parent was SIGKILLed: {names}"
     assert all(refused(port) for port in ports)
+
+
+# Lesson 08's servers that run someone else's framework: workers, threads and loops of theirs, none may linger.
+FRAMEWORKS = [name for name, info in registry.SERVERS.items()
+              if info.lesson == "08-pipelining" and name not in hostile.OWN_HTTP and info.missing() is None]
+
+
+@pytest.mark.skipif(not FRAMEWORKS, reason="none of lesson 08's framework servers can start here")
+def test_parent_killed_with_sigkill_takes_every_framework_server_along():
+    """One parent starts each framework server; once it is SIGKILLed, every process of theirs is gone within 2 s."""
+    report, survivors = kill_the_parent(PARENT.format(started=[(name, {}) for name in FRAMEWORKS]))
+    assert len(report["ports"]) == len(FRAMEWORKS), report
+    names = {pid: psutil.Process(pid).cmdline()[:3] for pid in survivors if not gone(pid)}
+    assert not survivors, f"still running {GONE_WITHIN_S} s after their parent was SIGKILLed: {names}"
+    assert all(refused(port) for port in report["ports"])

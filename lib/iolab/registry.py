@@ -102,6 +102,11 @@ BACKEND_OPTIONS = {
 }
 BACKEND_MODULES = ("celery", "redis")
 
+UVICORN_OPTIONS = {  # every server uvicorn runs: the lab's bare ASGI app, Django's, Falcon's
+    "loop": Option("--loop", "the event loop: asyncio, uvloop, or auto (uvloop when installed)", "auto"),
+    "http": Option("--http", "the HTTP parser: h11 (pure Python), httptools (C), or auto", "auto"),
+}
+
 
 def _upstreams_times_theirs(options):
     theirs = get(options["upstream"]).at_once()
@@ -203,10 +208,7 @@ SERVERS = {
         ServerInfo(
             "uvicorn_app", "uvicorn_app.py",
             "one thread, an event loop: uvicorn running a bare ASGI app (asgi_app.py), no framework",
-            options={
-                "loop": Option("--loop", "the event loop: asyncio, uvloop, or auto (uvloop when installed)", "auto"),
-                "http": Option("--http", "the HTTP parser: h11 (pure Python), httptools (C), or auto", "auto"),
-            },
+            options=UVICORN_OPTIONS,
             needs_modules=("uvicorn",),
             lesson="08-pipelining",
         ),
@@ -231,6 +233,22 @@ SERVERS = {
                                  "ours"),
                 "max_waiting": Option("--max-waiting", "requests that may wait at once on one connection", 100),
             },
+            lesson="08-pipelining",
+        ),
+        ServerInfo(
+            "django_gunicorn", "django_gunicorn.py",
+            "gunicorn's arbiter forking --workers sync workers running Django's def views: one request at a time each",
+            routes=NO_WAIT_ROUTES,
+            options={"workers": Option("--workers", "sync worker processes forked by gunicorn's arbiter", 1)},
+            serves_at_once=_workers,
+            needs_modules=("gunicorn", "django"),
+            lesson="08-pipelining",
+        ),
+        ServerInfo(
+            "django_uvicorn", "django_uvicorn.py",
+            "one thread, an event loop: uvicorn running Django's ASGI handler with async def views",
+            options=UVICORN_OPTIONS,
+            needs_modules=("uvicorn", "django"),
             lesson="08-pipelining",
         ),
         ServerInfo(
