@@ -252,6 +252,22 @@ SERVERS = {
             lesson="08-pipelining",
         ),
         ServerInfo(
+            "falcon_gunicorn", "falcon_gunicorn.py",
+            "gunicorn's arbiter forking --workers sync workers running Falcon's WSGI app: one request at a time each",
+            routes=NO_WAIT_ROUTES,
+            options={"workers": Option("--workers", "sync worker processes forked by gunicorn's arbiter", 1)},
+            serves_at_once=_workers,
+            needs_modules=("gunicorn", "falcon"),
+            lesson="08-pipelining",
+        ),
+        ServerInfo(
+            "falcon_uvicorn", "falcon_uvicorn.py",
+            "one thread, an event loop: uvicorn running Falcon's ASGI app with async def responders",
+            options=UVICORN_OPTIONS,
+            needs_modules=("uvicorn", "falcon"),
+            lesson="08-pipelining",
+        ),
+        ServerInfo(
             "redis_server", "redis_server.py",
             "Redis (Debian's redis-server) as broker and result store: one thread, loopback, no persistence, a memory cap",
             routes=(),
