@@ -268,6 +268,15 @@ SERVERS = {
             lesson="08-pipelining",
         ),
         ServerInfo(
+            "cherrypy_app", "cherrypy_app.py",
+            "CherryPy on its own server (cheroot): a pool of --threads threads, one request on each",
+            routes=NO_WAIT_ROUTES,
+            options={"threads": Option("--threads", "the server's thread pool (CherryPy's default: 10)", 10)},
+            serves_at_once=_threads,
+            needs_modules=("cherrypy",),
+            lesson="08-pipelining",
+        ),
+        ServerInfo(
             "redis_server", "redis_server.py",
             "Redis (Debian's redis-server) as broker and result store: one thread, loopback, no persistence, a memory cap",
             routes=(),
