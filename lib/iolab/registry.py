@@ -277,6 +277,13 @@ SERVERS = {
             lesson="08-pipelining",
         ),
         ServerInfo(
+            "bottle_gevent", "bottle_gevent.py",
+            "one thread, gevent's WSGIServer running Bottle, monkey-patched: a greenlet per connection",
+            serves_at_once=lambda options: None,
+            needs_modules=("gevent", "bottle"),
+            lesson="08-pipelining",
+        ),
+        ServerInfo(
             "redis_server", "redis_server.py",
             "Redis (Debian's redis-server) as broker and result store: one thread, loopback, no persistence, a memory cap",
             routes=(),
