@@ -284,6 +284,12 @@ SERVERS = {
             lesson="08-pipelining",
         ),
         ServerInfo(
+            "sanic_app", "sanic_app.py",
+            "one thread, an event loop: Sanic's own server (uvloop, httptools), one worker in this process",
+            needs_modules=("sanic",),
+            lesson="08-pipelining",
+        ),
+        ServerInfo(
             "redis_server", "redis_server.py",
             "Redis (Debian's redis-server) as broker and result store: one thread, loopback, no persistence, a memory cap",
             routes=(),
