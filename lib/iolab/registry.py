@@ -290,6 +290,12 @@ SERVERS = {
             lesson="08-pipelining",
         ),
         ServerInfo(
+            "twisted_app", "twisted_app.py",
+            "one thread, an event loop: Twisted's web server on its reactor (epoll)",
+            needs_modules=("twisted",),
+            lesson="08-pipelining",
+        ),
+        ServerInfo(
             "redis_server", "redis_server.py",
             "Redis (Debian's redis-server) as broker and result store: one thread, loopback, no persistence, a memory cap",
             routes=(),
