@@ -14,7 +14,17 @@ from sanic.exceptions import NotFound
 from sanic.response import text as sanic_text
 
 import _wrapper
-from iolab.contract import HELLO_BODY, MAX_MS, BadParameter, announce, burn_cpu, die_with_parent, parse_args, parse_ms
+from iolab.contract import (
+    HELLO_BODY,
+    MAX_MS,
+    BadParameter,
+    announce,
+    burn_cpu,
+    die_with_parent,
+    exit_on_sigterm,
+    parse_args,
+    parse_ms,
+)
 
 LOGS = {  # Sanic's own logging setup writes its banner and access lines to stdout, which is the contract's
     "version": 1,
@@ -77,8 +87,9 @@ async def not_found(request, error):
 def main():
     args = parse_args(__doc__.splitlines()[0])
     die_with_parent()
+    # Until Sanic's own SIGTERM handler is in place (it stops the loop, a clean exit), ours exits cleanly.
+    exit_on_sigterm()
     listener = _wrapper.bind_listener(args.host, args.port)
-    # Sanic handles SIGTERM itself: it stops the loop, and run() returns, a clean exit.
     app.prepare(sock=listener, single_process=True, access_log=False, motd=False)
     announce(*listener.getsockname()[:2])
     Sanic.serve_single(app)

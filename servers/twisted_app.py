@@ -19,7 +19,16 @@ from twisted.logger import (
 )
 from twisted.web import resource, server
 
-from iolab.contract import HELLO_BODY, BadParameter, announce, burn_cpu, die_with_parent, parse_args, parse_ms
+from iolab.contract import (
+    HELLO_BODY,
+    BadParameter,
+    announce,
+    burn_cpu,
+    die_with_parent,
+    exit_on_sigterm,
+    parse_args,
+    parse_ms,
+)
 
 
 def answer(request, status, body):
@@ -93,6 +102,7 @@ def main():
     globalLogBeginner.beginLoggingTo(
         [FilteringLogObserver(textFileLogObserver(sys.stderr), only_warnings)], redirectStandardIO=False
     )
+    exit_on_sigterm()  # until reactor.run() puts its own SIGTERM handler in place
     port = reactor.listenTCP(args.port, Site(Routes()), backlog=1024, interface=args.host)
     announce(args.host, port.getHost().port)
     reactor.run()  # the reactor stops on SIGTERM by itself, and run() returns: a clean exit
