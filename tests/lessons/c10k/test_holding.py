@@ -70,8 +70,9 @@ def test_every_server_type_holds_a_thousand_connections_and_lets_them_all_go(lab
 
 
 
-def test_a_fresh_connection_left_in_the_accept_queue_fails_in_seconds_not_at_the_answer_timeout():
+def test_a_fresh_connection_left_in_the_accept_queue_fails_in_seconds_not_at_the_answer_timeout(monkeypatch):
     # gthread at worker_connections stops accepting: the fresh client's connection waits in the queue for ever.
+    monkeypatch.setattr(client, "UNACCEPTED_S", 0.5)  # the client's 2 s, shortened: the same wait, sooner
     with socket.create_server(("127.0.0.1", 0), backlog=8) as listener:  # it listens and never accepts
         port = listener.getsockname()[1]
         holder = client.Holder({"host": "127.0.0.1", "port": port, "path": "/", "sources": [], "fresh_requests": 5,
