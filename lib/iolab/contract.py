@@ -31,8 +31,30 @@ _PR_SET_PDEATHSIG = 1
 # tests/test_slow_clients.py). nginx's defaults, for scale: 8 KiB header buffers, 1 MiB bodies, 60 s.
 MAX_HEAD_BYTES = 8 * 1024  # request line plus headers
 MAX_BODY_BYTES = 1024 * 1024  # no route reads a body; a larger one is refused rather than buffered
-HEAD_TIMEOUT_S = 10.0  # from a request's first byte to the end of its head (a slowloris sends it a byte at a time)
-BODY_TIMEOUT_S = 10.0  # from the end of the head to the end of the body it announced
+# A test may shorten both timeouts for the servers it starts (their environment's IOLAB_REQUEST_TIMEOUT_S, in
+# seconds), so that waiting one out takes seconds, not tens of them; never longer, and never in a lesson.
+REQUEST_TIMEOUT_VARIABLE = "IOLAB_REQUEST_TIMEOUT_S"
+DEFAULT_REQUEST_TIMEOUT_S = 10.0
+
+
+def request_timeout_s(environ=os.environ):
+    """The head and body timeouts: DEFAULT_REQUEST_TIMEOUT_S, or the shorter one $IOLAB_REQUEST_TIMEOUT_S gives."""
+    text = environ.get(REQUEST_TIMEOUT_VARIABLE)
+    if text is None:
+        return DEFAULT_REQUEST_TIMEOUT_S
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = None
+    if seconds is None or not 0 < seconds <= DEFAULT_REQUEST_TIMEOUT_S:
+        raise ValueError(f"{REQUEST_TIMEOUT_VARIABLE} must be a number of seconds above 0 and at most"
+                         f" {DEFAULT_REQUEST_TIMEOUT_S:g}, got {text!r}")
+    return seconds
+
+
+# From a request's first byte to the end of its head (a slowloris sends it a byte at a time).
+HEAD_TIMEOUT_S = request_timeout_s()
+BODY_TIMEOUT_S = request_timeout_s()  # from the end of the head to the end of the body it announced
 
 
 # --- The loopback rule --------------------------------------------------------------------------

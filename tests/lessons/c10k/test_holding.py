@@ -4,7 +4,9 @@ A thousand connections on every server, each limit hit with a clear message, not
 """
 
 import os
+import socket
 import threading
+import time
 
 import psutil
 import pytest
@@ -66,6 +68,22 @@ def test_every_server_type_holds_a_thousand_connections_and_lets_them_all_go(lab
         server.check()
         assert wait_until(lambda: fds_of(server.pid) <= idle_fds + 2, 5.0), (fds_of(server.pid), idle_fds)
 
+
+
+def test_a_fresh_connection_left_in_the_accept_queue_fails_in_seconds_not_at_the_answer_timeout(monkeypatch):
+    # gthread at worker_connections stops accepting: the fresh client's connection waits in the queue for ever.
+    monkeypatch.setattr(client, "UNACCEPTED_S", 0.5)  # the client's 2 s, shortened: the same wait, sooner
+    with socket.create_server(("127.0.0.1", 0), backlog=8) as listener:  # it listens and never accepts
+        port = listener.getsockname()[1]
+        holder = client.Holder({"host": "127.0.0.1", "port": port, "path": "/", "sources": [], "fresh_requests": 5,
+                                "answer_timeout_s": 10.0})
+        assert client.accept_queue(port) == 0
+        began = time.perf_counter()
+        fresh_ms, error = holder.fresh_requests()
+        took = time.perf_counter() - began
+        assert client.accept_queue(port) == 1  # the fresh connection, closed by now, which the kernel still queues
+    assert fresh_ms == [] and "accept queue" in error, error
+    assert client.UNACCEPTED_S <= took < client.UNACCEPTED_S + 1, took
 
 def test_event_loop_memory_per_connection_and_threads():
     with servers.serve("step4_event_loop", idle_timeout=600) as server:

@@ -13,7 +13,7 @@ from iolab.lessons.sync_async import backlog, experiment
 
 @pytest.fixture(scope="module")
 def corners():
-    # One server for every corner, as the lesson uses one; about half a minute in all.
+    # One server for every corner, as the lesson uses one; about 25 s in all.
     with servers.serve("tornado_app") as server:
         yield {(m.mode, m.delay_ms, m.summary.concurrency): m for m in experiment.run_corners(server)}
 

@@ -21,6 +21,7 @@ import errno
 import json
 import os
 import resource
+import select
 import selectors
 import socket
 import sys
@@ -35,6 +36,10 @@ IP_BIND_ADDRESS_NO_PORT = getattr(socket, "IP_BIND_ADDRESS_NO_PORT", 24)
 LOCAL_ERRORS = {errno.EMFILE, errno.ENFILE, errno.EADDRNOTAVAIL, errno.EADDRINUSE, errno.ENOBUFS, errno.ENOMEM}
 CLOSE_ANSWER = "Connection: close"  # the failure kind of an answer that refuses to keep the connection alive
 STOP_AFTER_FAILURES = 10  # the server has hit a limit: give up opening after this many connections fail
+# A fresh connection still in the server's accept queue after this long, unanswered, is one the server will not take
+# (gunicorn's gthread worker at worker_connections stops accepting until one closes): waiting out the answer timeout
+# would only add its 10 s. A server that accepts answers in milliseconds, even beside 1,000 held connections.
+UNACCEPTED_S = 2.0
 
 # Message kinds on stdout, one JSON object a line; `holding` reads them by these names.
 STEP = "step"  # a step is held (or has failed): what it took, what went wrong
@@ -255,9 +260,11 @@ class Holder:
         try:
             with socket.create_connection(self.server, timeout=self.spec["answer_timeout_s"]) as sock:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                for _ in range(count):
+                for index in range(count):
                     began = time.perf_counter()
                     sock.sendall(self.request)
+                    if index == 0:
+                        self.wait_until_accepted(sock, began)
                     buffer = b""
                     while not answer_length(buffer):
                         chunk = sock.recv(65536)
@@ -268,6 +275,19 @@ class Holder:
         except (OSError, ValueError) as error:
             return latencies, f"{type(error).__name__}: {error}"
         return latencies, None
+
+    def wait_until_accepted(self, sock, began):
+        """Wait for the first answer on the fresh connection to start (within the answer timeout); a TimeoutError as
+        soon as the server has left it in its accept queue for UNACCEPTED_S."""
+        poller = select.poll()  # not select(): a descriptor past 1,023 is out of its reach
+        poller.register(sock, select.POLLIN)
+        while not poller.poll(250):
+            waited = time.perf_counter() - began
+            if waited >= self.spec["answer_timeout_s"]:
+                raise TimeoutError("timed out")
+            if waited >= UNACCEPTED_S and accept_queue(self.server[1]):
+                raise TimeoutError(f"not accepted: the server left the connection in its accept queue for"
+                                   f" {waited:.1f} s, unanswered")
 
     def report(self, target, grown):
         fresh_ms, fresh_error = self.fresh_requests() if self.held or target == 0 else ([], None)
@@ -320,6 +340,21 @@ class Holder:
 def write(message):
     sys.stdout.write(json.dumps(message) + "\n")
     sys.stdout.flush()
+
+
+def accept_queue(port):
+    """Connections waiting to be accepted on the socket listening on `port`, from /proc/net/tcp (state 0A is LISTEN, its
+    rx_queue the accept queue); 0 where none is found."""
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as listing:
+                for line in listing:
+                    fields = line.split()
+                    if fields[3] == "0A" and fields[1].endswith(f":{port:04X}"):
+                        return int(fields[4].split(":")[1], 16)
+        except OSError:
+            continue
+    return 0
 
 
 def set_file_limit(wanted):
