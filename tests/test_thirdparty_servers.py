@@ -359,3 +359,22 @@ def test_parent_killed_with_sigkill_takes_every_framework_server_along():
     names = {pid: psutil.Process(pid).cmdline()[:3] for pid in survivors if not gone(pid)}
     assert not survivors, f"still running {GONE_WITHIN_S} s after their parent was SIGKILLed: {names}"
     assert all(refused(port) for port in report["ports"])
+
+
+# Linux delays an ACK by at least 40 ms (TCP_DELACK_MIN). A server that writes a head and a body in two sends with
+# Nagle on waits that long for every answer after a connection's first: gevent's pywsgi did, 43 ms a request.
+DELAYED_ACK_MS = 40
+
+
+@pytest.mark.skipif(not FRAMEWORKS, reason="none of lesson 08's framework servers can start here")
+@pytest.mark.parametrize("name", FRAMEWORKS)
+def test_keep_alive_answers_do_not_wait_for_a_delayed_ack(name):
+    with servers.serve(name) as server:
+        connection = http.client.HTTPConnection(server.host, server.port, timeout=5)
+        took_ms = []
+        for _ in range(5):
+            began = time.perf_counter()
+            assert get(connection, "/")[0] == 200
+            took_ms.append((time.perf_counter() - began) * 1000)
+        connection.close()
+    assert sorted(took_ms)[2] < DELAYED_ACK_MS, took_ms

@@ -24,7 +24,7 @@ QUICK_RUN = json.loads("""
   "wrk_stall_s": 2.5},
  "errors_run": {"lab_headline": "WARNING: 200 of 200 answers were not 2xx (200 × 404): the rate counts errors.",
   "lab_rps": 2849.01, "lab_non_2xx": 200, "lab_completed": 200, "wrk_rps": 5175.72, "wrk_non_2xx": 5188,
-  "wrk_requests": 5188},
+  "wrk_requests": 5188, "bottle_wrk_rps": 4210.4, "bottle_wrk_non_2xx": 4215, "bottle_wrk_requests": 4215},
  "open_vs_closed": [
   {"load": 0.3, "closed_ms": 4.537, "open_ms": 5.798, "predicted_closed_ms": 5.41, "predicted_open_ms": 5.843,
    "open_errors": 0, "closed_errors": 0, "band_open_ms": [5.605, 7.695], "band_closed_ms": [4.488, 5.41],
@@ -45,7 +45,7 @@ def test_a_quick_runs_figures_hold_every_claim_one_line_each(capsys):
     claims = measuring.check_claims(copy.deepcopy(QUICK_RUN))
     lines = capsys.readouterr().out.splitlines()
     assert lines[-1] == f"All {len(claims.rows)} of this lesson's claims hold on this run."
-    assert len(claims.rows) == 23 and len(lines) == 24, lines  # 2 loads: 3 claims at 0.3, 1 at 1.3, 2 past 1 / D
+    assert len(claims.rows) == 24 and len(lines) == 25, lines  # 2 loads: 3 claims at 0.3, 1 at 1.3, 2 past 1 / D
     assert "✓ the open loop's p99 lies where the stall and the drain put it: 488.6 ms within [469.0, 493.4] ms" in lines
 
 
@@ -54,7 +54,7 @@ def test_a_p99_outside_its_bounds_fails_naming_its_values_after_every_claim_is_p
     broken["stall"]["open_p99_ms"] = 520.0
     with pytest.raises(ClaimsFailed, match=r"open loop p99 520\.0 ms, expected 469\.0 to 493\.4 ms") as failure:
         measuring.check_claims(broken)
-    assert "1 of 23 claims failed" in str(failure.value)
+    assert "1 of 24 claims failed" in str(failure.value)
     out = capsys.readouterr().out
     assert "✗ the open loop's p99 lies where the stall and the drain put it: 520.0 ms, outside [469.0, 493.4] ms" in out
     assert "✓ the threaded client costs more CPU per request than the server" in out  # the claims after it still ran
@@ -65,9 +65,10 @@ def test_a_run_without_ab_or_wrk_skips_their_claims_and_says_why(capsys):
     bare["ab"] = None
     bare["stall"]["wrk"] = bare["stall"]["wrk_p99_ms"] = None
     bare["wrk_timeout"] = {"lab_max_ms": 2581.065, "lab_stall_s": 2.5}
-    bare["errors_run"].update(wrk_rps=None, wrk_non_2xx=None, wrk_requests=None)
+    bare["errors_run"].update(wrk_rps=None, wrk_non_2xx=None, wrk_requests=None, bottle_wrk_rps=None,
+                              bottle_wrk_non_2xx=None, bottle_wrk_requests=None)
     claims = measuring.check_claims(bare)
-    assert sum(row[0] == "–" for row in claims.rows) == 7, claims.rows
+    assert sum(row[0] == "–" for row in claims.rows) == 8, claims.rows
     assert "– ab -k kept every connection: skipped, ab did not run" in capsys.readouterr().out
 
 

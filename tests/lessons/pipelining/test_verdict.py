@@ -6,7 +6,7 @@ import pytest
 
 from iolab import params
 from iolab.claims import ClaimsFailed
-from iolab.lessons.pipelining import parameters, verdict
+from iolab.lessons.pipelining import frameworks, ladder, parameters, verdict
 
 SIZES = dict(connections=64, duration_s=3, depths=[1, 2, 4, 8, 16, 32], wait_ms=300, batch_size=8,
              order_requests=32_000, quick=False, solutions=False, results_path=None)
@@ -61,3 +61,60 @@ def test_head_of_line_claims_skip_what_a_quota_stall_would_decide():
     verdict._order(claims, checks, 4000, {**timings, "the wait first": timing([2.0] + [301.0] * 7)}, 300, 0, 0.0)
     with pytest.raises(ClaimsFailed, match="with the wait first, no answer left before the wait ended"):
         claims.report()
+
+
+def rung(server, demand_us, rps, user_us=None, thread_us=None):
+    return {"server": server, "demand_us": demand_us, "rps": rps, "user_us": user_us or 0.8 * demand_us,
+            "system_us": demand_us - (user_us or 0.8 * demand_us), "client_us": 6.0, "client_threads": 1,
+            "thread_us": thread_us or demand_us, "edges": 1.01, "window_s": 3.0}
+
+
+# D (µs) and req/s as a two-core run measured them (one process each; nginx and four Tornado processes together).
+LADDER = [rung("cherrypy_app", 584.1, 1_731, thread_us=54.3), rung("django_gunicorn", 217.9, 4_407),
+          rung("tornado_app", 154.9, 6_260), rung("nginx + 4 tornado", 144.8, 7_147, thread_us=34.8)]
+
+
+def test_the_seeds_second_is_the_rival_with_the_least_d_and_four_processes_multiply_its_lead(capsys):
+    four = frameworks.four_times(LADDER, cores=2)
+    assert four.second == "django_gunicorn" and four.lead == 217.9 / 154.9 and four.four_ran
+    assert four.predicted_on_four_cores == 4 * 217.9 / 144.8 and four.verdict == "reproduced"
+    assert four.measured_ratio == 7_147 / 4_407 and four.measured_ratio <= four.most_ratio
+    said = frameworks.sentence(four, {row["server"]: row for row in LADDER})
+    assert "django_gunicorn is second: D 218 µs (cherrypy_app 584 µs)" in said and "1.41 times" in said
+    claims = verdict.Claims("08")
+    verdict._ladder_reach(claims, LADDER)
+    verdict._four_times(claims, LADDER, cores=2)
+    assert claims.report() == 2
+    assert "four processes behind nginx: 1.62 times django_gunicorn" in capsys.readouterr().out
+
+
+def test_without_the_four_processes_the_claim_bounds_one_and_a_small_lead_refutes_4x():
+    one = [row for row in LADDER if row["server"] != "nginx + 4 tornado"]
+    four = frameworks.four_times(one, cores=1)
+    assert not four.four_ran and four.predicted_on_four_cores == 4 * four.lead
+    close = frameworks.four_times([rung("django_gunicorn", 160.0, 6_000), rung("tornado_app", 200.0, 5_000)], 2)
+    assert close.verdict == "refuted" and "refuted here" in frameworks.sentence(
+        close, {"django_gunicorn": rung("django_gunicorn", 160.0, 6_000), "tornado_app": rung("tornado_app", 200.0, 5_000)})
+    assert frameworks.four_times([rung("tornado_app", 150.0, 6_000)], 2) is None
+    claims = verdict.Claims("08")
+    verdict._four_times(claims, [rung("tornado_app", 150.0, 6_000)], cores=2)
+    assert claims.rows[0][0] == "–"
+
+
+def test_a_rung_over_its_reach_fails_by_name():
+    claims = verdict.Claims("08")
+    verdict._ladder_reach(claims, [rung("tornado_app", 154.9, 9_000)])  # 9,000 x 154.9 µs: 1.39 of one thread
+    with pytest.raises(ClaimsFailed, match="tornado_app"):
+        claims.report()
+
+
+def test_the_synchronous_prediction_is_equal_where_the_wait_dominates_and_apart_where_d_does():
+    table = frameworks.sync_table(tornado_us=150.0, django_us=225.0, waits_ms=(0, 100))
+    assert table[0][3] == 1.5 and abs(table[1][3] - 1) < 0.001
+    assert frameworks.sync_rate_rps(0, 200.0, workers=4, cores=2) == 10_000  # four workers, two cores: cores / D
+
+
+def test_quick_mode_counts_the_lab_servers_calls_not_the_frameworks():
+    assert ladder.counted("tornado_app", quick=True) and not ladder.counted("django_gunicorn", quick=True)
+    assert ladder.counted("django_gunicorn") and not ladder.counted("nginx + 4 tornado")
+    assert set(ladder.FRAMEWORKS) | set(ladder.NEVER_COUNTED) <= {label for label, *_ in ladder.RUNGS}

@@ -8,7 +8,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from iolab import benchtools
+from iolab import benchtools, registry, servers
 
 # The write-ups' own wrk outputs (section 7 of the seeds): what their latency and rate lines describe.
 SEED_FIRE_AND_FORGET = {"requests": 14_627, "timeouts": 11_849, "server": "Tornado, fire and forget, wrk -t10 -c1000 -d60s"}
@@ -76,3 +76,12 @@ def wrk_post(url, connections, duration_s):
         script.write_text(post_script())
         report = benchtools.wrk_output(url, connections=connections, duration_s=duration_s, script=script)
     return benchtools.parse_wrk(report) | {"report": report}
+
+
+def wrk_post_to(name, connections, duration_s):
+    """wrk POSTing to server `name`'s GET-only `/`, started for the run: wrk_post's figures, or why it cannot run."""
+    reason = registry.get(name).missing()
+    if reason:
+        return f"{name} cannot start here: {reason}"
+    with servers.serve(name) as server:
+        return wrk_post(server.url + "/", connections, duration_s)

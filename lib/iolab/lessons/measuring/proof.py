@@ -67,12 +67,14 @@ def check_parameters(quick, solutions, results_path, **sizes):
 def results_of(plan, stall_results, ab_runs, slow, errors, oc_points, heavy, exercises):
     """This run's figures, plain data: what the results file keeps and what check_claims checks.
 
-    `errors` is (the lab client's metrics.Summary of the wrong path, wrk's POST figures or the reason it did not run).
+    `errors` is (the lab client's metrics.Summary of the wrong path, wrk's POST figures on Tornado and on gevent + Bottle,
+    each or the reason it did not run).
     The bounds are built here from the runs, with the functions the lesson's cells print them with.
     """
     p = plan
     closed_run, open_run = stall_results["closed loop"], stall_results["open loop"]
-    wrong_summary, posted = errors
+    wrong_summary, posted, *bottle = errors
+    bottle = bottle[0] if bottle else "not run"
     predicted = stall_runs.predicted_open_ms(0.99, open_run.stall_s, p.duration_s, p.rate_rps,
                                              stall_runs.drain_s(open_run, p.cores), open_run.calm_p99_ms)
     open_low_ms, open_high_ms, open_bounds = stall_runs.open_percentile_bounds(
@@ -131,7 +133,11 @@ def results_of(plan, stall_results, ab_runs, slow, errors, oc_points, heavy, exe
                        "lab_non_2xx": wrong_summary.errors, "lab_completed": wrong_summary.completed,
                        "wrk_rps": None if isinstance(posted, str) else posted["rps"],
                        "wrk_non_2xx": None if isinstance(posted, str) else posted["non_2xx"],
-                       "wrk_requests": None if isinstance(posted, str) else posted["requests"]},
+                       "wrk_requests": None if isinstance(posted, str) else posted["requests"],
+                       # The write-up's own pairing, gevent + Bottle, posted to the same way.
+                       "bottle_wrk_rps": None if isinstance(bottle, str) else bottle["rps"],
+                       "bottle_wrk_non_2xx": None if isinstance(bottle, str) else bottle["non_2xx"],
+                       "bottle_wrk_requests": None if isinstance(bottle, str) else bottle["requests"]},
         "open_vs_closed": [point.row() | {
             "open_errors": point.open.errors, "closed_errors": point.closed.errors,
             "band_open_ms": list(point.band_open_ms), "band_closed_ms": list(point.band_closed_ms),
@@ -286,6 +292,14 @@ def _tool_claims(claims, timeout, errors):
         claims.check("wrk counts every answer of the POST run an error",
                      errors["wrk_non_2xx"] > 0 and errors["wrk_non_2xx"] >= 0.99 * errors["wrk_requests"],
                      f"{errors['wrk_non_2xx']} errors in {errors['wrk_requests']} answers (at least 99%)", "", str(errors))
+    if errors.get("bottle_wrk_non_2xx") is None:
+        claims.skip("wrk counts every answer of gevent + Bottle's POST run an error", "wrk or bottle_gevent did not run")
+    else:
+        claims.check("wrk counts every answer of gevent + Bottle's POST run an error",
+                     errors["bottle_wrk_non_2xx"] > 0
+                     and errors["bottle_wrk_non_2xx"] >= 0.99 * errors["bottle_wrk_requests"],
+                     f"{errors['bottle_wrk_non_2xx']} errors in {errors['bottle_wrk_requests']} answers (at least 99%)",
+                     "", str(errors))
 
 
 def _open_closed_claims(claims, points, cpu_ms, growth):

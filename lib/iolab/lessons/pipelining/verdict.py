@@ -9,7 +9,7 @@ compares with a figure from another machine.
 from iolab import claims as lab_claims
 from iolab import environment, params, servers
 
-from . import exercises, hol, runs
+from . import exercises, frameworks, hol, runs
 
 CORE_SERVERS = ("tornado_app", "aiohttp_app", "raw asyncio", "uvloop + httptools")
 
@@ -42,6 +42,8 @@ def write_results(results_path, cores, client, ladder_rows, depth_rows, japronto
                       "per_request_client_us": python_pair.client_us},
         "exercises": exercises.statuses(),
     }
+    four = frameworks.four_times(ladder_rows, cores)
+    results["four_times"] = four.row() if four else None
     params.write_results(results_path, results)
     return results
 
@@ -131,6 +133,40 @@ def _reach(claims, best):
                               f" x {best['edges']:.3f} for the requests at the window's edges", best)))
 
 
+def _ladder_reach(claims, ladder_rows):
+    # Every rung, one process or many: the utilization law for its busiest thread, the client's threads, and the
+    # cores they share, from the rung's own D and client CPU, over the run's windows (as _reach at depth 16).
+    over = []
+    for row in ladder_rows:
+        most = min(runs.ceilings(row["demand_us"], row["client_us"], environment.cpus_within(row["window_s"]),
+                                 row["client_threads"], row["thread_us"]).values())
+        if not row["rps"] <= most * row["edges"]:
+            over.append((row["server"], row["rps"], most * row["edges"]))
+    claims.check("at depth 1, every rung stays under the reach predicted from its D, the client and the cores",
+                 not over, f"{len(ladder_rows) - len(over)} of {len(ladder_rows)} rungs",
+                 message=f"(rung, req/s, reach x edges): {over}")
+
+
+def _four_times(claims, ladder_rows, cores):
+    # The seed's 4x: Tornado's rate over the second fastest rival's can be no more than Tornado's reach from its own
+    # D (the utilization law) over the rival's measured rate: behind nginx with four processes where that ran, else
+    # one process.
+    four = frameworks.four_times(ladder_rows, cores)
+    claim = "Tornado's lead over the seed's second fastest stays under what its D allows"
+    if four is None:
+        claims.skip(claim, "Tornado or none of the seed's rivals (Django, CherryPy) ran")
+        return
+    if four.four_ran:
+        measured, most, what = four.measured_ratio, four.most_ratio, "four processes behind nginx"
+    else:
+        row = next(row for row in ladder_rows if row["server"] == frameworks.TORNADO)
+        reach = min(runs.ceilings(row["demand_us"], row["client_us"], environment.cpus_within(row["window_s"]),
+                                  row["client_threads"], row["thread_us"]).values())
+        measured, most, what = four.tornado_rps / four.second_rps, reach * row["edges"] / four.second_rps, "one process"
+    claims.check(claim, measured <= most, f"{what}: {measured:.2f} times {four.second}",
+                 f"[0, {most:.2f}] times, from D", message=str(four.row()))
+
+
 def _order(claims, order_checks, order_requests, timings, wait_ms, throttled, throttled_s):
     errors = sum(check.out_of_order + check.other_errors for check in order_checks)
     checked = sum(check.checked for check in order_checks)
@@ -186,6 +222,8 @@ def check_claims(ladder_rows, depth_rows, at, order_checks, order_requests, timi
     """Check every claim of the lesson on this run, print one line each, and raise ClaimsFailed if any failed."""
     claims = Claims("08 Pipelining")
     _counts(claims, ladder_rows, depth_rows)
+    _ladder_reach(claims, ladder_rows)
+    _four_times(claims, ladder_rows, cores)
     _depth(claims, at)
     _reach(claims, at[16, True])
     _order(claims, order_checks, order_requests, timings, wait_ms, throttled, throttled_s)
