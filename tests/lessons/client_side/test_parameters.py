@@ -1,0 +1,26 @@
+"""Lesson 11's parameters: the defaults and quick mode pass; one out of range is named with its value and range."""
+
+import pytest
+
+from iolab.lessons.client_side import parameters
+from iolab.params import ParameterError
+
+CELL = {"calls": 40, "call_ms": 200, "threads": 6, "semaphore": 15, "limit_ms": 200, "rounds": 3,
+        "fastapi_threads": 40, "quick": False, "solutions": False, "results_path": None}
+
+
+def test_the_defaults_and_quick_mode_pass():
+    assert parameters.Plan.from_cell(CELL).calls == 40
+    quick = parameters.Plan.from_cell(CELL | {"quick": True})
+    assert (quick.calls, quick.call_ms, quick.rounds) == (20, 100, 2) and quick.threads < quick.calls
+
+
+@pytest.mark.parametrize("name, value, words", [
+    ("calls", 101, "between 4 and 100"), ("call_ms", 10, "between 50 and 2000"), ("threads", 11, "between 2 and 10"),
+    ("limit_ms", 50, "between 100 and 2000"), ("rounds", 1, "between 2 and 5"), ("fastapi_threads", 0, "between 1"),
+    ("semaphore", 40, "less than calls (40)"), ("quick", "yes", "True or False"),
+])
+def test_a_value_out_of_range_is_named(name, value, words):
+    with pytest.raises(ParameterError) as raised:
+        parameters.Plan.from_cell(CELL | {name: value})
+    assert name in str(raised.value) and repr(value) in str(raised.value) and words in str(raised.value)
