@@ -17,7 +17,7 @@ def test_the_defaults_and_quick_mode_pass():
 
 @pytest.mark.parametrize("name, value, words", [
     ("calls", 101, "between 4 and 100"), ("call_ms", 10, "between 50 and 2000"), ("threads", 11, "between 2 and 10"),
-    ("limit_ms", 50, "between 100 and 2000"), ("rounds", 1, "between 2 and 5"), ("fastapi_threads", 0, "between 1"),
+    ("limit_ms", 50, "between 100 and 2000"), ("rounds", 1, "between 2 and 5"), ("fastapi_threads", 101, "between 1 and 100"),
     ("semaphore", 40, "less than calls (40)"), ("quick", "yes", "True or False"),
 ])
 def test_a_value_out_of_range_is_named(name, value, words):

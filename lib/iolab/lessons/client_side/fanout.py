@@ -1,11 +1,11 @@
 """Lesson 11's forty calls of T: one after another, in k threads, with gather, behind a semaphore of s."""
 
 import asyncio
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import aiohttp
+import psutil
 import requests
 
 from iolab import servers, usage
@@ -60,6 +60,12 @@ async def with_semaphore(session, url, n, s):
 # --- Running them against tornado_app, metered --------------------------------------------------------------
 
 
+def own_work_s():
+    """This process's CPU seconds (every thread's, ended ones too) and its live threads' waits for a CPU."""
+    me = psutil.Process()
+    return usage.process_cpu_s(me) + usage.queued_s(me)
+
+
 def ways(plan):
     """{how: (P, the limit that holds it)} for the four ways, with this run's sizes."""
     return {
@@ -88,12 +94,13 @@ async def run_all(plan):
                     f"semaphore of {plan.semaphore}": lambda: with_semaphore(aio, url, plan.calls, plan.semaphore),
                 }
                 for how, (P, _) in ways(plan).items():
-                    meter = usage.measure(os.getpid())  # this kernel and its children: the server is one
+                    server_meter, before = usage.measure(server), own_work_s()
                     calls = runs[how]()  # requests blocks this cell; aiohttp's ways give a coroutine to await
                     if asyncio.iscoroutine(calls):
                         calls = await calls
-                    used = meter.stop()
-                    rows[how] = model.predict(how, P, T_s, calls, used.cpu_s + used.queued_s) | {
+                    used = server_meter.stop()
+                    work_s = own_work_s() - before + used.cpu_s + used.queued_s
+                    rows[how] = model.predict(how, P, T_s, calls, work_s) | {
                         "calls_timed": [(sent - calls[0][0], answered - calls[0][0]) for sent, answered in calls]}
         await asyncio.sleep(0)  # the closed connections' transports close on the loop's next turn
     return rows

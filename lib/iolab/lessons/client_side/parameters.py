@@ -13,7 +13,7 @@ RANGES = {
     "semaphore": (2, 50),  # s
     "limit_ms": (100, 2000),  # T of section 2: above 100 ms, one round is told from the next (measured in tests)
     "rounds": (2, 5),  # section 2's calls are rounds x each library's limit: two rounds at least show the limit
-    "fastapi_threads": (1, 200),  # anyio's thread limiter in fastapi_app (FastAPI's default is 40)
+    "fastapi_threads": (1, 100),  # anyio's limiter in fastapi_app (FastAPI's 40); at most the 100 aiohttp lets out
 }
 QUICK = {"calls": 20, "call_ms": 100, "limit_ms": 100, "rounds": 2}
 TIMEOUT_S = 30  # every call's timeout: far above any T the ranges allow
