@@ -208,6 +208,8 @@ def show(result):
     """A few lines on what one run measured, in words."""
     if "blocking" in result and "warnings" in result["blocking"]:
         print(f"Debug mode, slow_callback_duration = {result['threshold_s'] * 1000:.0f} ms:")
+        if result["blocking"]["warnings"]:
+            print("  asyncio's own words, the first time:", result["blocking"]["warnings"][0]["message"])
         for key in ("blocking", "awaiting"):
             run = result[key]
             print(f"  {run['coroutine']}: {len(run['warnings'])} warnings, {run['s'] * 1000:.0f} ms in all")
