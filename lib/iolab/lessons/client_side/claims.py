@@ -43,7 +43,8 @@ def rounds(claims, row, name):
     """1. n calls of T, at most P at once, take ⌈n/P⌉ rounds of T: no less (each round waits T), and no more than
     the run's own CPU and waits for a CPU on top. 2. Only the first round is answered within 2T of the start: a
     call of the second waited for one of the first (checked when this run's overhead of a call is under T)."""
-    claims.within(f"{name}: {row['calls']} calls take ⌈n/P⌉ = {row['rounds']} rounds of T",
+    rounds_ = f"{row['rounds']} round{'s' if row['rounds'] != 1 else ''}"
+    claims.within(f"{name}: {row['calls']} calls take ⌈n/P⌉ = {rounds_} of T",
                   row["measured_s"] * 1000, row["low_s"] * 1000, row["high_s"] * 1000, "ms", 0,
                   f"{name}: {row['measured_s'] * 1000:.0f} ms for {row['calls']} calls of {row['T_ms']:.0f} ms,"
                   f" outside [{row['low_s'] * 1000:.0f}, {row['high_s'] * 1000:.0f}] ms: {row['rounds']} rounds at"

@@ -78,18 +78,6 @@ class PoolFull(checks.ChoiceExercise):
                      "afterwards ('Connection pool is full, discarding connection'). No limit on calls, only churn.")
 
 
-class FastAPIDef(checks.NumberExercise):
-    prompt = ("80 calls at once reach a FastAPI `def` endpoint that sleeps 400 ms, served by uvicorn at its "
-              "defaults. About how long until the last answer, in seconds?")
-    expected = 0.8
-    rel_tol = 0.05
-    unit = "s"
-    mistakes = {0.4: "is an `async def` endpoint: a `def` one runs on a thread pool.",
-                32.0: "is one at a time: that is an `async def` endpoint that calls time.sleep."}
-    hint_text = "A `def` endpoint runs on anyio's thread pool: its limiter lets 40 run at once."
-    solution_text = "⌈80 / 40⌉ = 2 rounds of 0.4 s = 0.8 s."
-
-
 class ReadTheLimitBack(checks.NumberExercise):
     prompt = ("A program starts 40 calls at once, 120 calls in all, each 250 ms on the server. They all finish "
               "in 5.0 s. How many calls did its library let through at once?")
@@ -101,6 +89,54 @@ class ReadTheLimitBack(checks.NumberExercise):
     hint_text = ["X = 120 calls / 5.0 s.", "Little's law: P = X · T."]
     solution_text = ("X = 120 / 5.0 = 24 calls/s, and P = X · T = 24 × 0.25 s = 6: the default executor's "
                      "min(32, cores + 4) threads on a 2-core machine.")
+
+
+class WhenATaskGroupFails(checks.ChoiceExercise):
+    prompt = ("Ten calls run in a TaskGroup. One fails after 50 ms; the others take 1 s each. When does the "
+              "`async with` block end, and what happened to the other nine? '50 ms, cancelled', '1 s, answered' "
+              "or '50 ms, still running'.")
+    choices = {
+        "50 ms, cancelled": "",
+        "1 s, answered": "that would be gather(..., return_exceptions=True): it waits for every call.",
+        "50 ms, still running": "that is a plain gather: it raises at once and leaves the others running.",
+    }
+    correct = "50 ms, cancelled"
+    correct_text = ("The first failure cancels every sibling, and the block ends once they have all stopped. "
+                    "The server may still be serving them: the client cannot call that back.")
+    hint_text = "What did the TaskGroup row above do with its other calls, and when?"
+    solution_text = "'50 ms, cancelled': a TaskGroup cancels the rest at the first failure, then raises it."
+
+
+class RetryArrivals(checks.NumberExercise):
+    prompt = ("A client sends 50 calls a second to a server that takes 2 s. Its timeout is 0.5 s, with 3 retries. "
+              "How many requests a second arrive at the server?")
+    expected = 50 * (1 + 3)
+    rel_tol = 0.01
+    unit = "requests/s"
+    mistakes = {
+        50: "counts each call once: but every attempt times out, and each is retried.",
+        150: "counts the retries only: the first attempt reaches the server too.",
+        400: "is how many the server holds at once (Little's law: 200/s × 2 s), not how many arrive per second.",
+    }
+    hint_text = ["The timeout, 0.5 s, is shorter than the 2 s the server takes. So how many attempts does each call make?",
+                 "Each call makes 1 + r attempts, and each reaches the server."]
+    solution_text = ("50 × (1 + 3) = 200 requests a second, and the server holds 200 × 2 = 400 at once. The client "
+                     "sees 50 failures a second; the server does four times the work.")
+
+
+class DefEndpointPool(checks.NumberExercise):
+    prompt = "A FastAPI `def` endpoint takes 0.5 s. 100 clients call it at once. About how long until the last answer?"
+    expected = 1.5
+    rel_tol = 0.05
+    unit = "s"
+    mistakes = {
+        0.5: "would need a pool of 100 threads: FastAPI runs 40 def endpoints at once.",
+        50.0: "is one at a time: an async def that blocks. A def runs in anyio's pool.",
+        1.25: "is 100 / 40 × 0.5: the rounds are whole. 40, 40, then 20.",
+    }
+    hint_text = ["How many def endpoints does FastAPI run at once?",
+                 "40 at a time: how many rounds of 0.5 s does 100 need?"]
+    solution_text = "⌈100 / 40⌉ = 3 rounds of 0.5 s: 1.5 s."
 
 
 # q1, q2, ... in the order the notebook asks them, and statuses() for the results file.
