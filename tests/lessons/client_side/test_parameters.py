@@ -6,7 +6,9 @@ from iolab.lessons.client_side import parameters
 from iolab.params import ParameterError
 
 CELL = {"calls": 40, "call_ms": 200, "threads": 6, "semaphore": 15, "limit_ms": 200, "rounds": 3,
-        "fastapi_threads": 40, "quick": False, "solutions": False, "results_path": None}
+        "fastapi_threads": 40, "slow_ms": 300, "timeout_ms": 100, "give_up_calls": 40,
+        "fail_calls": 20, "retry_rate": 30, "retry_seconds": 3.0, "retries": 2, "blocking_calls": 8, "debug_calls": 3,
+        "pool_calls": 120, "quick": False, "solutions": False, "results_path": None}
 
 
 def test_the_defaults_and_quick_mode_pass():
@@ -19,6 +21,8 @@ def test_the_defaults_and_quick_mode_pass():
     ("calls", 101, "between 4 and 100"), ("call_ms", 10, "between 50 and 2000"), ("threads", 11, "between 2 and 10"),
     ("limit_ms", 50, "between 100 and 2000"), ("rounds", 1, "between 2 and 5"), ("fastapi_threads", 101, "between 1 and 100"),
     ("semaphore", 40, "less than calls (40)"), ("quick", "yes", "True or False"),
+    ("timeout_ms", 151, "at most slow_ms / 2 (150)"), ("retry_seconds", 0.5, "above retries × timeout + slow"),
+    ("pool_calls", 40, "above fastapi_threads (40)"), ("retry_seconds", 31.0, "between 0.1 and 30.0"),
 ])
 def test_a_value_out_of_range_is_named(name, value, words):
     with pytest.raises(ParameterError) as raised:
