@@ -252,8 +252,11 @@ def add_claims(claims, result):
                      f"{len(warned)} warnings naming {names}")
         T = run["T_ms"] / 1000
         if warned:
-            longest = max(warning["took_s"] for warning in warned)
-            claims.nearer("debug mode: the longest warning says it held the loop about T", longest, T, 2 * T, "s", ".3f")
+            # Bounds from this run: each call slept T, and every hold lies inside the run's own time (asyncio rounds
+            # to the ms). A CPU shared with a hog can add to a hold; it cannot make one shorter than T.
+            held = sum(warning["took_s"] for warning in warned)
+            claims.within("debug mode: the warnings account for the run: n x T ≤ their sum ≤ the run's time", held,
+                          len(warned) * T - 0.0005 * len(warned), run["blocking"]["s"] + 0.0005 * len(warned), "s", 3)
         claims.check("debug mode: no warning for the awaiting version", not quiet, f"{len(quiet)} warnings")
     run = result.get("fastapi")
     if run is None:

@@ -51,9 +51,10 @@ async def drain(session, began):
     return counts, time.monotonic() - began
 
 
-def other_tasks():
-    """Tasks of this loop besides the one asking: what a run must leave behind is none."""
-    return len(asyncio.all_tasks() - {asyncio.current_task()})
+def new_tasks(before):
+    """Tasks on this loop that were not there `before` (a set from asyncio.all_tasks()), besides the one asking: what
+    a run must leave behind is none. The baseline matters in a notebook, whose kernel keeps tasks of its own."""
+    return len(asyncio.all_tasks() - before - {asyncio.current_task()})
 
 
 def check_times(T_ms, timeout_ms):
@@ -72,6 +73,7 @@ async def give_up(calls=1, T_ms=200, timeout_ms=100):
     the server is still doing right after, and when it is done."""
     check_range("calls", calls, 1, 200)
     check_times(T_ms, timeout_ms)
+    tasks = asyncio.all_tasks()
     async with tornado() as session:
         before = await stats(session)
         sent = time.monotonic()
@@ -82,12 +84,13 @@ async def give_up(calls=1, T_ms=200, timeout_ms=100):
         except TimeoutError:
             timed_out = True
         gave_up_s = time.monotonic() - sent
-        tasks_left = other_tasks()  # gather cancelled its children before the timeout reached us
+        tasks_left = new_tasks(tasks)  # gather cancelled its children before the timeout reached us
         right_after = await stats(session)
+        read_s = time.monotonic() - sent  # the count was taken before this: before T, every call must still be held
         after, drained_s = await drain(session, sent)
     return {
         "calls": calls, "T_ms": T_ms, "timeout_ms": timeout_ms, "timed_out": timed_out,
-        "gave_up_s": gave_up_s, "client_tasks_left": tasks_left,
+        "gave_up_s": gave_up_s, "client_tasks_left": tasks_left, "stats_read_s": read_s,
         "in_flight_right_after": right_after["requests_in_flight"] - before["requests_in_flight"],
         "drained_s": drained_s, "finished": after["requests_finished"] - before["requests_finished"],
     }
@@ -104,6 +107,7 @@ async def one_fails(calls=10, T_ms=200):
     """`calls` - 1 calls of T_ms and one that fails at once, first in a TaskGroup, then in a plain gather."""
     check_range("calls", calls, 2, 200)
     check_range("T_ms", T_ms, 100, 5000)
+    tasks = asyncio.all_tasks()
     async with tornado() as session:
         slow = f"/async-sleep?ms={T_ms}"
         group_tasks = []
@@ -128,7 +132,7 @@ async def one_fails(calls=10, T_ms=200):
         # They go on without anyone awaiting them: a program must wait for them (or cancel them) itself.
         await asyncio.wait(gather_tasks, timeout=CALL_LIMIT_S)
         ran_on_s = time.monotonic() - began
-        tasks_left = other_tasks()
+        tasks_left = new_tasks(tasks)
     return {
         "calls": calls, "T_ms": T_ms,
         "taskgroup": {"s": group_s, "cancelled": sum(task.cancelled() for task in group_tasks),
@@ -166,6 +170,7 @@ async def retry_load(rate=20, duration_s=1.0, T_ms=200, timeout_ms=100, retries=
     check_times(T_ms, timeout_ms)
     count = max(1, round(rate * duration_s))
     attempts, samples = [], []
+    tasks = asyncio.all_tasks()
     async with tornado() as session:
         before = await stats(session)
         began = time.monotonic()
@@ -179,7 +184,7 @@ async def retry_load(rate=20, duration_s=1.0, T_ms=200, timeout_ms=100, retries=
             sampler.cancel()
         client_done_s = time.monotonic() - began
         after, drained_s = await drain(session, began)
-        tasks_left = other_tasks()
+        tasks_left = new_tasks(tasks)
     # Steady state: from when the first call's last attempt has started and been held T, to the last call's start.
     steady_from = retries * timeout_ms / 1000 + T_ms / 1000
     steady = [in_flight for t, in_flight in samples if steady_from <= t - began <= count / rate]
@@ -240,10 +245,15 @@ def add_claims(claims, result):
         name = f"timeouts, {run['calls']} call(s) of {run['T_ms']} ms under a {run['timeout_ms']} ms timeout"
         claims.check(f"{name}: timed out, no task left", run["timed_out"] and run["client_tasks_left"] == 0,
                      f"timed out {run['timed_out']}, {run['client_tasks_left']} tasks left")
-        claims.nearer(f"{name}: the client gave up at its timeout", run["gave_up_s"] * 1000,
-                      run["timeout_ms"], run["T_ms"], "ms", ".0f")
-        claims.nearer(f"{name}: right after, the server still held every call", run["in_flight_right_after"],
-                      run["calls"], 0, spec=".0f")
+        # Bounds no load can move: a timeout never fires early, and the client was free before the server was.
+        claims.within(f"{name}: the client gave up at its timeout, before the server was done", run["gave_up_s"] * 1000,
+                      run["timeout_ms"], run["drained_s"] * 1000, "ms", 0)
+        if run["stats_read_s"] * 1000 < run["T_ms"]:
+            claims.nearer(f"{name}: right after, the server still held every call", run["in_flight_right_after"],
+                          run["calls"], 0, spec=".0f")
+        else:
+            claims.skip(f"{name}: right after, the server still held every call",
+                        f"its count came {run['stats_read_s'] * 1000:.0f} ms after sending, past T (a loaded machine)")
         claims.nearer(f"{name}: the server finished them about T after they were sent", run["drained_s"] * 1000,
                       run["T_ms"], run["timeout_ms"], "ms", ".0f")
         claims.check(f"{name}: the server finished every call the client gave up on", run["finished"] == run["calls"],
@@ -257,11 +267,11 @@ def add_claims(claims, result):
         claims.check(f"TaskGroup: one failure cancels the other {others} calls",
                      group["cancelled"] == others and group["answered"] == 0,
                      f"{group['cancelled']} cancelled, {group['answered']} answered")
-        claims.nearer("TaskGroup: it fails at once, not after T", group["s"] * 1000, 0, T, "ms", ".0f")
+        claims.within("TaskGroup: it fails at once, before T", group["s"] * 1000, 0, T, "ms", 0)
         claims.check(f"gather: raises with the other {others} calls still running, and they all answer later",
                      gather["still_running"] == others and gather["answered"] == others and run["client_tasks_left"] == 0,
                      f"{gather['still_running']} running, {gather['answered']} answered, {run['client_tasks_left']} left")
-        claims.nearer("gather: it raises at once, not after T", gather["raised_s"] * 1000, 0, T, "ms", ".0f")
+        claims.within("gather: it raises at once, before T", gather["raised_s"] * 1000, 0, T, "ms", 0)
         claims.nearer("gather: the calls it left running answered about T after the start", gather["ran_on_s"] * 1000,
                       T, 0, "ms", ".0f")
     run = result.get("retries")
@@ -270,8 +280,8 @@ def add_claims(claims, result):
         return
     r, sent = run["retries"], run["calls"] * (1 + run["retries"])
     name = f"retries: {run['calls']} calls, each retried {r} times on a {run['timeout_ms']} ms timeout"
-    claims.check(f"{name}: every call timed out {1 + r} times", run["attempts_sent"] == sent and run["client_tasks_left"] == 0,
-                 f"{run['attempts_sent']} attempts sent, {sent} predicted")
+    claims.check(f"{name}: no task left", run["client_tasks_left"] == 0, f"{run['client_tasks_left']} left")
+    claims.nearer(f"{name}: every call timed out {1 + r} times", run["attempts_sent"], sent, run["calls"], "attempts", ".0f")
     claims.nearer(f"{name}: the server served calls x (1 + retries) requests, not calls", run["arrived"], sent,
                   run["calls"], "requests", ".0f")
     claims.nearer(f"{name}: the server held rate x (1 + retries) x T at once (Little)", run["in_flight_mean"],
