@@ -25,6 +25,6 @@ def test_each_way_takes_its_rounds_and_leaves_nothing_behind():
     assert [row["rounds"] for row in rows.values()] == [8, 3, 1, 2]
     for how, row in rows.items():
         assert row["low_s"] <= row["measured_s"] <= row["high_s"], (how, row)
-        assert row["answered_in_two_T"] == min(row["limit"], row["calls"]), (how, row)
+        assert row["answered_in_two_T"] <= min(row["limit"], row["calls"]) <= row["answered_in_T_and_work"], (how, row)
         assert len(row["calls_timed"]) == 8
     assert ours() == threads and psutil.Process().children() == children

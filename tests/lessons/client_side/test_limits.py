@@ -22,7 +22,7 @@ def test_a_library_shows_its_limit(option, tornado):
     row = limits.fan_out(library, tornado, ROUNDS, T_MS, timeout_s=10)
     assert row["errors"] == 0 and row["completed"] == row["expected_calls"] == ROUNDS * row["limit"]
     assert row["low_s"] <= row["measured_s"] <= row["high_s"], row
-    assert row["answered_in_two_T"] == row["limit"], row
+    assert row["answered_in_two_T"] <= row["limit"] <= row["answered_in_T_and_work"], row
     if option == "requests":  # past its pool of 10 it opens a connection per thread instead of waiting
         assert row["limit"] == 20 and row["connections_opened"] == 20
     if option == "requests_pool_block":

@@ -12,7 +12,7 @@ def calls_in_rounds(n, P, T, overhead):
 
 def test_rounds_the_overhead_and_the_limit_read_back():
     row = model.predict("pool", 10, 0.2, calls_in_rounds(30, 10, 0.2, 0.01), work_s=0.05)
-    assert row["rounds"] == 3 and row["answered_in_two_T"] == 10
+    assert row["rounds"] == 3 and row["answered_in_two_T"] == 10 and row["answered_in_T_and_work"] == 10
     assert row["overhead_ms"] == pytest.approx(10)
     assert row["measured_s"] == pytest.approx(0.63) and row["predicted_s"] == pytest.approx(0.63)
     assert row["low_s"] == pytest.approx(0.6) and row["high_s"] == pytest.approx(0.6 + 0.05 + 0.003)
