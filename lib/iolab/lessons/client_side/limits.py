@@ -36,7 +36,7 @@ def libraries(fastapi_threads=40):
     return [
         Library("requests Session", "requests", 10, "requests/adapters.py:203-206 (pool_maxsize=10, pool_block=False)"),
         Library("requests, pool_block=True", "requests_pool_block", 10,
-                "requests/adapters.py:206, urllib3/connectionpool.py:281"),
+                "requests/adapters.py:206, urllib3/connectionpool.py:280"),
         Library("aiohttp ClientSession", "aiohttp", 100, "aiohttp/connector.py:992 (TCPConnector limit=100)"),
         Library("httpx AsyncClient", "httpx", 100, "httpx/_config.py:247 (Limits(max_connections=100))"),
         Library("Tornado AsyncHTTPClient", "tornado", 10, "tornado/simple_httpclient.py:116 (max_clients=10)"),
