@@ -20,7 +20,8 @@ def timelines(rows, title):
         axes.invert_yaxis()
         axes.set_yticks([])
         axes.set_ylabel(f"{len(calls)} calls", fontsize=8)
-        axes.set_title(f"{name}: at most {row['limit']} at once, {row['rounds']} rounds of {row['T_ms']:.0f} ms;"
+        rounds = f"{row['rounds']} round{'s' if row['rounds'] != 1 else ''}"
+        axes.set_title(f"{name}: at most {row['limit']} at once, {rounds} of {row['T_ms']:.0f} ms;"
                        f" predicted {row['predicted_s'] * 1000:.0f} ms, measured {row['measured_s'] * 1000:.0f} ms",
                        loc="left", fontsize=9)
     panels[-1].set_xlabel("ms since the first call was sent (dotted lines: each round of T)")
