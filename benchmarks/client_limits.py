@@ -28,9 +28,8 @@ def main():
     parser.add_argument("--repeat", type=int, default=1, help="how many times to run it all (default 1)")
     parser.add_argument("--hog", action="store_true", help="a CPU hog beside the runs")
     args = parser.parse_args()
-    plan = parameters.Plan.from_cell({"calls": args.calls, "call_ms": args.call_ms, "threads": 6, "semaphore": 15,
-                                      "limit_ms": args.limit_ms, "rounds": args.rounds, "fastapi_threads": 40,
-                                      "quick": False, "solutions": False, "results_path": None})
+    plan = parameters.Plan.from_cell(parameters.DEFAULTS | {"calls": args.calls, "call_ms": args.call_ms,
+                                                            "limit_ms": args.limit_ms, "rounds": args.rounds})
     hog = children.spawn([sys.executable, "-c", HOG], stdout=subprocess.DEVNULL) if args.hog else None
     rows = []
     try:

@@ -7,10 +7,7 @@ import psutil
 
 from iolab.lessons.client_side import fanout, parameters
 
-CELL = {"calls": 8, "call_ms": 50, "threads": 3, "semaphore": 4, "limit_ms": 100, "rounds": 2,
-        "fastapi_threads": 40, "slow_ms": 300, "timeout_ms": 100, "give_up_calls": 40,
-        "fail_calls": 20, "retry_rate": 30, "retry_seconds": 3.0, "retries": 2, "blocking_calls": 8, "debug_calls": 3,
-        "pool_calls": 120, "quick": False, "solutions": False, "results_path": None}
+CELL = parameters.DEFAULTS | {"calls": 8, "call_ms": 50, "threads": 3, "semaphore": 4}
 
 
 def ours():

@@ -1,14 +1,14 @@
 """Lesson 11's parameters: the defaults and quick mode pass; one out of range is named with its value and range."""
 
+from pathlib import Path
+
+import nbformat
 import pytest
 
 from iolab.lessons.client_side import parameters
 from iolab.params import ParameterError
 
-CELL = {"calls": 40, "call_ms": 200, "threads": 6, "semaphore": 15, "limit_ms": 200, "rounds": 3,
-        "fastapi_threads": 40, "slow_ms": 300, "timeout_ms": 100, "give_up_calls": 40,
-        "fail_calls": 20, "retry_rate": 30, "retry_seconds": 3.0, "retries": 2, "blocking_calls": 8, "debug_calls": 3,
-        "pool_calls": 120, "quick": False, "solutions": False, "results_path": None}
+CELL = parameters.DEFAULTS
 
 
 def test_the_defaults_and_quick_mode_pass():
@@ -28,3 +28,12 @@ def test_a_value_out_of_range_is_named(name, value, words):
     with pytest.raises(ParameterError) as raised:
         parameters.Plan.from_cell(CELL | {name: value})
     assert name in str(raised.value) and repr(value) in str(raised.value) and words in str(raised.value)
+
+
+def test_the_notebooks_parameters_cell_is_the_defaults():
+    # benchmarks/client_limits.py and these tests run the lesson at DEFAULTS: they must be what the student runs.
+    notebook = nbformat.read(Path(__file__).parents[3] / "notebooks" / "11-the-client-side.ipynb", as_version=4)
+    cell = next(cell for cell in notebook.cells if "parameters" in cell.metadata.get("tags", []))
+    values = {}
+    exec(cell.source, values)  # noqa: S102 -- our own notebook's assignments
+    assert {name: values[name] for name in parameters.DEFAULTS} == parameters.DEFAULTS

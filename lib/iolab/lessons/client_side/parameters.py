@@ -28,6 +28,11 @@ SECONDS = {"retry_seconds": (0.1, 30.0)}  # how long the open loop of section 3 
 QUICK = {"calls": 20, "call_ms": 100, "limit_ms": 100, "rounds": 2, "slow_ms": 200, "timeout_ms": 80,
          "give_up_calls": 40, "fail_calls": 10, "retry_rate": 20, "retry_seconds": 1.0, "retries": 2,
          "blocking_calls": 4, "debug_calls": 3, "pool_calls": 80}
+# The notebook's parameters cell at full size, for a benchmark or a test that runs the lesson's parts alone.
+DEFAULTS = {"calls": 40, "call_ms": 200, "threads": 6, "semaphore": 15, "limit_ms": 200, "rounds": 3,
+            "fastapi_threads": 40, "slow_ms": 300, "timeout_ms": 100, "give_up_calls": 40, "fail_calls": 20,
+            "retry_rate": 30, "retry_seconds": 3.0, "retries": 2, "blocking_calls": 8, "debug_calls": 3,
+            "pool_calls": 120, "quick": False, "solutions": False, "results_path": None}
 TIMEOUT_S = 30  # every call's timeout: far above any T the ranges allow
 
 
