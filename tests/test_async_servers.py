@@ -1,6 +1,6 @@
-"""aiohttp_app and uvicorn_app under the server contract.
+"""aiohttp_app, fastapi_app and uvicorn_app under the server contract.
 
-aiohttp_app and uvicorn_app (with each loop and parser) under the server contract, and answering
+aiohttp_app, fastapi_app and uvicorn_app (with each loop and parser) under the server contract, and answering
 pipelined requests in order.
 """
 
@@ -16,8 +16,10 @@ from iolab.http1 import AnswerReader, get_request
 TIMEOUT_S = 10
 UVICORN_VARIANTS = [("asyncio", "h11"), ("uvloop", "httptools"), ("asyncio", "httptools"), ("uvloop", "h11")]
 UVICORN_IDS = ["-".join(variant) for variant in UVICORN_VARIANTS]
-SERVERS = [("aiohttp_app", {})] + [("uvicorn_app", {"loop": loop, "http": http}) for loop, http in UVICORN_VARIANTS]
-SERVER_IDS = ["aiohttp_app"] + [f"uvicorn_app-{name}" for name in UVICORN_IDS]
+SERVERS = [("aiohttp_app", {}), ("fastapi_app", {})] + [
+    ("uvicorn_app", {"loop": loop, "http": http}) for loop, http in UVICORN_VARIANTS
+]
+SERVER_IDS = ["aiohttp_app", "fastapi_app"] + [f"uvicorn_app-{name}" for name in UVICORN_IDS]
 
 
 def needs(name):

@@ -22,6 +22,7 @@ CASES = {
     "open": ({"rate_rps": 400, "schedule": "poisson", "seed": 3}, {"rate_rps": 0}),
     "pipelined": ({"pipeline_depth": 4, "pipeline_paths": ["/", "/async-sleep?ms=1"]}, {"pipeline_depth": 0}),
     "batch": ({"depth": 4}, {"depth": 257}),
+    "library": ({"library": "tornado"}, {"library": "curl"}),
 }
 REQUESTS, CONCURRENCY = 40, 4
 

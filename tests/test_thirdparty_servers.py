@@ -275,6 +275,40 @@ def test_a_server_needing_an_unknown_program_is_unavailable(monkeypatch):
         servers.start(info.name)
 
 
+# --- FastAPI ---------------------------------------------------------------------------------------------
+
+
+@needs("fastapi_app")
+@pytest.mark.parametrize("threads", [None, 3], ids=["default-40", "threads-3"])
+def test_fastapi_runs_def_endpoints_threads_at_once(threads):
+    """anyio's limiter (40, or --threads) is what a `def` endpoint's concurrency is: 2 x limit requests take 2 rounds."""
+    options = {} if threads is None else {"threads": threads}
+    at_once = registry.get("fastapi_app").at_once(**options)
+    assert at_once == (threads or 40)
+    with servers.serve("fastapi_app", **options) as server:
+        assert_serves_at_once(server, at_once)
+
+
+@needs("fastapi_app")
+def test_fastapi_async_endpoint_that_calls_time_sleep_serves_one_at_a_time():
+    count = 3
+    with servers.serve("fastapi_app") as server:
+        elapsed = requests_at_once(server, f"/blocking-sleep?ms={SLEEP_MS}", count)
+        connection = http.client.HTTPConnection(server.host, server.port, timeout=5)
+        assert get(connection, "/blocking-sleep?ms=banana")[0] == 400  # validated like every route
+        connection.close()
+    rounds = elapsed / (SLEEP_MS / 1000)
+    assert ROUND_LOW * count <= rounds < ROUND_HIGH * count, f"{count} blocking calls took {rounds:.1f} rounds, not {count}"
+
+
+@needs("fastapi_app")
+def test_fastapi_refuses_a_thread_count_out_of_range(python):
+    completed = subprocess.run(
+        [python, str(servers.SERVERS_DIR / "fastapi_app.py"), "--threads", "0"], capture_output=True, text=True, timeout=20
+    )
+    assert completed.returncode != 0 and "--threads" in completed.stderr and completed.stdout == ""
+
+
 # --- Nothing outlives them ----------------------------------------------------------------------------
 
 THIRD_PARTY = [

@@ -213,6 +213,14 @@ SERVERS = {
             lesson="08-pipelining",
         ),
         ServerInfo(
+            "fastapi_app", "fastapi_app.py",
+            "one thread, an event loop (FastAPI under uvicorn); `def` endpoints run in anyio's pool of --threads",
+            options={"threads": Option("--threads", "`def` endpoints run at once in anyio's thread pool (FastAPI's 40)", 40)},
+            serves_at_once=_threads,  # /sync-sleep and /cpu are `def` endpoints; /blocking-sleep (not listed) serves 1
+            needs_modules=("fastapi", "uvicorn"),
+            lesson="11-the-client-side",
+        ),
+        ServerInfo(
             "pipeline_app", "pipeline_app.py",
             "one thread, a raw asyncio Protocol: every pipelined request in a read answered in order, in one write",
             options={

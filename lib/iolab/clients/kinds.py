@@ -11,6 +11,7 @@ this package's README.md.
 from dataclasses import dataclass, fields
 
 from ..params import ParameterError, check_choice, check_range
+from .library import LIBRARIES
 
 RATE_LIMITS = (0.01, 10_000_000.0)
 THINK_LIMITS_S = (0.0, 600.0)
@@ -177,6 +178,30 @@ class BatchOptions(Options):
 
 
 @dataclass(frozen=True)
+class LibraryOptions(Options):
+    """Calls through one HTTP library at its default limits (lesson 11): `concurrency` is the calls the program
+    keeps started at once, threads for requests and tasks on one event loop for the others.
+
+    `library`: "requests" (a Session), "requests_pool_block" (its adapter with pool_block=True), "aiohttp",
+    "httpx" (AsyncClient), "tornado" (AsyncHTTPClient) or "executor" (urllib's urlopen through
+    loop.run_in_executor(None, ...)). The library's own pool decides how many are on the wire at once.
+    """
+
+    library: str = "aiohttp"
+
+    def __post_init__(self):
+        check_choice("library", self.library, LIBRARIES, error=LoadParameterError)
+
+    def check_spec(self, spec):
+        super().check_spec(spec)
+        if self.library.startswith("requests") and spec.concurrency > SYNC_CLIENT_MAX_THREADS:
+            raise LoadParameterError(
+                f"concurrency must be at most {SYNC_CLIENT_MAX_THREADS} with {self.library} (a thread per call),"
+                f" got {spec.concurrency}"
+            )
+
+
+@dataclass(frozen=True)
 class KindInfo:
     """What iolab.load needs to know to run a kind of client."""
 
@@ -184,7 +209,8 @@ class KindInfo:
     module: str  # under iolab.clients; its `entry`(spec, share, recorder) runs in a client process
     options: type  # the frozen options class: the kind's own fields, checked when made
     loop: str  # "closed", "open", "pipelined" or "batch": how requests leave
-    client: str  # what sends them: "async" (aiohttp), "raw" (asyncio protocols), "sync" (requests in threads)
+    client: str  # what sends them: "async" (aiohttp), "raw" (asyncio protocols), "sync" (requests in threads),
+    # "library" (the one its option names: threads, or an event loop the client makes itself)
     lesson: str = ""
     entry: str = "run"  # the module's function a client process calls (batch.run is the batch client's own wrapper)
 
@@ -194,8 +220,8 @@ class KindInfo:
 
     @property
     def threads(self):
-        """True when the client runs in threads, not on an event loop."""
-        return self.client == "sync"
+        """True when the client's entry is a plain function (threads, or a loop it makes itself), not a coroutine."""
+        return self.client in ("sync", "library")
 
 
 KINDS = {
@@ -207,6 +233,7 @@ KINDS = {
         KindInfo("open", "open_loop", OpenOptions, "open", "raw", lesson="02-measuring-latency"),
         KindInfo("pipelined", "pipelined", PipelinedOptions, "pipelined", "raw", lesson="08-pipelining"),
         KindInfo("batch", "batch", BatchOptions, "batch", "raw", lesson="08-pipelining", entry="run_batches"),
+        KindInfo("library", "library", LibraryOptions, "closed", "library", lesson="11-the-client-side"),
     )
 }
 LOOPS = ("closed", "open", "pipelined")  # what `loop=` of iolab.load may name

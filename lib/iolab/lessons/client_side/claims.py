@@ -1,0 +1,83 @@
+"""Lesson 11's closing claims, each checked against this run's bounds and printed on a line of its own."""
+
+from iolab.claims import Claims
+
+from . import blocking, timeouts
+
+LESSON = "11-the-client-side"
+
+
+def results(plan, fanouts, limit_rows, timeouts_result, blocking_result, exercises):
+    """The lesson's results, as the results file keeps them: each call's times left out (the figures drew them)."""
+    def kept(row):
+        return {key: value for key, value in row.items() if key != "calls_timed"}
+
+    return {"fanout": [kept(row) for row in fanouts.values()], "limits": [kept(row) for row in limit_rows],
+            "timeouts": timeouts_result, "blocking": blocking_result, "exercises": exercises,
+            "plan": {"calls": plan.calls, "call_ms": plan.call_ms, "threads": plan.threads,
+                     "semaphore": plan.semaphore, "limit_ms": plan.limit_ms, "rounds": plan.rounds,
+                     "fastapi_threads": plan.fastapi_threads, "quick": plan.quick}}
+
+
+def check_claims(found):
+    """Check every claim of lesson 11 against `found` (the results), print one line each, and raise
+    iolab.claims.ClaimsFailed naming each that failed with its values."""
+    claims = Claims(LESSON)
+    for row in found["fanout"]:
+        rounds(claims, row, row["how"])
+    for row in found["limits"]:
+        library(claims, row)
+    if found.get("timeouts") is not None:
+        timeouts.add_claims(claims, found["timeouts"])
+    else:
+        claims.skip("timeouts and cancellation", "section 3 did not run")
+    if found.get("blocking") is not None:
+        blocking.add_claims(claims, found["blocking"])
+    else:
+        claims.skip("the blocking call", "section 4 did not run")
+    claims.report()
+    return claims
+
+
+def rounds(claims, row, name):
+    """1. n calls of T, at most P at once, take ⌈n/P⌉ rounds of T: no less (each round waits T), and no more than
+    the run's own CPU and waits for a CPU on top. 2. Only the first round is answered within 2T of the start: a
+    call of the second waited for one of the first; every call of the first is answered within T and the run's
+    work. So P lies between the calls answered within 2T and those answered within T + work."""
+    rounds_ = f"{row['rounds']} round{'s' if row['rounds'] != 1 else ''}"
+    claims.within(f"{name}: {row['calls']} calls take ⌈n/P⌉ = {rounds_} of T",
+                  row["measured_s"] * 1000, row["low_s"] * 1000, row["high_s"] * 1000, "ms", 0,
+                  f"{name}: {row['measured_s'] * 1000:.0f} ms for {row['calls']} calls of {row['T_ms']:.0f} ms,"
+                  f" outside [{row['low_s'] * 1000:.0f}, {row['high_s'] * 1000:.0f}] ms: {row['rounds']} rounds at"
+                  f" P = {row['limit']}, plus this run's CPU and waits {row['work_ms']:.0f} ms")
+    first = min(row["limit"], row["calls"])
+    early, late = row["answered_in_two_T"], row["answered_in_T_and_work"]
+    claims.check(f"{name}: the limit read back, {first} calls in the first round", early <= first <= late,
+                 f"{early} answered within 2T, {late} within T + work", f"{early} ≤ {first} ≤ {late}",
+                 f"{name}: {early} calls answered within 2T and {late} within T + this run's work"
+                 f" ({row['work_ms']:.0f} ms): the first round's {first} is not between them")
+
+
+def library(claims, row):
+    """3. Every call of a library's fan-out answered; its rounds as above; its connections as its pool allows: requests
+    opens more than its pool keeps (it does not wait), pool_block=True and aiohttp no more than their limits."""
+    name = row["library"]
+    claims.check(f"{name}: every call answered", row["errors"] == 0 and row["completed"] == row["expected_calls"],
+                 f"{row['completed']} of {row['expected_calls']}, {row['errors']} errors", "",
+                 f"{name}: {row['completed']} of {row['expected_calls']} calls done, {row['errors']} errors")
+    if row["errors"] or not row["completed"]:
+        return
+    rounds(claims, row, name)
+    if row["overhead_ms"] >= row["T_ms"]:
+        # Its own CPU is the limit then: one thread spends D_c a call, so X ≤ 1 / D_c (the utilization law).
+        ceiling = 1000 / row["client_cpu_ms_per_call"]
+        claims.within(f"{name}: X ≤ 1 / D_c, its own CPU a call", row["measured_rps"], 0, ceiling, "calls/s", 0)
+    opened = row["connections_opened"]
+    if opened is None:
+        return
+    if row["option"] == "requests":
+        claims.within(f"{name}: past its pool of {row['default_limit']} it opens more connections, not waits",
+                      opened, row["default_limit"] + 1, row["calls"], "connections", 0)
+    elif row["option"] in ("requests_pool_block", "aiohttp"):
+        claims.within(f"{name}: never more connections than its limit", opened, 1, row["default_limit"],
+                      "connections", 0)

@@ -1,0 +1,106 @@
+"""Lesson 11's forty calls of T: one after another, in k threads, with gather, behind a semaphore of s."""
+
+import asyncio
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import aiohttp
+import psutil
+import requests
+
+from iolab import servers, usage
+
+from . import model
+
+TIMEOUT_S = 30  # every call gives up after this long: no call of this lesson may hang
+
+
+# --- The four ways, at teaching size: each returns (sent, answered) for every call ----------------------
+
+
+def get(session, url):
+    """One call with requests: when it was sent, and when its answer was in."""
+    sent = time.perf_counter()
+    session.get(url, timeout=TIMEOUT_S).raise_for_status()
+    return sent, time.perf_counter()
+
+
+def one_after_another(session, url, n):
+    return [get(session, url) for _ in range(n)]
+
+
+def in_threads(session, url, n, k):
+    with ThreadPoolExecutor(max_workers=k) as pool:
+        return list(pool.map(lambda _: get(session, url), range(n)))
+
+
+async def fetch(session, url):
+    """One call with aiohttp: when it was sent, and when its answer was in."""
+    sent = time.perf_counter()
+    async with session.get(url) as response:
+        response.raise_for_status()
+        await response.read()
+    return sent, time.perf_counter()
+
+
+async def with_gather(session, url, n):
+    return await asyncio.gather(*(fetch(session, url) for _ in range(n)))
+
+
+async def with_semaphore(session, url, n, s):
+    gate = asyncio.Semaphore(s)
+
+    async def one():
+        async with gate:
+            return await fetch(session, url)
+
+    return await asyncio.gather(*(one() for _ in range(n)))
+
+
+# --- Running them against tornado_app, metered --------------------------------------------------------------
+
+
+def own_work_s():
+    """This process's CPU seconds (every thread's, ended ones too) and its live threads' waits for a CPU."""
+    me = psutil.Process()
+    return usage.process_cpu_s(me) + usage.queued_s(me)
+
+
+def ways(plan):
+    """{how: (P, the limit that holds it)} for the four ways, with this run's sizes."""
+    return {
+        "one after another": (1, "one call at a time"),
+        f"{plan.threads} threads": (plan.threads, "k threads"),
+        "gather": (plan.calls, "every call at once"),
+        f"semaphore of {plan.semaphore}": (plan.semaphore, "s at once"),
+    }
+
+
+async def run_all(plan):
+    """Each way's n calls of T against a fresh tornado_app; {how: its row}, with its calls (sent, answered)."""
+    T_s = plan.call_ms / 1000
+    rows = {}
+    with servers.serve("tornado_app") as server:
+        url = f"{server.url}/async-sleep?ms={plan.call_ms}"
+        timeout = aiohttp.ClientTimeout(total=TIMEOUT_S)
+        async with aiohttp.ClientSession(timeout=timeout) as aio:
+            with requests.Session() as session:
+                get(session, url.replace(f"ms={plan.call_ms}", "ms=0"))  # connect once, outside the measured runs
+                await fetch(aio, url.replace(f"ms={plan.call_ms}", "ms=0"))
+                runs = {
+                    "one after another": lambda: one_after_another(session, url, plan.calls),
+                    f"{plan.threads} threads": lambda: in_threads(session, url, plan.calls, plan.threads),
+                    "gather": lambda: with_gather(aio, url, plan.calls),
+                    f"semaphore of {plan.semaphore}": lambda: with_semaphore(aio, url, plan.calls, plan.semaphore),
+                }
+                for how, (P, _) in ways(plan).items():
+                    server_meter, before = usage.measure(server), own_work_s()
+                    calls = runs[how]()  # requests blocks this cell; aiohttp's ways give a coroutine to await
+                    if asyncio.iscoroutine(calls):
+                        calls = await calls
+                    used = server_meter.stop()
+                    work_s = own_work_s() - before + used.cpu_s + used.queued_s
+                    rows[how] = model.predict(how, P, T_s, calls, work_s) | {
+                        "calls_timed": [(sent - calls[0][0], answered - calls[0][0]) for sent, answered in calls]}
+        await asyncio.sleep(0)  # the closed connections' transports close on the loop's next turn
+    return rows

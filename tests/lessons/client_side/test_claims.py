@@ -1,0 +1,56 @@
+"""Lesson 11's closing claims on plain data: a run that keeps them prints a tick each, one that breaks one names it."""
+
+import pytest
+
+from iolab.claims import ClaimsFailed
+from iolab.lessons.client_side import claims, model
+
+
+def fan_row(how="gather", P=20, n=20, T=0.1, overhead=0.005, work_s=0.02):
+    calls = [(0.0, (i // P + 1) * (T + overhead)) for i in range(n)]
+    return model.predict(how, P, T, calls, work_s)
+
+
+def library_row(option="requests_pool_block", opened=10, **changes):
+    row = fan_row("requests, pool_block=True", P=10, n=20)
+    return row | {"library": "requests, pool_block=True", "option": option, "default_limit": 10, "errors": 0,
+                  "completed": 20, "expected_calls": 20, "connections_opened": opened,
+                  "client_cpu_ms_per_call": 1.0} | changes
+
+
+def found(**changes):
+    return {"fanout": [fan_row(), fan_row("semaphore of 5", P=5)], "limits": [library_row()],
+            "timeouts": None, "blocking": None, "exercises": {}} | changes
+
+
+def test_a_run_inside_its_bounds_keeps_every_claim(capsys):
+    checked = claims.check_claims(found())
+    out = capsys.readouterr().out
+    assert not checked.failed() and "✗" not in out and out.count("✓") == len(checked.rows) - 2  # 2 sections skipped
+
+
+def test_a_run_longer_than_its_rounds_and_work_is_named():
+    slow = fan_row(overhead=0.2)  # a round of T + 200 ms: more than this run's 20 ms of CPU and waits
+    with pytest.raises(ClaimsFailed) as raised:
+        claims.check_claims(found(fanout=[slow]))
+    assert "gather" in str(raised.value) and f"{slow['measured_s'] * 1000:.0f} ms" in str(raised.value)
+
+
+def test_a_first_round_larger_than_the_limit_is_named():
+    row = fan_row("semaphore of 5", P=5) | {"answered_in_two_T": 7}  # 7 answered within 2T: more than 5 at once
+    with pytest.raises(ClaimsFailed) as raised:
+        claims.check_claims(found(fanout=[row]))
+    assert "7 calls answered within 2T" in str(raised.value) and "first round's 5" in str(raised.value)
+
+
+def test_a_pool_that_opened_more_than_its_limit_is_named():
+    with pytest.raises(ClaimsFailed) as raised:
+        claims.check_claims(found(limits=[library_row(opened=14)]))
+    assert "never more connections than its limit" in str(raised.value) and "14" in str(raised.value)
+
+
+def test_a_client_slower_than_T_a_call_is_held_to_its_cpu_instead():
+    row = library_row(option="httpx") | {"overhead_ms": 300.0, "measured_rps": 2000.0}
+    with pytest.raises(ClaimsFailed) as raised:
+        claims.check_claims(found(limits=[row]))
+    assert "X ≤ 1 / D_c" in str(raised.value)
