@@ -1,4 +1,6 @@
-"""Lesson 11's limits at full size: each library's limit predicted against the one its throughput reads back.
+"""Lesson 11's library limits, measured at full size.
+
+Lesson 11's limits at full size: each library's limit predicted against the one its throughput reads back.
 
 It runs the lesson's own fan-outs (iolab.lessons.client_side: section 1's four ways and section 2's libraries),
 at the notebook's default sizes unless given others, `--repeat` times. Run it under the shared lock

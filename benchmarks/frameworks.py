@@ -1,4 +1,6 @@
-"""Lesson 08's ladder with D per rung, Tornado's "4x the second fastest" verdict, and its synchronous claim measured.
+"""Lesson 08's ladder of frameworks, measured at full size.
+
+Lesson 08's ladder with D per rung, Tornado's "4x the second fastest" verdict, and its synchronous claim measured.
 
 1. The ladder: every rung of iolab.lessons.pipelining.ladder on hello world with keep-alive, driven by the
    lesson's client (wrk where installed): req/s, D (the server's CPU per request) split user/kernel, the busiest

@@ -1,4 +1,6 @@
-"""The lab's routes as a Falcon app, twice: WSGI resources with def responders, ASGI ones with async def.
+"""The lab's routes as a Falcon app, WSGI and ASGI.
+
+The lab's routes as a Falcon app, twice: WSGI resources with def responders, ASGI ones with async def.
 
 falcon_gunicorn.py serves the WSGI app under gunicorn's sync workers, where
 nothing can wait without blocking (no /async-sleep); falcon_uvicorn.py serves

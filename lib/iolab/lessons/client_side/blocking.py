@@ -1,4 +1,7 @@
-"""Lesson 11's blocking call: requests.get in an async def, asyncio's debug mode catching it, FastAPI's def and async def."""
+"""Lesson 11's blocking call, and how to find it.
+
+Lesson 11's blocking call: requests.get in an async def, asyncio's debug mode catching it, FastAPI's def and async def.
+"""
 
 import asyncio
 import contextlib

@@ -1,4 +1,7 @@
-"""Lesson 11's closing claims, each checked against this run's bounds and printed on a line of its own."""
+"""Lesson 11's closing claims.
+
+Lesson 11's closing claims, each checked against this run's bounds and printed on a line of its own.
+"""
 
 from iolab.claims import Claims
 

@@ -1,4 +1,7 @@
-"""Exercises for lesson 11, the client side: `from iolab.lessons.client_side import exercises as ex; ex.q1.check(a)`."""
+"""Exercises for lesson 11, the client side.
+
+Exercises for lesson 11, the client side: `from iolab.lessons.client_side import exercises as ex; ex.q1.check(a)`.
+"""
 
 from iolab import checks
 

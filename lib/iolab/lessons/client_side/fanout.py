@@ -1,4 +1,7 @@
-"""Lesson 11's forty calls of T: one after another, in k threads, with gather, behind a semaphore of s."""
+"""Lesson 11's forty calls of T, four ways.
+
+Lesson 11's forty calls of T: one after another, in k threads, with gather, behind a semaphore of s.
+"""
 
 import asyncio
 import time

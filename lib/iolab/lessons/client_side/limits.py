@@ -1,4 +1,7 @@
-"""Lesson 11's limits nobody sees: each library's fan-out above its default limit, in a client process."""
+"""Lesson 11's limits nobody sees, one library at a time.
+
+Lesson 11's limits nobody sees: each library's fan-out above its default limit, in a client process.
+"""
 
 import json
 import os

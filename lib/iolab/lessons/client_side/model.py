@@ -1,4 +1,7 @@
-"""Lesson 11's prediction for a fan-out: ⌈n/P⌉ rounds of T, with its bounds built from the same run."""
+"""Lesson 11's prediction for a fan-out.
+
+Lesson 11's prediction for a fan-out: ⌈n/P⌉ rounds of T, with its bounds built from the same run.
+"""
 
 import math
 

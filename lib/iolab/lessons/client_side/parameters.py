@@ -1,4 +1,7 @@
-"""Lesson 11's parameters, checked: each one out of range is named with its value and the range."""
+"""Lesson 11's parameters, checked.
+
+Lesson 11's parameters, checked: each one out of range is named with its value and the range.
+"""
 
 from dataclasses import dataclass
 

@@ -1,4 +1,7 @@
-"""Lesson 11's timeouts: asyncio.timeout, a TaskGroup against gather, the server after the client gave up, retries."""
+"""Lesson 11's timeouts, cancellation and retries.
+
+Lesson 11's timeouts: asyncio.timeout, a TaskGroup against gather, the server after the client gave up, retries.
+"""
 
 import asyncio
 import contextlib

@@ -1,4 +1,7 @@
-"""Lesson 11's timelines: one row per call, from the moment it was sent to its answer."""
+"""Lesson 11's timelines, one row per call.
+
+Lesson 11's timelines: one row per call, from the moment it was sent to its answer.
+"""
 
 from iolab import figures
 
