@@ -127,6 +127,24 @@ def bind_listener(host, port):
     return socket.create_server((host, port), family=family, backlog=1024)
 
 
+def serve_wsgi_on_gevent(listener, app):
+    """Serve a WSGI app with gevent's pywsgi on a bound listener, announce it, and stop on SIGTERM (a second to finish)."""
+    import gevent  # here, not at the top: gevent must be imported after a server's monkey patch, if it patches
+    import gevent.socket
+    from gevent.pywsgi import WSGIServer
+
+    if not isinstance(listener, gevent.socket.socket):  # unpatched, gevent's server needs its own cooperative socket
+        listener = gevent.socket.socket(listener.family, listener.type, fileno=listener.detach())
+    # pywsgi sends the head and the body in two writes. With Nagle on, the body waits for the client's delayed ACK
+    # of the head: 40 ms per keep-alive request. Linux gives every accepted socket the listener's TCP_NODELAY.
+    listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    server = WSGIServer(listener, app, log=None)  # no access log: it would cost more than hello world
+    server.start()
+    gevent.signal_handler(signal.SIGTERM, server.stop, 1.0)
+    announce(*listener.getsockname()[:2])
+    server.serve_forever()
+
+
 def wait_until_answering(address, processes, timeout_s=READY_TIMEOUT_S):
     """Return once an HTTP request to `address` gets any answer; exit if a program ends first or time runs out."""
     host, port = address

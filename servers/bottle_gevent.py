@@ -11,16 +11,13 @@ from gevent import monkey
 
 monkey.patch_all()
 
-import signal  # noqa: E402  (after the patch, on purpose)
-import socket  # noqa: E402
 import time  # noqa: E402
 
 import bottle  # noqa: E402
 import gevent  # noqa: E402
-from gevent.pywsgi import WSGIServer  # noqa: E402
 
 import _wrapper  # noqa: E402
-from iolab.contract import HELLO_BODY, BadParameter, announce, burn_cpu, die_with_parent, parse_args, parse_ms  # noqa: E402
+from iolab.contract import HELLO_BODY, BadParameter, burn_cpu, die_with_parent, parse_args, parse_ms  # noqa: E402
 
 app = bottle.Bottle()
 
@@ -81,15 +78,7 @@ def not_found(error):
 def main():
     args = parse_args(__doc__.splitlines()[0])
     die_with_parent()
-    listener = _wrapper.bind_listener(args.host, args.port)  # backlog 1024; gevent's own default is 128
-    # pywsgi sends the head and the body in two writes. With Nagle on, the body waits for the client's delayed ACK
-    # of the head: 40 ms per keep-alive request. Linux gives every accepted socket the listener's TCP_NODELAY.
-    listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    server = WSGIServer(listener, app, log=None)  # no access log: it would cost more than hello world
-    server.start()
-    gevent.signal_handler(signal.SIGTERM, server.stop, 1.0)
-    announce(*listener.getsockname()[:2])
-    server.serve_forever()
+    _wrapper.serve_wsgi_on_gevent(_wrapper.bind_listener(args.host, args.port), app)  # backlog 1024; gevent's: 128
 
 
 if __name__ == "__main__":

@@ -23,17 +23,11 @@ if PATCHED:
 
     monkey.patch_all()
 
-import signal  # noqa: E402  (after the patch, on purpose)
-
-import gevent  # noqa: E402
-import gevent.socket  # noqa: E402
-from gevent.pywsgi import WSGIServer  # noqa: E402
-
-import _backend_client  # noqa: E402
+import _backend_client  # noqa: E402  (after the patch, on purpose)
 import _wrapper  # noqa: E402
 from _backend_client import Backend  # noqa: E402
 from flask_app import create_app  # noqa: E402
-from iolab.contract import announce, die_with_parent, parse_args  # noqa: E402
+from iolab.contract import die_with_parent, parse_args  # noqa: E402
 
 
 def add_arguments(parser):
@@ -48,14 +42,7 @@ def main():
     args = _backend_client.check_arguments(parse_args(__doc__, add_arguments))
     die_with_parent()
     listener = _wrapper.bind_listener(args.host, args.port)  # backlog 1024; gevent's own default is 128
-    if not PATCHED:  # gevent's server needs its own cooperative socket, which patching would have given us
-        listener = gevent.socket.socket(listener.family, listener.type, fileno=listener.detach())
-    app = create_app(Backend(args.broker, args.queue_limit, args.timeout_ms))
-    server = WSGIServer(listener, app, log=None)  # no access log: it would cost more than hello world
-    server.start()
-    gevent.signal_handler(signal.SIGTERM, server.stop, 1.0)
-    announce(*listener.getsockname()[:2])
-    server.serve_forever()
+    _wrapper.serve_wsgi_on_gevent(listener, create_app(Backend(args.broker, args.queue_limit, args.timeout_ms)))
 
 
 if __name__ == "__main__":
