@@ -5,6 +5,8 @@ Exercises for lesson 11, the client side: `from iolab.lessons.client_side import
 
 from iolab import checks
 
+from . import fanout
+
 
 class OneAfterAnother(checks.NumberExercise):
     prompt = "40 calls of 200 ms each, one after another with requests: about how long in all, in seconds?"
@@ -51,6 +53,38 @@ class WithSemaphore(checks.NumberExercise):
                 0.2: "ignores the semaphore: only 15 calls may be inside it at once."}
     hint_text = "A semaphore of s lets s calls in at once: it is a pool of s, made of tasks instead of threads."
     solution_text = "⌈40 / 15⌉ = 3 rounds of 0.2 s = 0.6 s."
+
+
+class InBatches(checks.Exercise):
+    prompt = ("Write in_batches(session, url, n, size): n calls of fetch, sent size at a time; "
+              "each batch goes out once every answer of the one before it is in.")
+    hint_text = ["A loop over the batches: range(0, n, size) gives each batch's first call.",
+                 "In the loop, gather min(size, n - first) calls of fetch(session, url), await them, and add "
+                 "their (sent, answered) pairs to a list. Return the list."]
+    solution_text = ("in_turn = []\nfor first in range(0, n, size):\n    in_turn += await asyncio.gather("
+                     "*(fanout.fetch(session, url) for _ in range(min(size, n - first))))\nreturn in_turn")
+
+    def judge(self, answer, **context):
+        calls = answer.get("calls") if isinstance(answer, dict) else None
+        if not isinstance(calls, (list, tuple)) or not all(isinstance(c, (list, tuple)) and len(c) == 2 for c in calls):
+            return False, f"in_batches should return the list of (sent, answered) pairs fetch gives, got {calls!r:.80}."
+        n, size = answer["n"], answer["size"]
+        if len(calls) != n:
+            return False, f"it made {len(calls)} calls; it should make n = {n}."
+        peak = fanout.most_at_once(calls)
+        if peak > size:
+            return False, f"{peak} calls were out at once: at most size = {size} may be."
+        if peak == 1 < size:
+            return False, "one call at a time: gather each batch, so its calls wait side by side."
+        waves = fanout.waves(calls)
+        expected = [(first, min(size, n - first)) for first in range(0, n, size)]
+        if waves != expected:
+            return False, (f"calls went out with {[already for already, _ in waves]} answers already in. "
+                           f"Batches would send them with {[first for first, _ in expected]}: a new call went out "
+                           "before its whole batch was in. That is a pool, like the semaphore, not batches.")
+        rounds = len(expected)
+        return True, (f"{len(waves)} batches of at most {size}, one after another: {answer['took_s']:.2f} s for "
+                      f"{rounds} rounds of T = {answer['T_s']:.2f} s.")
 
 
 class PredictX(checks.NumberExercise):

@@ -60,6 +60,46 @@ async def with_semaphore(session, url, n, s):
     return await asyncio.gather(*(one() for _ in range(n)))
 
 
+# --- A fan-out the student writes, run and read back ------------------------------------------------------------
+
+
+async def try_yours(fan_out, n, size, T_ms):
+    """Run the student's `fan_out(session, url, n, size)` once against a fresh tornado_app with calls of T_ms.
+
+    Returns None when it returned None (not written yet), else {"calls": what it returned, "n", "size", "T_s",
+    "took_s"}: the judging is the exercise's (exercises.InBatches), so a wrong return value is explained there.
+    """
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=TIMEOUT_S)) as aio:
+        with servers.serve("tornado_app") as server:
+            began = time.perf_counter()
+            calls = await asyncio.wait_for(fan_out(aio, f"{server.url}/async-sleep?ms={T_ms}", n, size), TIMEOUT_S)
+            took_s = time.perf_counter() - began
+    await asyncio.sleep(0)  # the closed connections' transports close on the loop's next turn
+    if calls is None:
+        return None
+    return {"calls": calls, "n": n, "size": size, "T_s": T_ms / 1000, "took_s": took_s}
+
+
+def waves(calls):
+    """[(answers already in when sent, calls sent so)], in order: a batch is sent with the same count of answers in."""
+    answered = sorted(answered for _, answered in calls)
+    counts = {}
+    for sent, _ in calls:
+        already = sum(1 for moment in answered if moment <= sent)
+        counts[already] = counts.get(already, 0) + 1
+    return sorted(counts.items())
+
+
+def most_at_once(calls):
+    """The most calls in flight at one moment: sent, and not yet answered."""
+    events = sorted([(sent, 1) for sent, _ in calls] + [(answered, -1) for _, answered in calls])
+    in_flight = peak = 0
+    for _, step in events:
+        in_flight += step
+        peak = max(peak, in_flight)
+    return peak
+
+
 # --- Running them against tornado_app, metered --------------------------------------------------------------
 
 
