@@ -8,7 +8,6 @@ Its default is left as it ships: that limit is what lesson 11 finds.
 
 import asyncio
 import threading
-import time
 import weakref
 
 from .errors import error_kind
@@ -89,24 +88,33 @@ def _threads(spec, share, recorder, calls):
         sock = getattr(getattr(response.raw, "connection", None), "sock", None)
         return sock if sock is not None else object()  # no socket to name: count it as a connection of its own
 
+    finished = threading.Semaphore(0)
+
     def worker(user):
-        while calls.take():
-            start = recorder.now()
-            try:
-                # stream=True keeps the connection attached until the body is read, so it can be named.
-                response = session.get(spec["url"], timeout=spec["timeout_s"], stream=True)
-                connection = calls.connection(sock_of(response))
-                calls.answered(start, user, response.status_code, len(response.content), connection)
-            except requests.RequestException as error:
-                calls.failed(start, user, error)
+        try:
+            while calls.take():
+                start = recorder.now()
+                try:
+                    # stream=True keeps the connection attached until the body is read, so it can be named.
+                    response = session.get(spec["url"], timeout=spec["timeout_s"], stream=True)
+                    connection = calls.connection(sock_of(response))
+                    calls.answered(start, user, response.status_code, len(response.content), connection)
+                except requests.RequestException as error:
+                    calls.failed(start, user, error)
+        finally:
+            finished.release()
+        # Idle from here until the process exits (a daemon thread): Linux keeps a thread's waits for a CPU only while
+        # it lives, and the parent reads them when our last frame comes. Ended, they would drop out of the run's work.
+        threading.Event().wait()
 
     threads = [threading.Thread(target=worker, args=(user,), daemon=True) for user in share["users"]]
     recorder.wait_for_go()
     for thread in threads:
         thread.start()
-    while any(thread.is_alive() for thread in threads):
-        time.sleep(FLUSH_EVERY_S)
-        recorder.flush()
+    for _ in threads:
+        while not finished.acquire(timeout=FLUSH_EVERY_S):
+            recorder.flush()
+    recorder.flush()
     session.close()
 
 

@@ -128,20 +128,21 @@ class ReadTheLimitBack(checks.NumberExercise):
                      "min(32, cores + 4) threads on a 2-core machine.")
 
 
-class WhenATaskGroupFails(checks.ChoiceExercise):
-    prompt = ("Ten calls run in a TaskGroup. One fails after 50 ms; the others take 1 s each. When does the "
-              "`async with` block end, and what happened to the other nine? '50 ms, cancelled', '1 s, answered' "
-              "or '50 ms, still running'.")
+class WhenGatherCollectsErrors(checks.ChoiceExercise):
+    prompt = ("Ten calls run under gather(..., return_exceptions=True). One fails after 50 ms; the others take 1 s "
+              "each. When does the await return, and what happened to the other nine? '50 ms, cancelled', "
+              "'1 s, answered' or '50 ms, still running'.")
     choices = {
-        "50 ms, cancelled": "",
-        "1 s, answered": "that would be gather(..., return_exceptions=True): it waits for every call.",
+        "50 ms, cancelled": "that is a TaskGroup: it cancels the rest at the first failure.",
+        "1 s, answered": "",
         "50 ms, still running": "that is a plain gather: it raises at once and leaves the others running.",
     }
-    correct = "50 ms, cancelled"
-    correct_text = ("The first failure cancels every sibling, and the block ends once they have all stopped. "
-                    "The server may still be serving them: the client cannot call that back.")
-    hint_text = "What did the TaskGroup row above do with its other calls, and when?"
-    solution_text = "'50 ms, cancelled': a TaskGroup cancels the rest at the first failure, then raises it."
+    correct = "1 s, answered"
+    correct_text = ("With return_exceptions=True an error is a result like any other: gather waits for all ten, "
+                    "and its list holds nine answers and one exception.")
+    hint_text = ["return_exceptions=True turns each error into a value in gather's list, instead of raising it.",
+                 "A list of every result cannot be returned before the last call has ended."]
+    solution_text = "'1 s, answered': gather waits for every call, and returns the failure in its list."
 
 
 class RetryArrivals(checks.NumberExercise):
