@@ -23,8 +23,10 @@ def test_a_library_shows_its_limit(option, tornado):
     assert row["errors"] == 0 and row["completed"] == row["expected_calls"] == ROUNDS * row["limit"]
     assert row["low_s"] <= row["measured_s"] <= row["high_s"], row
     assert row["answered_in_two_T"] <= row["limit"] <= row["answered_in_T_and_work"], row
-    if option == "requests":  # past its pool of 10 it opens a connection per thread instead of waiting
-        assert row["limit"] == 20 and row["connections_opened"] == 20
+    if option == "requests":  # past its pool of 10 it opens connections instead of waiting, as the lesson claims:
+        # more than its pool, at most one a call (20 on a quiet machine; 21 under load, when a thread's second call
+        # came before another thread had handed its connection back to the pool)
+        assert row["limit"] == 20 and 10 < row["connections_opened"] <= row["expected_calls"], row
     if option == "requests_pool_block":
         assert row["connections_opened"] <= 10
 
