@@ -16,6 +16,7 @@ from iolab import registry, servers, usage
 PARTS = ("redis_server", "celery_worker", "tornado_backend", "gevent_flask", "gunicorn_flask")
 QUEUE = "celery"  # Celery's default queue: a Redis list
 UNACKED = "unacked"  # kombu's hash of tasks a worker took and has not acknowledged yet
+RESULT_PREFIX = "celery-task-meta-"  # Celery's Redis result store: one key per finished task
 PROBE_TIMEOUT_S = 0.5
 KILL_WAIT_S = 2.0  # how long a kill waits for every slot to hold a task: many tasks' lengths
 
@@ -74,7 +75,7 @@ class Backend:
         deadline = time.monotonic() + within_s
         while busy:
             os.kill(pid, signal.SIGSTOP)
-            if self.unacked() >= busy or time.monotonic() > deadline:
+            if self.running() >= busy or time.monotonic() > deadline:
                 break
             os.kill(pid, signal.SIGCONT)
             time.sleep(0.002)
@@ -94,6 +95,19 @@ class Backend:
     def unacked(self):
         """Tasks a worker took and never acknowledged: with acks_late, the ones running when it died."""
         return self.client.hlen(UNACKED)
+
+    def running(self):
+        """Unacked tasks whose result is not stored yet. With acks_late a slot stores its result, and its front end
+        answers 200, before it acknowledges: a task frozen in between is unacked, but its request was answered."""
+        running = 0
+        for entry in self.client.hvals(UNACKED):
+            try:
+                task_id = json.loads(entry)[0]["headers"]["id"]
+            except (ValueError, LookupError, TypeError):
+                running += 1  # a shape we cannot read: count it as running, as unacked() does
+                continue
+            running += not self.client.exists(f"{RESULT_PREFIX}{task_id}")
+        return running
 
     def used_memory(self):
         """Bytes Redis uses now (INFO memory's used_memory)."""
