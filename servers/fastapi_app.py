@@ -8,21 +8,20 @@ that limit). So /sync-sleep (a `def` endpoint calling time.sleep) serves 40 at
 once, /async-sleep awaits asyncio.sleep on the loop, and /blocking-sleep is the
 mistake: an `async def` endpoint calling time.sleep, which holds the loop and
 serves one request at a time. /cpu is a `def` endpoint, as FastAPI advises for
-blocking work. We bind the listening socket ourselves, as uvicorn_app.py does.
+blocking work. uvicorn_app.serve runs it, with the same --loop and --http.
 """
 
 import asyncio
 import contextlib
-import socket
 import time
 
 import anyio.to_thread
-import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import PlainTextResponse
 from starlette.exceptions import HTTPException
 
-from iolab.contract import HELLO_BODY, BadParameter, announce, burn_cpu, die_with_parent, exit_on_sigterm, parse_args
+import uvicorn_app
+from iolab.contract import HELLO_BODY, BadParameter, burn_cpu, parse_args
 from iolab.contract import parse_ms as contract_parse_ms
 
 DEFAULT_THREADS = 40  # anyio's own default: anyio/_backends/_asyncio.py:3257, `CapacityLimiter(40)`
@@ -95,6 +94,7 @@ def parse_ms(request):
 
 def main():
     def add_arguments(parser):
+        uvicorn_app.add_arguments(parser)
         parser.add_argument(
             "--threads", type=int, default=DEFAULT_THREADS,
             help=f"`def` endpoints run at once in anyio's thread pool (default {DEFAULT_THREADS}, anyio's own)",
@@ -103,21 +103,7 @@ def main():
     args = parse_args(__doc__.splitlines()[0], add_arguments)
     if not 1 <= args.threads <= 1000:
         raise SystemExit(f"--threads must be between 1 and 1000, got {args.threads}")
-    die_with_parent()
-    exit_on_sigterm()  # uvicorn handles SIGTERM, then raises it again with this handler back: SystemExit(0)
-    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
-    listener = socket.create_server((args.host, args.port), family=family, backlog=1024)
-    config = uvicorn.Config(
-        build_app(args.threads),
-        lifespan="on",  # the lifespan sets the thread limit on the server's loop
-        access_log=False,
-        log_config=None,  # stdout belongs to the LISTENING line
-        log_level="warning",
-        server_header=False,
-        timeout_graceful_shutdown=1,
-    )
-    announce(*listener.getsockname()[:2])
-    uvicorn.Server(config).run(sockets=[listener])
+    uvicorn_app.serve(build_app(args.threads), args, lifespan="on")  # the lifespan sets the limit on the server's loop
 
 
 if __name__ == "__main__":

@@ -26,8 +26,11 @@ def add_arguments(parser):
     parser.add_argument("--http", choices=["auto", "h11", "httptools"], default="auto", help="the HTTP parser (default auto)")
 
 
-def serve(app, args):
-    """Run uvicorn on the ASGI `app` until SIGTERM, with the loop and parser `args` name."""
+def serve(app, args, lifespan="off"):
+    """Run uvicorn on the ASGI `app` until SIGTERM, with the loop and parser `args` name.
+
+    lifespan="on" runs the app's startup on the server's own loop (fastapi_app sets its thread limit there).
+    """
     for option, choice in (("loop", args.loop), ("http", args.http)):
         if choice in NEEDS and importlib.util.find_spec(NEEDS[choice]) is None:
             raise SystemExit(f"--{option} {choice} needs the Python package {NEEDS[choice]!r}, which is not installed")
@@ -41,7 +44,7 @@ def serve(app, args):
         app,
         loop=args.loop,
         http=args.http,
-        lifespan="off",
+        lifespan=lifespan,
         access_log=False,  # a log line per request costs more than hello world
         log_config=None,  # uvicorn's own logging setup would send access logs to stdout, which is the contract's
         log_level="warning",
