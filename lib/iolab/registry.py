@@ -11,8 +11,9 @@ from .contract import ROUTES, find_program
 
 ALL_ROUTES = tuple(ROUTES)
 # What a server's port may speak: "http", the contract's routes (load clients, wrk, ab and the HTTP tests drive it),
-# or "redis", Redis's own protocol (lesson 10's broker: PING, queues; no HTTP request reaches it).
-PROTOCOLS = ("http", "redis")
+# or "redis", Redis's own protocol (lesson 10's broker: PING, queues; no HTTP request reaches it),
+# or "postgres", PostgreSQL's (lesson 13's database and pgbouncer in front of it: a driver connects there).
+PROTOCOLS = ("http", "redis", "postgres")
 NO_WAIT_ROUTES = ("/", "/sync-sleep", "/cpu")  # for a model with no way to wait without blocking
 
 
@@ -355,6 +356,20 @@ SERVERS = {
             serves_at_once=_workers,
             needs_modules=BACKEND_MODULES + ("gunicorn", "flask"),
             lesson="10-slow-backend",
+        ),
+        ServerInfo(
+            "postgres", "postgres_server.py",
+            "PostgreSQL (Debian's): a throwaway cluster, a backend process per connection, loopback, no fsync",
+            routes=(),
+            options={
+                "max_connections": Option("--max-connections", "connections it accepts at once; past it: too many clients",
+                                          100),
+                "shared_buffers_mb": Option("--shared-buffers-mb", "its shared buffer cache in MB", 128),
+            },
+            serves_at_once=lambda options: options["max_connections"],
+            needs_programs=("postgres",),
+            lesson="13-a-real-database",
+            protocol="postgres",
         ),
     ]
 }
