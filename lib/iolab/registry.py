@@ -392,6 +392,20 @@ SERVERS = {
             needs_modules=DB_MODULES + ("tornado",),
             lesson="13-a-real-database",
         ),
+        # fastapi_db also answers /sync-query, /async-query, /blocking-query, /rows, /held and /stats.
+        ServerInfo(
+            "fastapi_db", "fastapi_db.py",
+            "one thread, an event loop (FastAPI under uvicorn) calling PostgreSQL: `def` endpoints with the sync driver"
+            " in anyio's --threads, `async def` ones through an async driver's pool",
+            options={
+                **UVICORN_OPTIONS,
+                "threads": Option("--threads", "`def` endpoints run at once in anyio's thread pool (FastAPI's 40)", 40),
+                **DB_OPTIONS,
+            },
+            serves_at_once=_threads,
+            needs_modules=DB_MODULES + ("fastapi", "uvicorn"),
+            lesson="13-a-real-database",
+        ),
     ]
 }
 
