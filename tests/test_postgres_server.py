@@ -210,3 +210,18 @@ def test_pgbouncer_lets_many_clients_share_a_few_server_connections():
         finally:
             for connection in held:
                 connection.close()
+
+
+def test_postgresqls_programs_are_found_off_path_newest_version_first(monkeypatch, tmp_path):
+    # Debian and Ubuntu put them in /usr/lib/postgresql/N/bin, on nobody's PATH; Binder's Ubuntu has another N.
+    for version in ("9.6", "14", "15"):
+        folder = tmp_path / version / "bin"
+        folder.mkdir(parents=True)
+        for name in ("postgres", "initdb"):
+            (folder / name).write_text("#!/bin/sh\n")
+            (folder / name).chmod(0o755)
+    monkeypatch.setattr(contract, "VERSIONED_DIRS", str(tmp_path / "*" / "bin"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.setattr(contract, "SBIN_DIRS", ())
+    assert postgres.programs() == {"postgres": str(tmp_path / "15" / "bin" / "postgres"),
+                                   "initdb": str(tmp_path / "15" / "bin" / "initdb")}
