@@ -342,8 +342,9 @@ class Database:
         """Run `sql` on a pooled connection within the client's deadline; the rows.
 
         At the deadline the connection is cut, not cancelled: both drivers' cancellation asks the server first
-        (psycopg waits up to 5 + 5 s for it, connection_async.py:540; asyncpg's release waits on the reset for
-        ever), and a server that stopped answering would hold us that long.
+        (psycopg waits up to 5 + 5 s for it, connection_async.py:540; asyncpg's release waits for the cancellation
+        and the reset with no timeout, pool.py:257-274, release(timeout=None) at 1019), and a server that stopped
+        answering would hold us that long.
         """
         expired = []
         timer = asyncio.get_running_loop().call_later(self.deadline_s, lambda: expired.append(cut(connection)))
