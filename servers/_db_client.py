@@ -307,7 +307,7 @@ class Database:
                     kwargs={"autocommit": True}, open=False, name="lesson13",
                 )
                 try:
-                    await pool.open(wait=True, timeout=CONNECT_TIMEOUT_S + 5)
+                    await self._fill(pool, dsn)
                 except BaseException:
                     await pool.close(timeout=0)
                     raise
@@ -319,8 +319,33 @@ class Database:
                     server_settings={"statement_timeout": str(self.statement_timeout_ms)},
                 )
         except (psycopg.Error, psycopg_pool.PoolTimeout, asyncpg.PostgresError, OSError) as error:
-            raise Refused(f"database unreachable: {first_line(error)}") from None
+            size = self.psycopg_size if driver == "psycopg" else self.asyncpg_size
+            raise Refused(f"could not open the {driver} pool of {size}: {first_line(error)}") from None
         return pool
+
+    async def _fill(self, pool, dsn):
+        """Open psycopg_pool and wait until it holds its P connections; fail at its first refused connection.
+
+        pool.open(wait=True) would retry a refused connection until its timeout, and then say only that the pool is
+        incomplete: a pool larger than max_connections would answer after 10 s without the reason.
+        """
+        await pool.open(wait=False)
+        filled = asyncio.ensure_future(pool.wait(timeout=CONNECT_TIMEOUT_S + 5))
+        errors = 0
+        try:
+            while not filled.done():
+                if pool.get_stats().get("connections_errors", 0) > errors:
+                    errors = pool.get_stats()["connections_errors"]
+                    try:  # the pool keeps the reason to itself; one connection of our own hears it too
+                        probe = await psycopg.AsyncConnection.connect(dsn)
+                    except psycopg.OperationalError as refused:
+                        raise Refused(f"could not open the psycopg pool of {self.psycopg_size}:"
+                                      f" {first_line(refused)}") from None
+                    await probe.close()  # it passed, this time: let the pool go on trying
+                await asyncio.sleep(0.01)
+            await filled
+        finally:
+            filled.cancel()
 
     @contextlib.asynccontextmanager
     async def connection(self, driver):

@@ -152,6 +152,15 @@ def test_past_the_acquire_timeout_a_request_gets_a_503_and_without_one_it_waits(
         assert 2 * ROUND_LOW <= elapsed / (T_MS / 1000) < 2 * ROUND_HIGH
 
 
+def test_a_pool_larger_than_max_connections_is_refused_at_once_with_the_reason():
+    with (servers.serve("postgres", max_connections=3) as database,
+          servers.serve("tornado_db", db_port=database.port, pool=5) as server):
+        for how, driver in (("pool", "psycopg"), ("asyncpg", "asyncpg")):
+            status, body, took = fetch(server, f"/query?how={how}&ms=1")
+            assert status == 503 and f"could not open the {driver} pool of 5" in body, body
+            assert "too many clients already" in body and took < 1, (body, took)
+
+
 @pytest.mark.parametrize("name", FRONT_ENDS)
 def test_statement_timeout_cancels_a_long_query_with_a_503(database, name):
     with servers.serve(name, db_port=database.port, statement_timeout_ms=100) as server:
