@@ -107,15 +107,15 @@ def wait_until_gone(pids, within_s=GONE_WITHIN_S):
     return [pid for pid in pids if not gone(pid)]
 
 
-def kill_the_parent(program, within_s=GONE_WITHIN_S):
+def kill_the_parent(program, within_s=GONE_WITHIN_S, python=sys.executable, **popen):
     """Run `program` (Python source) as a parent, SIGKILL it once it has printed, then see what of its children survives.
 
     The program starts its children, prints one JSON object with their "pids"
     (and anything else the test wants) and sleeps. Returns (that object, the pids
-    still running `within_s` after the kill).
+    still running `within_s` after the kill). `python` and `popen` (user=, env=) run it as another user.
     """
     source = textwrap.dedent(program) + "\nimport time\ntime.sleep(60)\n"
-    parent = subprocess.Popen([sys.executable, "-c", source], stdout=subprocess.PIPE, text=True)
+    parent = subprocess.Popen([str(python), "-c", source], stdout=subprocess.PIPE, text=True, **popen)
     try:
         line = parent.stdout.readline()
         assert line, "the parent printed nothing"

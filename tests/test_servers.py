@@ -27,7 +27,7 @@ def test_what_each_port_speaks_comes_from_the_registry():
     assert {info.protocol for info in registry.SERVERS.values()} <= set(registry.PROTOCOLS)
     http = registry.names(protocol="http")
     assert "redis_server" not in http and {"tornado_app", "celery_worker"} <= set(http)
-    assert sorted(http + registry.names(protocol="redis")) == registry.names()
+    assert sorted(http + registry.names(protocol="redis") + registry.names(protocol="postgres")) == registry.names()
     with pytest.raises(ValueError, match="'smtp'"):
         registry.names(protocol="smtp")
 
@@ -45,6 +45,13 @@ def follows_contract(name, *args):
             with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
                 connection.sendall(b"PING\r\n")
                 assert connection.recv(64) == b"+PONG\r\n", f"{name} did not answer PING"
+            return
+        if info.protocol == "postgres":  # lesson 13's database and pgbouncer: a driver's query gets its answer
+            import psycopg
+
+            from iolab import postgres
+            with psycopg.connect(postgres.dsn(port), connect_timeout=10) as connection:
+                assert connection.execute("select 1 + 1").fetchone() == (2,), f"{name} did not answer a query"
             return
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
         status, length, body = get(connection, "/")

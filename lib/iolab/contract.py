@@ -6,6 +6,7 @@ only).
 
 import argparse
 import ctypes
+import glob
 import ipaddress
 import json
 import os
@@ -139,6 +140,8 @@ def burn_cpu(ms):
 
 # Daemons such as nginx install into sbin, which is on root's PATH but often not on a student's.
 SBIN_DIRS = ("/usr/local/sbin", "/usr/sbin", "/sbin")
+# Debian and Ubuntu keep PostgreSQL's programs (postgres, initdb) off every PATH, in one folder per major version.
+VERSIONED_DIRS = "/usr/lib/postgresql/*/bin"
 
 
 # Programs the lab treats as not installed, comma-separated: to see a lesson run as on a machine without them.
@@ -150,7 +153,15 @@ def find_program(name):
     (or is named in $IOLAB_TOOLS_OFF)."""
     if name in os.environ.get(TOOLS_OFF_VARIABLE, "").split(","):
         return None
-    return shutil.which(name) or shutil.which(name, path=os.pathsep.join(SBIN_DIRS))
+    return shutil.which(name) or shutil.which(name, path=os.pathsep.join(SBIN_DIRS + versioned_dirs()))
+
+
+def versioned_dirs():
+    """VERSIONED_DIRS that exist, the newest major version first."""
+    def version(folder):
+        return [int(part) if part.isdigit() else 0 for part in folder.split(os.sep)[-2].split(".")]
+
+    return tuple(sorted(glob.glob(VERSIONED_DIRS), key=version, reverse=True))
 
 
 def parse_args(description, add_arguments=None):

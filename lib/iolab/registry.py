@@ -11,8 +11,9 @@ from .contract import ROUTES, find_program
 
 ALL_ROUTES = tuple(ROUTES)
 # What a server's port may speak: "http", the contract's routes (load clients, wrk, ab and the HTTP tests drive it),
-# or "redis", Redis's own protocol (lesson 10's broker: PING, queues; no HTTP request reaches it).
-PROTOCOLS = ("http", "redis")
+# or "redis", Redis's own protocol (lesson 10's broker: PING, queues; no HTTP request reaches it),
+# or "postgres", PostgreSQL's (lesson 13's database and pgbouncer in front of it: a driver connects there).
+PROTOCOLS = ("http", "redis", "postgres")
 NO_WAIT_ROUTES = ("/", "/sync-sleep", "/cpu")  # for a model with no way to wait without blocking
 
 
@@ -106,6 +107,18 @@ UVICORN_OPTIONS = {  # every server uvicorn runs: the lab's bare ASGI app, Djang
     "loop": Option("--loop", "the event loop: asyncio, uvloop, or auto (uvloop when installed)", "auto"),
     "http": Option("--http", "the HTTP parser: h11 (pure Python), httptools (C), or auto", "auto"),
 }
+
+
+# Lesson 13's front ends all take these: where the database is, the pools' size and timeouts.
+DB_OPTIONS = {
+    "db_port": Option("--db-port", "the port of the lab's PostgreSQL (the postgres server); without it, 503s"),
+    "pool": Option("--pool", "P, connections in each async pool (default: psycopg_pool's 4, asyncpg's 10)"),
+    "acquire_timeout_s": Option("--acquire-timeout-s",
+                                "seconds a request waits for a free connection, or none (default: psycopg_pool's 30,"
+                                " asyncpg's none)"),
+    "statement_timeout_ms": Option("--statement-timeout-ms", "PostgreSQL's statement_timeout on every connection", 10_000),
+}
+DB_MODULES = ("psycopg", "psycopg_pool", "asyncpg")
 
 
 def _upstreams_times_theirs(options):
@@ -355,6 +368,58 @@ SERVERS = {
             serves_at_once=_workers,
             needs_modules=BACKEND_MODULES + ("gunicorn", "flask"),
             lesson="10-slow-backend",
+        ),
+        ServerInfo(
+            "postgres", "postgres_server.py",
+            "PostgreSQL (Debian's): a throwaway cluster, a backend process per connection, loopback, no fsync",
+            routes=(),
+            options={
+                "max_connections": Option("--max-connections", "connections it accepts at once; past it: too many clients",
+                                          100),
+                "shared_buffers_mb": Option("--shared-buffers-mb", "its shared buffer cache in MB", 128),
+            },
+            serves_at_once=lambda options: options["max_connections"],
+            needs_programs=("postgres",),
+            lesson="13-a-real-database",
+            protocol="postgres",
+        ),
+        ServerInfo(
+            "pgbouncer", "pgbouncer_server.py",
+            "pgbouncer (Debian's) in transaction mode in front of a postgres server: many clients share --pool-size"
+            " server connections, one event loop in C",
+            routes=(),
+            options={
+                "db_port": Option("--db-port", "the port of the lab's PostgreSQL; without it, a cluster of its own"),
+                "pool_size": Option("--pool-size", "server connections it opens (default_pool_size)", 20),
+                "max_client_conn": Option("--max-client-conn", "clients connected at once (max_client_conn)", 100),
+            },
+            serves_at_once=lambda options: options["pool_size"],
+            needs_programs=("pgbouncer", "postgres"),
+            lesson="13-a-real-database",
+            protocol="postgres",
+        ),
+        # tornado_db also answers /query?ms=T&how=H, /rows?n=R&driver=D, /held?db_ms=&other_ms=&release= and /stats.
+        ServerInfo(
+            "tornado_db", "tornado_db.py",
+            "one thread, an event loop (Tornado) calling PostgreSQL: the sync driver on the loop or in the default"
+            " executor, or an async driver through its pool",
+            options=DB_OPTIONS,
+            needs_modules=DB_MODULES + ("tornado",),
+            lesson="13-a-real-database",
+        ),
+        # fastapi_db also answers /sync-query, /async-query, /blocking-query, /rows, /held and /stats.
+        ServerInfo(
+            "fastapi_db", "fastapi_db.py",
+            "one thread, an event loop (FastAPI under uvicorn) calling PostgreSQL: `def` endpoints with the sync driver"
+            " in anyio's --threads, `async def` ones through an async driver's pool",
+            options={
+                **UVICORN_OPTIONS,
+                "threads": Option("--threads", "`def` endpoints run at once in anyio's thread pool (FastAPI's 40)", 40),
+                **DB_OPTIONS,
+            },
+            serves_at_once=_threads,
+            needs_modules=DB_MODULES + ("fastapi", "uvicorn"),
+            lesson="13-a-real-database",
         ),
     ]
 }
