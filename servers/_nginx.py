@@ -10,14 +10,12 @@ sockets of an old one during an upgrade, and uses it for the `listen`
 directive with the same address.
 """
 
-import glob
 import os
 import resource
 import shutil
-import tempfile
-import time
 
 from _wrapper import count_between
+from iolab import owned_folders
 from iolab.contract import SBIN_DIRS, find_program
 
 MAX_WORKERS = 64
@@ -47,18 +45,13 @@ def worker_connections():
 
 
 PREFIX_NAME = "iolab-nginx-"
-OWNER_FILE = "wrapper.pid"
-UNOWNED_FOR_S = 60  # a prefix with no owner yet is one being made, unless it is older than this
 
 
 class Prefix:
     """A temporary directory nginx runs from: its configuration, pid and temporary files."""
 
     def __init__(self):
-        remove_abandoned_prefixes()
-        self.path = tempfile.mkdtemp(prefix=PREFIX_NAME)
-        with open(os.path.join(self.path, OWNER_FILE), "w") as file:
-            file.write(str(os.getpid()))
+        self.path = owned_folders.make(PREFIX_NAME)
         # Started as root, nginx runs its workers as nobody: they must be able to reach the temporary paths.
         os.chmod(self.path, 0o755)
         self.config = os.path.join(self.path, "nginx.conf")
@@ -98,26 +91,6 @@ http {{
 
     def __exit__(self, *exc):
         self.remove()
-
-
-def remove_abandoned_prefixes():
-    """Remove the prefixes of wrappers that are gone: one killed while stopping (the launcher's SIGKILL) leaves its own."""
-    for path in glob.glob(os.path.join(tempfile.gettempdir(), PREFIX_NAME + "*")):
-        try:
-            with open(os.path.join(path, OWNER_FILE)) as file:
-                os.kill(int(file.read()), 0)
-            continue  # its wrapper is running
-        except ProcessLookupError:
-            pass
-        except PermissionError:  # another user's wrapper, running
-            continue
-        except (OSError, ValueError):  # no owner written yet, or not readable
-            try:
-                if time.time() - os.stat(path).st_mtime < UNOWNED_FOR_S:
-                    continue
-            except OSError:
-                continue
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def start(programs, prefix, listener):

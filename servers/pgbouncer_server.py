@@ -23,12 +23,11 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 
 import _wrapper
 from _wrapper import count_between
-from iolab import postgres
+from iolab import owned_folders, postgres
 from iolab.contract import FDS_BESIDES_CONNECTIONS, announce, find_program, log, parse_args, parse_listening
 from redis_server import free_port
 
@@ -128,11 +127,7 @@ def main():
         raise SystemExit("pgbouncer is not installed here (Debian: apt-get install pgbouncer)")
     raise_file_limit(args)
     owner = postgres.account()
-    tmp = tempfile.gettempdir()
-    postgres.remove_abandoned_clusters(tmp, FOLDER_PREFIX)
-    folder = tempfile.mkdtemp(prefix=FOLDER_PREFIX, dir=tmp)
-    with open(os.path.join(folder, postgres.OWNER_FILE), "w") as file:
-        file.write(str(os.getpid()))
+    folder = owned_folders.make(FOLDER_PREFIX)
     if owner is not None:
         os.chown(folder, owner.pw_uid, owner.pw_gid)
 

@@ -22,7 +22,7 @@ import time
 
 import _wrapper
 from _wrapper import count_between
-from iolab import postgres
+from iolab import owned_folders, postgres
 from iolab.contract import announce, log, parse_args
 from redis_server import free_port
 
@@ -118,10 +118,8 @@ def stop_postgres(postmaster):
 def make_folder(owner):
     """The cluster's temporary folder, with our pid in it, owned by the account PostgreSQL runs as."""
     tmp = tempfile.gettempdir()
-    postgres.remove_abandoned_clusters(tmp)
-    folder = tempfile.mkdtemp(prefix=postgres.CLUSTER_PREFIX, dir=tmp)
-    with open(os.path.join(folder, postgres.OWNER_FILE), "w") as file:
-        file.write(str(os.getpid()))
+    postgres.remove_abandoned_clusters(tmp)  # their postmasters and shared memory, before their folders
+    folder = owned_folders.make(postgres.CLUSTER_PREFIX, tmp)
     if owner is not None:
         os.chown(folder, owner.pw_uid, owner.pw_gid)
     return folder

@@ -11,13 +11,14 @@ Redis speaks its own protocol, not HTTP: the registry says so
 
 import contextlib
 import os
+import shutil
 import socket
 import sys
-import tempfile
 import time
 
 import _wrapper
 from _wrapper import count_between
+from iolab import owned_folders
 from iolab.contract import announce, find_program, log, parse_args
 
 MAX_MEMORY_MB = 4096
@@ -88,14 +89,20 @@ def main():
     program = find_program("redis-server")
     if program is None:
         raise SystemExit("redis-server is not installed here (Debian: apt-get install redis-server)")
-    with tempfile.TemporaryDirectory(prefix="iolab-redis-") as directory, _wrapper.in_charge() as programs:
-        port = start_redis(programs, program, args, directory)
-        announce(args.host, port)
-        # Like _wrapper.Programs.serve: wait for any child to end; SIGTERM ends the wait with SystemExit.
-        with contextlib.suppress(ChildProcessError):
-            os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOWAIT)
-        log("redis-server exited by itself; stopping")
-        programs.stop()
+    # Not a TemporaryDirectory: when the parent dies the group is SIGKILLed and no `with` exits, so the wrapper's
+    # cleanup removes the folder first, and a wrapper SIGKILLed by itself leaves one the next start removes.
+    directory = owned_folders.make("iolab-redis-")
+    try:
+        with _wrapper.in_charge(lambda: shutil.rmtree(directory, ignore_errors=True)) as programs:
+            port = start_redis(programs, program, args, directory)
+            announce(args.host, port)
+            # Like _wrapper.Programs.serve: wait for any child to end; SIGTERM ends the wait with SystemExit.
+            with contextlib.suppress(ChildProcessError):
+                os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOWAIT)
+            log("redis-server exited by itself; stopping")
+            programs.stop()
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -4,12 +4,15 @@ Redis, a Celery worker pool and the three front ends, started, called in every m
 The lesson's own modules are tested in tests/lessons/backend/.
 """
 
+import contextlib
+import glob
 import http.client
 import json
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -17,7 +20,7 @@ import time
 import pytest
 
 from helpers import kill_the_parent, wait_until
-from iolab import registry, servers
+from iolab import owned_folders, registry, servers
 
 BACKEND_SERVERS = ("redis_server", "celery_worker", "tornado_backend", "gevent_flask", "gunicorn_flask")
 MISSING = next(filter(None, (registry.get(name).missing() for name in BACKEND_SERVERS)), None)
@@ -248,8 +251,22 @@ STARTER = """
 """
 
 
+def redis_folders():
+    return set(glob.glob(os.path.join(tempfile.gettempdir(), "iolab-redis-*")))
+
+
 def test_nothing_outlives_a_starter_killed_with_sigkill():
+    before = redis_folders()
     report, survivors = kill_the_parent(STARTER, within_s=5)
     assert "redis-server" in report["names"] and "celery" in report["names"], report["names"]
     assert len(report["pids"]) >= 7  # 3 leaders, redis-server, the celery worker and its 2 prefork children
     assert not survivors, survivors
+    # The redis wrapper's folder goes with it (a new folder of a wrapper still running is another test's).
+    left = [folder for folder in redis_folders() - before if owner_of(folder) in {None, *report["pids"]}]
+    assert not left, f"the killed redis wrapper left its folder: {left}"
+
+
+def owner_of(folder):
+    with contextlib.suppress(OSError, ValueError), open(os.path.join(folder, owned_folders.OWNER_FILE)) as file:
+        return int(file.read())
+    return None

@@ -8,20 +8,19 @@ started, and a table of R rows to read back.
 """
 
 import ctypes
-import glob
 import os
 import pwd
 import shutil
 import signal
-import time
 
+from . import owned_folders
 from .contract import LOOPBACK, find_program
 
 SUPERUSER = "postgres"  # the cluster's superuser, whoever runs it: initdb -U postgres
 DATABASE = "postgres"
 ACCOUNT = "postgres"  # Debian's package makes it; as root, the lab runs PostgreSQL as this user
 CLUSTER_PREFIX = "iolab-postgres-"  # the launcher's temporary folders, under tempfile.gettempdir()
-OWNER_FILE = "wrapper.pid"
+OWNER_FILE = owned_folders.OWNER_FILE
 _IPC_RMID = 0
 _PR_SET_PDEATHSIG = 1
 
@@ -158,27 +157,10 @@ def remove_cluster(folder):
     shutil.rmtree(folder, ignore_errors=True)
 
 
-UNOWNED_FOR_S = 60  # a folder with no owner written yet is one being made, unless it is older than this
-
-
 def remove_abandoned_clusters(tmp, prefix=CLUSTER_PREFIX):
     """Remove the folders of launchers that are gone (one SIGKILLed itself, not through its parent, leaves its own);
     `prefix` names the wrapper's folders (the pgbouncer wrapper's too)."""
-    for folder in glob.glob(os.path.join(tmp, prefix + "*")):
-        try:
-            with open(os.path.join(folder, OWNER_FILE)) as file:
-                os.kill(int(file.read()), 0)
-            continue  # its launcher is running
-        except ProcessLookupError:
-            pass
-        except PermissionError:  # another user's launcher, running
-            continue
-        except (OSError, ValueError):
-            try:
-                if time.time() - os.stat(folder).st_mtime < UNOWNED_FOR_S:
-                    continue
-            except OSError:
-                continue
+    for folder in owned_folders.abandoned(prefix, tmp):
         kill_postmaster_of(folder)
         remove_cluster(folder)
 
