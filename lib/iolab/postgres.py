@@ -67,13 +67,14 @@ def as_account(entry):
 
 def dsn(port, host=LOOPBACK, dbname=DATABASE, **settings):
     """A libpq connection string for psycopg: `dsn(port, options="-c statement_timeout=100")`."""
-    parts = {"host": host, "port": port, "user": SUPERUSER, "dbname": dbname, **settings}
+    # sslmode=disable: the lab's clusters have no TLS, and libpq's default (prefer) would ask first on every connect.
+    parts = {"host": host, "port": port, "user": SUPERUSER, "dbname": dbname, "sslmode": "disable", **settings}
     return " ".join(f"{key}='{str(value)}'" if " " in str(value) else f"{key}={value}" for key, value in parts.items())
 
 
 def url(port, host=LOOPBACK, dbname=DATABASE):
     """The same address as a URL, which asyncpg takes."""
-    return f"postgresql://{SUPERUSER}@{host}:{port}/{dbname}"
+    return f"postgresql://{SUPERUSER}@{host}:{port}/{dbname}?sslmode=disable"
 
 
 # --- A table to read back ------------------------------------------------------------------------------

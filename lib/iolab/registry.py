@@ -109,6 +109,18 @@ UVICORN_OPTIONS = {  # every server uvicorn runs: the lab's bare ASGI app, Djang
 }
 
 
+# Lesson 13's front ends all take these: where the database is, the pools' size and timeouts.
+DB_OPTIONS = {
+    "db_port": Option("--db-port", "the port of the lab's PostgreSQL (the postgres server); without it, 503s"),
+    "pool": Option("--pool", "P, connections in each async pool (default: psycopg_pool's 4, asyncpg's 10)"),
+    "acquire_timeout_s": Option("--acquire-timeout-s",
+                                "seconds a request waits for a free connection, or none (default: psycopg_pool's 30,"
+                                " asyncpg's none)"),
+    "statement_timeout_ms": Option("--statement-timeout-ms", "PostgreSQL's statement_timeout on every connection", 10_000),
+}
+DB_MODULES = ("psycopg", "psycopg_pool", "asyncpg")
+
+
 def _upstreams_times_theirs(options):
     theirs = get(options["upstream"]).at_once()
     return None if theirs is None else options["upstreams"] * theirs
@@ -370,6 +382,29 @@ SERVERS = {
             needs_programs=("postgres",),
             lesson="13-a-real-database",
             protocol="postgres",
+        ),
+        # tornado_db also answers /query?ms=T&how=H, /rows?n=R&driver=D, /held?db_ms=&other_ms=&release= and /stats.
+        ServerInfo(
+            "tornado_db", "tornado_db.py",
+            "one thread, an event loop (Tornado) calling PostgreSQL: the sync driver on the loop or in the default"
+            " executor, or an async driver through its pool",
+            options=DB_OPTIONS,
+            needs_modules=DB_MODULES + ("tornado",),
+            lesson="13-a-real-database",
+        ),
+        # fastapi_db also answers /sync-query, /async-query, /blocking-query, /rows, /held and /stats.
+        ServerInfo(
+            "fastapi_db", "fastapi_db.py",
+            "one thread, an event loop (FastAPI under uvicorn) calling PostgreSQL: `def` endpoints with the sync driver"
+            " in anyio's --threads, `async def` ones through an async driver's pool",
+            options={
+                **UVICORN_OPTIONS,
+                "threads": Option("--threads", "`def` endpoints run at once in anyio's thread pool (FastAPI's 40)", 40),
+                **DB_OPTIONS,
+            },
+            serves_at_once=_threads,
+            needs_modules=DB_MODULES + ("fastapi", "uvicorn"),
+            lesson="13-a-real-database",
         ),
     ]
 }

@@ -1,0 +1,396 @@
+"""Lesson 13's front ends' side of PostgreSQL: drivers, pools, timeouts, the 503s.
+
+What tornado_db.py and fastapi_db.py share: the query values they accept, the
+sync driver (psycopg, one connection per thread, on the loop or in a thread
+pool), the async drivers through their pools (psycopg_pool's
+AsyncConnectionPool, asyncpg's pool), each query bounded by PostgreSQL's
+statement_timeout and a client-side deadline behind it, and the pool's own
+figures for /stats. A database that is gone, a pool with no connection free in
+time, a query cancelled: each is a `Refused` whose reason the front end
+answers with a 503 at once.
+"""
+
+import argparse
+import asyncio
+import contextlib
+import os
+import threading
+import time
+import urllib.parse
+
+import asyncpg
+import psycopg
+import psycopg_pool
+
+from iolab import postgres
+from iolab.contract import LOOPBACK, MAX_MS, BadParameter, parse_ms
+
+HOWS = ("blocking", "executor", "pool", "asyncpg")
+DRIVERS = ("psycopg", "asyncpg")
+RELEASES = ("late", "early")
+MAX_ROWS = 1_000_000
+MAX_POOL = 1000
+CONNECT_TIMEOUT_S = 5  # psycopg's connect_timeout (whole seconds) and asyncpg's `timeout` for a new connection
+# The defaults the pools use when --pool and --acquire-timeout-s are not given (the pinned sources):
+PSYCOPG_POOL_SIZE = 4  # psycopg_pool/pool_async.py:55, AsyncConnectionPool(min_size=4, max_size=None: = min_size)
+PSYCOPG_POOL_TIMEOUT_S = 30.0  # psycopg_pool/pool_async.py:63, timeout=30.0, for getconn()/connection()
+ASYNCPG_POOL_SIZE = 10  # asyncpg/pool.py:1203-1204, create_pool(min_size=10, max_size=10)
+ASYNCPG_ACQUIRE_TIMEOUT_S = None  # asyncpg/pool.py:969, Pool.acquire(*, timeout=None): waits for ever
+FOREVER_S = 24 * 3600.0  # "none" for psycopg_pool, whose timeout must be a number
+PROBE_EVERY_S = 0.1  # while the database is unreachable, how often a connection is tried
+# get_stats()'s counters (psycopg_pool/base.py:29-39), which it leaves out while they are 0.
+PSYCOPG_COUNTERS = ("requests_num", "requests_queued", "requests_wait_ms", "requests_errors", "usage_ms",
+                    "returns_bad", "connections_num", "connections_ms", "connections_errors", "connections_lost")
+
+
+def default_executor_threads():
+    """What loop.run_in_executor(None, ...) gets: concurrent/futures/thread.py:142 (Python 3.11),
+    min(32, (os.cpu_count() or 1) + 4): the machine's CPUs, not the ones this process may use."""
+    return min(32, (os.cpu_count() or 1) + 4)
+
+
+class Refused(Exception):
+    """A request the database side cannot serve now; its text is the one-line reason of the 503."""
+
+    status = 503
+
+
+# --- The query values ----------------------------------------------------------------------------------
+
+def choice(query, name, choices, default=None):
+    values = urllib.parse.parse_qs(query).get(name)
+    if not values:
+        if default is None:
+            raise BadParameter(f"{name} is required: one of {', '.join(choices)}")
+        return default
+    if values[-1] not in choices:
+        raise BadParameter(f"{name} must be one of {', '.join(choices)}, got {values[-1]!r}")
+    return values[-1]
+
+
+def ms_of(query, name="ms"):
+    values = urllib.parse.parse_qs(query, keep_blank_values=True).get(name)
+    try:
+        return parse_ms(values[-1] if values else None)
+    except BadParameter as bad:
+        raise BadParameter(str(bad).replace("ms ", f"{name} ", 1).replace("?ms=", f"?{name}=")) from None
+
+
+def rows_of(query):
+    values = urllib.parse.parse_qs(query, keep_blank_values=True).get("n")
+    if not values or values[-1] == "":
+        raise BadParameter("n is required, the rows to read, e.g. ?n=1000")
+    try:
+        n = int(values[-1])
+    except ValueError:
+        raise BadParameter(f"n must be a whole number of rows, got {values[-1]!r}") from None
+    if not 0 <= n <= MAX_ROWS:
+        raise BadParameter(f"n must be between 0 and {MAX_ROWS}, got {n}")
+    return n
+
+
+# --- The command line ---------------------------------------------------------------------------------
+
+def seconds_or_none(text):
+    """An acquire timeout: seconds, or none (no limit), kept as infinity (None is each library's default)."""
+    if text.lower() == "none":
+        return float("inf")
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds or none, got {text!r}") from None
+    if not 0 < seconds <= MAX_MS / 1000:
+        raise argparse.ArgumentTypeError(f"must be above 0 and at most {MAX_MS // 1000} s, or none, got {text!r}")
+    return seconds
+
+
+def pool_size(text):
+    try:
+        size = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if not 1 <= size <= MAX_POOL:
+        raise argparse.ArgumentTypeError(f"must be between 1 and {MAX_POOL}, got {size}")
+    return size
+
+
+def add_arguments(parser):
+    parser.add_argument("--db-port", type=int, default=0,
+                        help="the port of the lab's PostgreSQL (servers/postgres_server.py); without it, 503s")
+    parser.add_argument("--pool", type=pool_size, default=None,
+                        help=f"P, connections in each async pool (default: each library's own, psycopg_pool"
+                             f" {PSYCOPG_POOL_SIZE}, asyncpg {ASYNCPG_POOL_SIZE})")
+    parser.add_argument("--acquire-timeout-s", type=seconds_or_none, default=None,
+                        help=f"how long a request waits for a free connection, or none (default: each library's"
+                             f" own, psycopg_pool {PSYCOPG_POOL_TIMEOUT_S:g} s, asyncpg none: for ever)")
+    parser.add_argument("--statement-timeout-ms", type=int, default=10_000,
+                        help="PostgreSQL's statement_timeout on every connection (0: none); a client-side deadline"
+                             " 2 s later stops the wait too")
+
+
+def check_arguments(args):
+    if not 0 <= args.db_port <= 65535:
+        raise SystemExit(f"--db-port must be between 0 and 65535, got {args.db_port}")
+    if not 0 <= args.statement_timeout_ms <= MAX_MS:
+        raise SystemExit(f"--statement-timeout-ms must be between 0 and {MAX_MS}, got {args.statement_timeout_ms}")
+
+
+# --- The database, as the front ends see it ------------------------------------------------------------
+
+class Usage:
+    """A pool's figures as psycopg_pool's get_stats() names them, kept by us for asyncpg, which has none."""
+
+    def __init__(self):
+        self.stats = {"requests_num": 0, "requests_waiting": 0, "requests_wait_ms": 0, "usage_ms": 0,
+                      "requests_errors": 0}
+
+    @contextlib.asynccontextmanager
+    async def acquire(self, pool, timeout):
+        self.stats["requests_num"] += 1
+        self.stats["requests_waiting"] += 1
+        began = time.monotonic()
+        try:
+            connection = await pool.acquire(timeout=timeout)
+        except BaseException:
+            self.stats["requests_errors"] += 1
+            raise
+        finally:
+            self.stats["requests_waiting"] -= 1
+            self.stats["requests_wait_ms"] += int(1000 * (time.monotonic() - began))
+        got = time.monotonic()
+        try:
+            yield connection
+        finally:
+            self.stats["usage_ms"] += int(1000 * (time.monotonic() - got))
+            await pool.release(connection)
+
+
+class Database:
+    """The drivers and pools of one front end, made on first use, each query bounded in time."""
+
+    def __init__(self, args):
+        self.port = args.db_port
+        self.psycopg_size = args.pool or PSYCOPG_POOL_SIZE
+        self.asyncpg_size = args.pool or ASYNCPG_POOL_SIZE
+        given = args.acquire_timeout_s
+        if given is None:
+            self.psycopg_timeout_s, self.asyncpg_timeout_s = PSYCOPG_POOL_TIMEOUT_S, ASYNCPG_ACQUIRE_TIMEOUT_S
+        elif given == float("inf"):
+            self.psycopg_timeout_s, self.asyncpg_timeout_s = FOREVER_S, None
+        else:
+            self.psycopg_timeout_s = self.asyncpg_timeout_s = given
+        self.statement_timeout_ms = args.statement_timeout_ms
+        # Behind statement_timeout, the client's own deadline: a server that stops answering cannot hold us for ever.
+        self.deadline_s = (self.statement_timeout_ms or MAX_MS) / 1000 + 2.0
+        self.psycopg_pool = None
+        self.asyncpg_pool = None
+        self.asyncpg_usage = Usage()
+        self.opening = None  # made on the loop, on first use
+        self.local = threading.local()  # the sync driver: one connection per thread that runs queries
+        self.sync_connections = 0
+        self.down = None  # why the database is unreachable, while it is
+        self.probe = None
+        self.generation = 0  # how many times the async pools were remade after the database came back
+        self.began = time.monotonic()
+
+    # -- connections --
+
+    def dsn(self):
+        if not self.port:
+            raise Refused("no database: start this server with --db-port, the port of the lab's PostgreSQL")
+        return postgres.dsn(self.port, host=LOOPBACK, connect_timeout=CONNECT_TIMEOUT_S,
+                            options=f"-c statement_timeout={self.statement_timeout_ms}")
+
+    def sync_connection(self):
+        """This thread's connection (the sync driver), opened on first use."""
+        connection = getattr(self.local, "connection", None)
+        if connection is None or connection.closed:
+            try:
+                connection = psycopg.connect(self.dsn(), autocommit=True)
+            except psycopg.OperationalError as error:
+                raise Refused(f"database unreachable: {first_line(error)}") from None
+            self.local.connection = connection
+            self.sync_connections += 1
+        return connection
+
+    def sync_query(self, sql, params=()):
+        """Run `sql` on this thread's connection, blocking this thread (the loop's own, or one of a pool's)."""
+        connection = self.sync_connection()
+        try:
+            return connection.execute(sql, params).fetchall()
+        except psycopg.Error as error:
+            if connection.broken or connection.closed:
+                connection.close()
+                self.local.connection = None
+            raise refusal(error, self) from None
+
+    async def pools(self):
+        """Open both async pools, full, on first use (so no measured request pays for the connecting)."""
+        if self.down:
+            raise Refused(self.down)
+        if self.opening is None:
+            self.opening = asyncio.ensure_future(self._open())
+        try:
+            await asyncio.shield(self.opening)
+        except Refused:
+            self.opening = None
+            raise
+
+    async def _open(self):
+        dsn = self.dsn()
+        pool = psycopg_pool.AsyncConnectionPool(
+            dsn, min_size=self.psycopg_size, max_size=self.psycopg_size, timeout=self.psycopg_timeout_s,
+            kwargs={"autocommit": True}, open=False, name="lesson13",
+        )
+        try:
+            await pool.open(wait=True, timeout=CONNECT_TIMEOUT_S + 5)
+            self.asyncpg_pool = await asyncpg.create_pool(
+                postgres.url(self.port), min_size=self.asyncpg_size, max_size=self.asyncpg_size,
+                timeout=CONNECT_TIMEOUT_S, ssl=False, server_settings={"statement_timeout": str(self.statement_timeout_ms)},
+            )
+        except (psycopg.Error, psycopg_pool.PoolTimeout, asyncpg.PostgresError, OSError) as error:
+            await pool.close(timeout=0)
+            raise Refused(f"database unreachable: {first_line(error)}") from None
+        self.psycopg_pool = pool
+
+    @contextlib.asynccontextmanager
+    async def connection(self, driver):
+        """A connection from the driver's pool, waiting at most the acquire timeout; its errors become Refused."""
+        await self.pools()
+        try:
+            if driver == "psycopg":
+                async with self.psycopg_pool.connection(timeout=self.psycopg_timeout_s) as connection:
+                    yield connection
+            else:
+                async with self.asyncpg_usage.acquire(self.asyncpg_pool, self.asyncpg_timeout_s) as connection:
+                    yield connection
+        except Refused:
+            raise
+        except (psycopg.Error, asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError) as error:
+            raise refusal(error, self, driver) from None
+
+    async def query(self, connection, driver, sql, *params, fetch=True):
+        """Run `sql` on a pooled connection within the client's deadline; the rows."""
+        async with asyncio.timeout(self.deadline_s):
+            if driver == "psycopg":
+                cursor = await connection.execute(sql.replace("$1", "%s"), params)
+                return await cursor.fetchall() if fetch else None
+            return await connection.fetch(sql, *params)
+
+    # -- the routes' work --
+
+    async def sleep(self, how, ms):
+        """select pg_sleep(ms / 1000), the way `how` names."""
+        sql = "select pg_sleep($1)"
+        if how == "blocking":  # the mistake: the sync driver on the loop's own thread
+            self.sync_query(sql.replace("$1", "%s"), (ms / 1000,))
+        elif how == "executor":
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(None, self.sync_query, sql.replace("$1", "%s"), (ms / 1000,))
+        else:
+            driver = "psycopg" if how == "pool" else "asyncpg"
+            async with self.connection(driver) as connection:
+                await self.query(connection, driver, sql, ms / 1000)
+
+    async def rows(self, driver, n):
+        """The first n rows of iolab.postgres's table, decoded by the driver on the loop."""
+        sql = f"select id, name, score, created from {postgres.TABLE} limit $1"
+        async with self.connection(driver) as connection:
+            try:
+                return len(await self.query(connection, driver, sql, n))
+            except (psycopg.errors.UndefinedTable, asyncpg.UndefinedTableError):
+                raise Refused(f"no table {postgres.TABLE}: make it first, iolab.postgres.make_table(port, rows)") from None
+
+    async def held(self, driver, db_ms, other_ms, release):
+        """A query of db_ms, and a wait of other_ms for another service: with the connection held (late) or not."""
+        async with self.connection(driver) as connection:
+            await self.query(connection, driver, "select pg_sleep($1)", db_ms / 1000)
+            if release == "late":  # e.g. a call to another service inside the transaction
+                await asyncio.sleep(other_ms / 1000)
+        if release == "early":
+            await asyncio.sleep(other_ms / 1000)
+
+    # -- the database gone and back --
+
+    def gone(self, reason):
+        """The database stopped answering: refuse at once from now on, and try it until it answers again."""
+        if self.down:
+            return
+        self.down = reason
+        if self.probe is None or self.probe.done():
+            self.probe = asyncio.get_running_loop().create_task(self._wait_until_back())
+
+    async def _wait_until_back(self):
+        # Requests waiting in the pools for a connection that will never come get their error now, not at their
+        # timeout (psycopg_pool's 30 s, asyncpg's never): the pools are closed and made anew once it is back.
+        old = (self.psycopg_pool, self.asyncpg_pool, self.opening)
+        self.psycopg_pool = self.asyncpg_pool = self.opening = None
+        if old[0] is not None:
+            await old[0].close(timeout=0)
+        if old[1] is not None:
+            old[1].terminate()
+        while True:
+            try:
+                probe = await psycopg.AsyncConnection.connect(self.dsn(), autocommit=True)
+            except psycopg.OperationalError:
+                await asyncio.sleep(PROBE_EVERY_S)
+                continue
+            await probe.close()
+            break
+        self.generation += 1
+        self.down = None
+
+    # -- /stats --
+
+    def stats(self):
+        if self.psycopg_pool is not None:
+            # psycopg_pool/base.py:154: counters since the pool opened; those still at 0 are left out, so named here.
+            psycopg_stats = {**dict.fromkeys(PSYCOPG_COUNTERS, 0), **self.psycopg_pool.get_stats()}
+        else:
+            psycopg_stats = None
+        if self.asyncpg_pool is not None:
+            asyncpg_stats = {**self.asyncpg_usage.stats, "pool_size": self.asyncpg_pool.get_size(),
+                             "pool_available": self.asyncpg_pool.get_idle_size(),
+                             "pool_max": self.asyncpg_pool.get_max_size()}
+        else:
+            asyncpg_stats = None
+        return {
+            "t": time.monotonic(),  # shared with every process on the machine: a client lines it up with its own
+            "uptime_s": time.monotonic() - self.began,
+            "cpu_s": time.process_time(),  # every thread of the front end: the loop's and the executor's
+            "psycopg_pool": psycopg_stats,
+            "asyncpg_pool": asyncpg_stats,
+            "sync_connections": self.sync_connections,
+            "executor_threads": default_executor_threads(),
+            "pool_sizes": {"psycopg": self.psycopg_size, "asyncpg": self.asyncpg_size},
+            "acquire_timeout_s": {"psycopg": self.psycopg_timeout_s, "asyncpg": self.asyncpg_timeout_s},
+            "statement_timeout_ms": self.statement_timeout_ms,
+            "database_down": self.down,
+            "pool_generation": self.generation,
+        }
+
+
+def first_line(error):
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
+
+
+# What a connection lost looks like from each driver: the database shut down, crashed, or its socket closed.
+LOST = (psycopg.OperationalError, asyncpg.InterfaceError, asyncpg.PostgresConnectionError,
+        asyncpg.OperatorInterventionError, OSError)
+
+
+def refusal(error, database, driver=None):
+    """The Refused a driver's error becomes; a connection lost from a pool marks the database gone."""
+    if isinstance(error, psycopg_pool.PoolTimeout) or (driver == "asyncpg" and isinstance(error, TimeoutError)):
+        size = database.psycopg_size if driver == "psycopg" else database.asyncpg_size
+        return Refused(f"no connection free in the {driver} pool of {size} in time ({first_line(error) or 'timeout'})")
+    if isinstance(error, psycopg.errors.QueryCanceled | asyncpg.QueryCanceledError):
+        return Refused(f"query cancelled by statement_timeout ({database.statement_timeout_ms} ms)")
+    if isinstance(error, TimeoutError):
+        return Refused(f"no answer from the database within {database.deadline_s:g} s")
+    if not isinstance(error, LOST):
+        return Refused(f"the database refused the query: {first_line(error)}")
+    reason = f"database unreachable: {first_line(error)}"
+    if driver is not None:  # the pools' errors, on the loop; the sync driver just connects anew next time
+        database.gone(reason)
+    return Refused(reason)
