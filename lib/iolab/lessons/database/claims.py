@@ -143,8 +143,9 @@ def faults(claims, found):
                      f"statuses {run['down']['statuses']}")
         claims.within("PostgreSQL killed: the 503s came faster than one query's T", run["down"]["max_ms"], 0,
                       run["T_ms"], "ms", 0)
-        claims.check("PostgreSQL back: the pool answers again", run["back_after_s"] is not None,
-                     f"after {run['back_after_s']} s", f"within {run['deadline_s']} s")
+        back = run["back_after_s"]
+        claims.check("PostgreSQL back: the pool answers again", back is not None,
+                     "never" if back is None else f"after {back:.2f} s", f"at most {run['deadline_s']:g} s")
     elif found.get("killed_skipped"):
         claims.skip("PostgreSQL killed mid-run: 503s, then the pool recovers", found["killed_skipped"])
 

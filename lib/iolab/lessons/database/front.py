@@ -8,6 +8,7 @@ import asyncio
 import json
 import math
 import os
+import re
 import signal
 import time
 import urllib.request
@@ -74,7 +75,8 @@ def closed_run(front, path, users, requests, T_s, db=None, how=None):
     request opens its connections); the front end's CPU measured, PostgreSQL's too when `db` is given."""
     url = front.url + path
     warm_s = RUN_SLACK_S + users * T_s
-    load.run_load(url, requests=users, concurrency=users, timeout_s=warm_s, max_duration_s=2 * warm_s)
+    warm = re.sub(r"\b(ms|db_ms|other_ms)=\d+", r"\1=1", url)  # 1 ms each: opens the connections, quickly
+    load.run_load(warm, requests=users, concurrency=users, timeout_s=warm_s, max_duration_s=2 * warm_s)
     before = stats(front)
     db_cpu = tree_cpu_s(db.pid) if db is not None else 0.0
     worst_s = requests * T_s + RUN_SLACK_S  # one at a time: the slowest way there is
@@ -136,7 +138,7 @@ def drivers(db, users, pool, T_ms, run_s, max_connections):
                 tiers = {tier: (count, T) for tier, (count, _) in
                          slots_of(front_end, how, users, pool, max_connections).items()}
                 at_once = min(count for count, _ in tiers.values())
-                requests = max(2 * users, round(at_once / T * run_s))
+                requests = max(users, round(at_once / T * run_s))
                 run = closed_run(front, path.format(ms=T_ms), users, requests, T, db, how)
                 law = {**tiers, **cpu_tiers(run)}
                 predicted, bottleneck = _law(law)
@@ -189,7 +191,7 @@ def held_across(db, users, pool, db_ms, other_ms, run_s):
         for release in ("late", "early"):
             predicted_pool = model.held_across_rps(pool, db_ms / 1000, other_ms / 1000, release)
             users_rps = users / ((db_ms + other_ms) / 1000)
-            requests = max(2 * users, round(min(predicted_pool, users_rps) * run_s))
+            requests = max(users, round(min(predicted_pool, users_rps) * run_s))
             run = closed_run(front, f"/held?db_ms={db_ms}&other_ms={other_ms}&release={release}", users, requests,
                              (db_ms + other_ms) / 1000, db, "pool")
             held_s = (db_ms + other_ms) / 1000 if release == "late" else db_ms / 1000

@@ -1,6 +1,12 @@
-"""Lesson 13's figure: each way's throughput against its prediction."""
+"""Lesson 13's figure, and the front end's lines that carry each idea."""
+
+import ast
+from pathlib import Path
+
+from IPython.display import Code
 
 from iolab import figures
+from iolab.servers import SERVERS_DIR
 
 
 def throughputs(rows, title):
@@ -22,3 +28,15 @@ def throughputs(rows, title):
     axes.set_title(title, loc="left", fontsize=10)
     figure.tight_layout()
     return figures.render(figure)
+
+
+def method_source(module, cls, *methods):
+    """servers/<module>.py's `cls.method`s alone, highlighted: the lines that carry the idea, not their hardening."""
+    text = (Path(SERVERS_DIR) / f"{module}.py").read_text()
+    lines = text.splitlines()
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.ClassDef) and node.name == cls:
+            parts = [lines[item.lineno - 1:item.end_lineno] for item in node.body if getattr(item, "name", None) in methods]
+            body = "\n\n".join("\n".join(part) for part in parts)
+            return Code(f"class {cls}:  # servers/{module}.py, in part\n{body}", language="python")
+    raise ValueError(f"servers/{module}.py has no class {cls}")
