@@ -5,7 +5,7 @@ part this machine cannot run (PostgreSQL missing, a front end missing) skipped w
 """
 
 
-from iolab import params, postgres, registry, servers, tables
+from iolab import params, postgres, registry, servers
 
 from . import direct, front, model
 
@@ -134,14 +134,6 @@ class Lab:
 
 
 # --- What the notebook prints ------------------------------------------------------------------------------
-
-def drivers_table(rows):
-    return tables.markdown(
-        ["front end", "how", "slots at once", "bottleneck (the law)", "predicted X (req/s)", "measured X (req/s)",
-         "front end's CPU a request (ms)"],
-        [[row["front_end"], row["driver"], row["at_once"], row["bottleneck"], row["predicted_rps"], row["rps"],
-          row["front_cpu_ms"]] for row in rows])
-
 
 def pool_figures(row):
     """Little's law on a row's pool, and its wait past P; None for a way with no pool."""

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from IPython.display import Code
 
-from iolab import figures
+from iolab import figures, tables
 from iolab.servers import SERVERS_DIR
 
 
@@ -40,3 +40,12 @@ def method_source(module, cls, *methods):
             body = "\n\n".join("\n".join(part) for part in parts)
             return Code(f"class {cls}:  # servers/{module}.py, in part\n{body}", language="python")
     raise ValueError(f"servers/{module}.py has no class {cls}")
+
+
+def drivers_table(rows):
+    """Section 1's table: each way's slots, its bottleneck, the prediction and the run."""
+    return tables.markdown(
+        ["front end", "how", "slots at once", "bottleneck (the law)", "predicted X (req/s)", "measured X (req/s)",
+         "front end's CPU a request (ms)"],
+        [[row["front_end"], row["driver"], row["at_once"], row["bottleneck"], row["predicted_rps"], row["rps"],
+          row["front_cpu_ms"]] for row in rows])
