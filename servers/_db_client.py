@@ -185,7 +185,7 @@ class Database:
         self.psycopg_pool = None
         self.asyncpg_pool = None
         self.asyncpg_usage = Usage()
-        self.opening = None  # made on the loop, on first use
+        self.opening = {}  # driver -> the future of its pool, made on the loop on first use
         self.local = threading.local()  # the sync driver: one connection per thread that runs queries
         self.sync_connections = 0
         self.down = None  # why the database is unreachable, while it is
@@ -224,45 +224,55 @@ class Database:
                 self.local.connection = None
             raise refusal(error, self) from None
 
-    async def pools(self):
-        """Open both async pools, full, on first use (so no measured request pays for the connecting)."""
+    async def pool(self, driver):
+        """The driver's pool, opened full on its first use (so no measured request pays for connecting); only the
+        drivers a run uses hold backends."""
         if self.down:
             raise Refused(self.down)
-        if self.opening is None:
-            self.opening = asyncio.ensure_future(self._open())
+        opening = self.opening.get(driver)
+        if opening is None:
+            opening = self.opening[driver] = asyncio.ensure_future(self._open(driver))
         try:
-            await asyncio.shield(self.opening)
+            return await asyncio.shield(opening)
         except Refused:
-            self.opening = None
+            if self.opening.get(driver) is opening:
+                del self.opening[driver]
             raise
 
-    async def _open(self):
-        dsn = self.dsn()
-        pool = psycopg_pool.AsyncConnectionPool(
-            dsn, min_size=self.psycopg_size, max_size=self.psycopg_size, timeout=self.psycopg_timeout_s,
-            kwargs={"autocommit": True}, open=False, name="lesson13",
-        )
+    async def _open(self, driver):
+        dsn = self.dsn()  # refuses at once without --db-port
         try:
-            await pool.open(wait=True, timeout=CONNECT_TIMEOUT_S + 5)
-            self.asyncpg_pool = await asyncpg.create_pool(
-                postgres.url(self.port), min_size=self.asyncpg_size, max_size=self.asyncpg_size,
-                timeout=CONNECT_TIMEOUT_S, ssl=False, server_settings={"statement_timeout": str(self.statement_timeout_ms)},
-            )
+            if driver == "psycopg":
+                pool = psycopg_pool.AsyncConnectionPool(
+                    dsn, min_size=self.psycopg_size, max_size=self.psycopg_size, timeout=self.psycopg_timeout_s,
+                    kwargs={"autocommit": True}, open=False, name="lesson13",
+                )
+                try:
+                    await pool.open(wait=True, timeout=CONNECT_TIMEOUT_S + 5)
+                except BaseException:
+                    await pool.close(timeout=0)
+                    raise
+                self.psycopg_pool = pool
+            else:
+                self.asyncpg_pool = pool = await asyncpg.create_pool(
+                    postgres.url(self.port), min_size=self.asyncpg_size, max_size=self.asyncpg_size,
+                    timeout=CONNECT_TIMEOUT_S, ssl=False,
+                    server_settings={"statement_timeout": str(self.statement_timeout_ms)},
+                )
         except (psycopg.Error, psycopg_pool.PoolTimeout, asyncpg.PostgresError, OSError) as error:
-            await pool.close(timeout=0)
             raise Refused(f"database unreachable: {first_line(error)}") from None
-        self.psycopg_pool = pool
+        return pool
 
     @contextlib.asynccontextmanager
     async def connection(self, driver):
         """A connection from the driver's pool, waiting at most the acquire timeout; its errors become Refused."""
-        await self.pools()
+        pool = await self.pool(driver)
         try:
             if driver == "psycopg":
-                async with self.psycopg_pool.connection(timeout=self.psycopg_timeout_s) as connection:
+                async with pool.connection(timeout=self.psycopg_timeout_s) as connection:
                     yield connection
             else:
-                async with self.asyncpg_usage.acquire(self.asyncpg_pool, self.asyncpg_timeout_s) as connection:
+                async with self.asyncpg_usage.acquire(pool, self.asyncpg_timeout_s) as connection:
                     yield connection
         except Refused:
             raise
@@ -323,8 +333,9 @@ class Database:
     async def _wait_until_back(self):
         # Requests waiting in the pools for a connection that will never come get their error now, not at their
         # timeout (psycopg_pool's 30 s, asyncpg's never): the pools are closed and made anew once it is back.
-        old = (self.psycopg_pool, self.asyncpg_pool, self.opening)
-        self.psycopg_pool = self.asyncpg_pool = self.opening = None
+        old = (self.psycopg_pool, self.asyncpg_pool)
+        self.psycopg_pool = self.asyncpg_pool = None
+        self.opening = {}
         if old[0] is not None:
             await old[0].close(timeout=0)
         if old[1] is not None:

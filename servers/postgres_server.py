@@ -13,7 +13,6 @@ rule). Its port speaks PostgreSQL's protocol: the registry says so.
 """
 
 import contextlib
-import ctypes
 import os
 import signal
 import subprocess
@@ -31,7 +30,6 @@ PORT_ATTEMPTS = 5
 INITDB_TIMEOUT_S = 60.0  # 0.46 s here; a cold disk on a shared machine may take far longer, but not for ever
 STOP_TIMEOUT_S = 2.0
 MAX_CONNECTIONS = 1000
-_PR_SET_PDEATHSIG = 1
 
 
 def add_arguments(parser):
@@ -84,31 +82,16 @@ def postgres_command(found, folder, host, port, args):
     ]
 
 
-def die_with(parent_pid, prctl):
-    """A preexec_fn: the postmaster dies with this wrapper, even when the wrapper is SIGKILLed by itself.
-
-    Popen runs it after changing the user (the kernel clears the signal on a change of credentials).
-    """
-
-    def arm():
-        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != parent_pid:  # the wrapper died before the signal was armed
-            os._exit(1)
-
-    return arm
-
-
 def start_postgres(programs, found, folder, owner, args):
     """Start the postmaster and return (it, its port) once it accepts connections; another port if one was taken."""
     attempts = PORT_ATTEMPTS if args.port == 0 else 1
     data = os.path.join(folder, "data")
-    prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here: the child after fork only calls it
     for _ in range(attempts):
         port = args.port or free_port(args.host)
         began = time.monotonic()
         postmaster = programs.start(
             "postgres", postgres_command(found, folder, args.host, port, args), cwd=folder,
-            preexec_fn=die_with(os.getpid(), prctl), **postgres.as_account(owner),
+            preexec_fn=postgres.die_with_us(), **postgres.as_account(owner),
         )
         deadline = began + _wrapper.READY_TIMEOUT_S
         while postmaster.poll() is None and time.monotonic() < deadline:

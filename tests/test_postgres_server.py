@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import psutil
@@ -96,20 +97,28 @@ def test_a_machine_without_postgresql_is_told_so(monkeypatch):
     done = subprocess.run([sys.executable, str(servers.SERVERS_DIR / "postgres_server.py")], capture_output=True,
                           text=True, timeout=30, env={**os.environ, contract.TOOLS_OFF_VARIABLE: "postgres"})
     assert done.returncode == 1 and "apt-get install postgresql" in done.stderr, done.stderr
+    monkeypatch.setenv(contract.TOOLS_OFF_VARIABLE, "pgbouncer")
+    assert "'pgbouncer'" in registry.get("pgbouncer").missing() and registry.get("postgres").missing() is None
 
 
-# The parent starts a cluster, opens two connections (two backends) and reports every process of the cluster.
+# The parent starts a cluster, opens two connections (two backends), starts pgbouncer with a cluster of its own and a
+# client through it, and reports every process of theirs.
 PARENT = """
     import json, os, psutil, psycopg
     from iolab import postgres, servers
     server = servers.start("postgres")
     held = [psycopg.connect(postgres.dsn(server.port)) for _ in range(2)]
+    bouncer = servers.start("pgbouncer")
+    held.append(psycopg.connect(postgres.dsn(bouncer.port), prepare_threshold=None))
+    held[-1].execute("select 1")
+    processes = [process for started in (server, bouncer) for process in
+                 [psutil.Process(started.pid), *psutil.Process(started.pid).children(recursive=True)]]
     wrapper = psutil.Process(server.pid)
-    processes = [wrapper, *wrapper.children(recursive=True)]
     (postmaster,) = [p for p in wrapper.children() if "-D" in p.cmdline()]
     folder = os.path.dirname(postmaster.cmdline()[postmaster.cmdline().index("-D") + 1])
     backends = [p.pid for p in postmaster.children() if any(c.status == "ESTABLISHED" for c in p.net_connections())]
     print(json.dumps({"pids": [p.pid for p in processes], "backends": backends, "port": server.port,
+                      "bouncer_port": bouncer.port, "names": sorted({p.name() for p in processes}),
                       "folder": folder, "postmaster": postmaster.pid, "users": sorted({p.username() for p in processes})}),
           flush=True)
 """
@@ -119,7 +128,8 @@ def assert_nothing_survives(report, survivors):
     names = {pid: psutil.Process(pid).cmdline()[:3] for pid in survivors if not gone(pid)}
     assert not survivors, f"still running {GONE_WITHIN_S} s after their parent was SIGKILLed: {names}"
     assert len(report["backends"]) == 2, report  # the two connections' backends were among the pids checked
-    assert refused(report["port"])
+    assert refused(report["port"]) and refused(report["bouncer_port"])
+    assert {"pgbouncer", "postgres"} <= set(report["names"]), report
     # The folder and the shared memory go with the group: the wrapper removes them before its last SIGKILL.
     assert wait_until(lambda: not os.path.exists(report["folder"]), GONE_WITHIN_S), f"{report['folder']} is left"
     assert not shared_memory_of(report["postmaster"])
@@ -166,3 +176,52 @@ def test_a_folder_left_by_a_killed_launcher_goes_at_the_next_start():
     with servers.serve("postgres"):
         assert not os.path.exists(folder)
         assert not shared_memory_of(postmaster.pid)
+
+
+def test_pgbouncer_lets_many_clients_share_a_few_server_connections():
+    """10 clients at once, each a 100 ms transaction, through 2 server connections: 5 rounds, and 2 backends."""
+    import asyncio
+
+    async def client(port):
+        async with await psycopg().AsyncConnection.connect(postgres.dsn(port), autocommit=True,
+                                                           prepare_threshold=None) as connection:
+            await connection.execute("select pg_sleep(0.1)")
+
+    async def clients(port, count):
+        began = time.perf_counter()
+        await asyncio.gather(*[client(port) for _ in range(count)])
+        return time.perf_counter() - began
+
+    with (servers.serve("postgres") as database,
+          servers.serve("pgbouncer", db_port=database.port, pool_size=2, max_client_conn=12) as bouncer):
+        asyncio.run(clients(bouncer.port, 2))  # opens the 2 server connections
+        elapsed = asyncio.run(clients(bouncer.port, 10))
+        with psycopg().connect(postgres.dsn(database.port)) as watcher:
+            backends = watcher.execute("select count(*) from pg_stat_activity where backend_type = 'client backend'"
+                                       " and pid <> pg_backend_pid()").fetchone()[0]
+        assert 5 * 0.9 <= elapsed / 0.1 < 5 * 1.6, f"10 transactions of 100 ms through 2 connections took {elapsed:.2f} s"
+        assert backends == 2
+        # Past max_client_conn, pgbouncer refuses the client itself.
+        connect = psycopg().connect
+        held = [connect(postgres.dsn(bouncer.port), prepare_threshold=None) for _ in range(12)]
+        try:
+            with pytest.raises(psycopg().OperationalError, match="max_client_conn"):
+                connect(postgres.dsn(bouncer.port), connect_timeout=5)
+        finally:
+            for connection in held:
+                connection.close()
+
+
+def test_postgresqls_programs_are_found_off_path_newest_version_first(monkeypatch, tmp_path):
+    # Debian and Ubuntu put them in /usr/lib/postgresql/N/bin, on nobody's PATH; Binder's Ubuntu has another N.
+    for version in ("9.6", "14", "15"):
+        folder = tmp_path / version / "bin"
+        folder.mkdir(parents=True)
+        for name in ("postgres", "initdb"):
+            (folder / name).write_text("#!/bin/sh\n")
+            (folder / name).chmod(0o755)
+    monkeypatch.setattr(contract, "VERSIONED_DIRS", str(tmp_path / "*" / "bin"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.setattr(contract, "SBIN_DIRS", ())
+    assert postgres.programs() == {"postgres": str(tmp_path / "15" / "bin" / "postgres"),
+                                   "initdb": str(tmp_path / "15" / "bin" / "initdb")}

@@ -23,6 +23,7 @@ ACCOUNT = "postgres"  # Debian's package makes it; as root, the lab runs Postgre
 CLUSTER_PREFIX = "iolab-postgres-"  # the launcher's temporary folders, under tempfile.gettempdir()
 OWNER_FILE = "wrapper.pid"
 _IPC_RMID = 0
+_PR_SET_PDEATHSIG = 1
 
 
 def programs():
@@ -63,6 +64,22 @@ def as_account(entry):
     if entry is None:
         return {}
     return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
+
+
+def die_with_us():
+    """A preexec_fn: the program dies with this process, even when this one is SIGKILLed by itself.
+
+    Popen runs it after changing the user (the kernel clears the parent-death signal on a change of credentials).
+    """
+    prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here: the child after fork only calls it
+    parent = os.getpid()
+
+    def arm():
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # we died before the signal was armed
+            os._exit(1)
+
+    return arm
 
 
 def dsn(port, host=LOOPBACK, dbname=DATABASE, **settings):

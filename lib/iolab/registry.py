@@ -383,6 +383,21 @@ SERVERS = {
             lesson="13-a-real-database",
             protocol="postgres",
         ),
+        ServerInfo(
+            "pgbouncer", "pgbouncer_server.py",
+            "pgbouncer (Debian's) in transaction mode in front of a postgres server: many clients share --pool-size"
+            " server connections, one event loop in C",
+            routes=(),
+            options={
+                "db_port": Option("--db-port", "the port of the lab's PostgreSQL; without it, a cluster of its own"),
+                "pool_size": Option("--pool-size", "server connections it opens (default_pool_size)", 20),
+                "max_client_conn": Option("--max-client-conn", "clients connected at once (max_client_conn)", 100),
+            },
+            serves_at_once=lambda options: options["pool_size"],
+            needs_programs=("pgbouncer", "postgres"),
+            lesson="13-a-real-database",
+            protocol="postgres",
+        ),
         # tornado_db also answers /query?ms=T&how=H, /rows?n=R&driver=D, /held?db_ms=&other_ms=&release= and /stats.
         ServerInfo(
             "tornado_db", "tornado_db.py",
