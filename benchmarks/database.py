@@ -63,6 +63,7 @@ async def one_run(plan):
         await db.acquire()
         db.held_across()
         db.backends()
+        await db.bouncer()
         await db.rows()
         await db.round_trips()
         await db.timeout()

@@ -28,7 +28,9 @@ def found(**changes):
         "held_across": held,
         "backends": {"processes": {"connections": 10, "processes_before": 4, "processes_after": 14},
                      "too_many": {"max_connections": 100, "opened": 100, "refused": {
-                         "number": 101, "message": "FATAL:  sorry, too many clients already"}}},
+                         "number": 101, "message": "FATAL:  sorry, too many clients already"}},
+                     "bouncer": {"clients": 200, "pool": 5, "T_ms": 10, "answered": 200, "seconds": 0.42,
+                                 "backends": 5}},
         "rows": [{"driver": "asyncpg", "rows": 2000, "cpu_us_per_row": 0.7}],
         "round_trips": {"statements": 100, "rtt_ms": 0.1, "one_by_one": {"ms": 11.0, "client_cpu_ms": 8.0},
                         "pipeline": {"ms": 2.0, "client_cpu_ms": 1.9}, "executemany": {"ms": 0.8, "client_cpu_ms": 0.8}},
@@ -65,3 +67,11 @@ def test_a_pool_busier_than_p_breaks_littles_law_and_says_so():
 def test_a_part_not_run_is_skipped_with_its_reason(capsys):
     claims.check_claims(found(held_across=None, skipped={"held_across": "PostgreSQL is not installed"}))
     assert "held across another wait (section 3): skipped, PostgreSQL is not installed" in capsys.readouterr().out
+
+
+def test_pgbouncer_past_its_pool_is_named():
+    run = found()
+    run["backends"]["bouncer"] |= {"backends": 7}
+    with pytest.raises(ClaimsFailed) as raised:
+        claims.check_claims(run)
+    assert "at most its pool of backends: 7 backends, outside [1, 5] backends" in str(raised.value)

@@ -34,7 +34,7 @@ def drivers(claims, rows):
                      f"{name}: {row['errors']} of {row['completed']} requests failed: {row['error_kinds']}")
         claims.within(f"{name}: X at most ⌈n / {row['at_once']}⌉ rounds of T allow", row["rps"], 0,
                       row["ceiling_rps"], "req/s", 1)
-        claims.nearer(f"{name}: X nearer the law's {row['bottleneck']} than {OPPOSITE[row['how']]}", row["rps"],
+        claims.nearer(f"{name}: X nearer the law ({row['bottleneck']}) than {OPPOSITE[row['how']]}", row["rps"],
                       row["predicted_rps"], opposite_rps(row), "req/s", ".1f")
         pool = row.get("pool_stats")
         if isinstance(pool, dict) and pool.get("requests_num"):
@@ -76,7 +76,7 @@ def held(claims, rows):
         row = by[release]
         claims.check(f"held across, released {release}: every request answered", row["errors"] == 0,
                      f"{row['errors']} errors")
-        claims.nearer(f"held across, released {release}: X nearer {row['bottleneck']}'s bound than the other way's",
+        claims.nearer(f"held across, released {release}: X nearer the law ({row['bottleneck']}) than the other way",
                       row["rps"], row["predicted_rps"], by[other]["predicted_rps"], "req/s", ".1f")
     late = by["late"]
     ceiling = model.most_rps(late["requests"], late["pool"], (late["db_ms"] + late["other_ms"]) / 1000)
@@ -104,6 +104,13 @@ def backends(claims, found):
                      f"{run['answered']} of {run['clients']}")
         claims.within("pgbouncer: PostgreSQL saw at most its pool of backends", run["backends"], 1, run["pool"],
                       "backends", 0)
+        T, rounds = run["T_ms"] / 1000, -(-run["clients"] // run["pool"])
+        claims.within(f"pgbouncer: no faster than ⌈{run['clients']} / {run['pool']}⌉ rounds of T", run["seconds"],
+                      rounds * T, float("inf"), "s", 2)
+        claims.nearer("pgbouncer: the clients took turns, clients × T / pool, not all at once", run["seconds"],
+                      run["clients"] * T / run["pool"], T, "s", ".3f")
+    elif found.get("bouncer_skipped"):
+        claims.skip("pgbouncer lets many clients share a few backends", found["bouncer_skipped"])
 
 
 def rows_cpu(claims, rows):

@@ -227,3 +227,57 @@ async def client_timeout(server, T_ms, timeout_ms):
                        "ran_ms": ran_s * 1000},
             "statement_timeout": {"ended_ms": stopped_s * 1000, "outcome": outcome_2,
                                   "running_after": running_after_2}}
+
+
+# --- 4b. pgbouncer: many clients, a few backends -----------------------------------------------------------------
+
+BOUNCER_QUERY_MS = 10  # each client's query: short, so a thousand of them through a few backends take a second or two
+
+
+def client_backends(server):
+    """Client connections PostgreSQL serves now, besides the one asking."""
+    import psycopg
+
+    with psycopg.connect(session(server), autocommit=True) as connection:
+        return connection.execute("select count(*) from pg_stat_activity where backend_type = 'client backend'"
+                                  " and pid <> pg_backend_pid()").fetchone()[0]
+
+
+async def bouncer(server, clients, pool, T_ms=BOUNCER_QUERY_MS):
+    """`clients` connections through pgbouncer (transaction mode, `pool` backends), each running one query of T_ms
+    at once: how many are answered, how long it takes, and how many backends PostgreSQL saw."""
+    import psycopg
+
+    from iolab import servers
+
+    before = client_backends(server)
+    with servers.serve("pgbouncer", db_port=server.port, pool_size=pool, max_client_conn=clients) as proxy:
+        # pgbouncer hands each transaction to any backend: no prepared statements, no startup options.
+        address = postgres.dsn(proxy.port, host=proxy.host, connect_timeout=CONNECT_TIMEOUT_S)
+        connections = await asyncio.gather(*(psycopg.AsyncConnection.connect(address, autocommit=True,
+                                                                             prepare_threshold=None)
+                                             for _ in range(clients)))
+        try:
+            seen = []
+
+            async def one(connection):
+                await connection.execute(f"select pg_sleep({T_ms / 1000})")
+                return True
+
+            async def watch():
+                while True:
+                    seen.append(await asyncio.to_thread(client_backends, server))
+                    await asyncio.sleep(0.05)
+
+            watcher = asyncio.ensure_future(watch())
+            began = time.monotonic()
+            answered = await asyncio.gather(*(one(connection) for connection in connections), return_exceptions=True)
+            took_s = time.monotonic() - began
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+        finally:
+            await asyncio.gather(*(connection.close() for connection in connections))
+    return {"clients": clients, "pool": pool, "T_ms": T_ms, "answered": sum(a is True for a in answered),
+            "errors": sorted({str(a).splitlines()[0] for a in answered if a is not True})[:3],
+            "seconds": took_s, "backends": max(seen, default=0) - before, "samples": len(seen)}

@@ -79,6 +79,15 @@ class Lab:
         self.found["backends"] = found
         return found
 
+    async def bouncer(self):
+        reason = self.why_not("bouncer") or registry.get("pgbouncer").missing()
+        if reason:
+            self.found.setdefault("backends", {})["bouncer_skipped"] = reason
+            return None
+        found = await direct.bouncer(self.db, self.plan.bouncer_clients, self.plan.bouncer_pool)
+        self.found.setdefault("backends", {})["bouncer"] = found
+        return found
+
     # --- 5 ---
 
     async def rows(self):
