@@ -65,6 +65,7 @@ async def one_run(plan):
         db.backends()
         await db.bouncer()
         await db.rows()
+        db.rows_on_the_loop()
         await db.round_trips()
         await db.timeout()
         await db.killed()
@@ -117,7 +118,9 @@ def summary(found, repeat, seconds, held, failed):
     return {"repeat": repeat, "seconds": seconds, "drivers": drivers, "little": found["pool"]["little"],
             "held_across": [{key: row[key] for key in ("release", "rps", "predicted_rps", "bottleneck")}
                             for row in found.get("held_across", [])],
-            "cpu_us_per_row": rows, "psycopg_over_asyncpg": ratio, "round_trips": found.get("round_trips"),
+            "cpu_us_per_row": rows, "psycopg_over_asyncpg": ratio,
+            "rows_on_the_loop": [{key: row[key] for key in ("driver", "rps", "predicted_rps", "bottleneck", "rows_free_rps")}
+                                 for row in found.get("rows_on_the_loop", [])], "round_trips": found.get("round_trips"),
             "claims_held": held, "claims_failed": failed}
 
 

@@ -120,6 +120,15 @@ def rows_cpu(claims, rows):
                      f"{row['cpu_us_per_row']:.3f} µs per row")
 
 
+def rows_on_the_loop(claims, rows):
+    """Section 5 through the front end: X nearer the CPU law with R · D_row than with rows for free."""
+    for row in rows:
+        name = f"/rows?n={row['rows']} with {row['driver']}"
+        claims.check(f"{name}: every request answered", row["errors"] == 0, f"{row['errors']} errors")
+        claims.nearer(f"{name}: X nearer the law with R · D_row ({row['bottleneck']}) than with rows for free",
+                      row["rps"], row["predicted_rps"], row["rows_free_rps"], "req/s", ".1f")
+
+
 def round_trips(claims, run):
     """Section 6: one by one costs n round trips; a pipeline and executemany about one, plus their own CPU."""
     n, rtt = run["statements"], run["rtt_ms"]
@@ -167,6 +176,7 @@ def check_claims(found):
              ("held_across", held, "a connection held across another wait (section 3)"),
              ("backends", backends, "backends and max_connections (section 4)"),
              ("rows", rows_cpu, "the CPU per row (section 5)"),
+             ("rows_on_the_loop", rows_on_the_loop, "rows decoded on the front end's loop (section 5)"),
              ("round_trips", round_trips, "round trips (section 6)"),
              ("faults", faults, "faults and timeouts (section 7)"))
     for key, add, what in parts:

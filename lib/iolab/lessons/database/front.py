@@ -236,3 +236,33 @@ async def killed(db, pool, T_ms, calls, deadline_s=10.0):
                 "down": {"statuses": sorted({s for s, _, _ in down}), "max_ms": max(t for _, t, _ in down) * 1000,
                          "body": down[0][2]},
                 "back_after_s": back_s, "deadline_s": deadline_s}
+
+
+# --- 5. Rows decoded on the loop ---------------------------------------------------------------------------------
+
+def rows_law(per_request_s, run, rows_s):
+    """The CPU tiers of a /rows run, with the loop's CPU per request predicted: D_query + R · D_row (rows_s), and
+    the client's and PostgreSQL's CPU per request from the run itself."""
+    loop_s = per_request_s + rows_s
+    others = sum(run[key] for key in ("client_cpu_ms", "db_cpu_ms") if math.isfinite(run[key])) / 1000
+    return _law({"the loop's CPU": (1, loop_s), "the machine's CPUs": (environment.usable_cpus(), loop_s + others)})
+
+
+def rows_runs(db, users, pool, rows, per_row_us, query_cpu_ms, run_s):
+    """A closed loop on /rows?n=R for each driver: X predicted from the CPU per row measured in this process and
+    the front end's CPU per query measured in section 1, against X if the rows cost nothing."""
+    found = []
+    with servers.serve("tornado_db", db_port=db.port, pool=pool) as front:
+        for driver, how in (("asyncpg", "asyncpg"), ("psycopg", "pool")):
+            if driver not in per_row_us or how not in query_cpu_ms:
+                continue
+            per_query_s, rows_s = query_cpu_ms[how] / 1000, rows * per_row_us[driver] / 1e6
+            guess = 1 / (per_query_s + rows_s)
+            requests = max(users, round(guess * run_s))
+            run = closed_run(front, f"/rows?n={rows}&driver={driver}", users, requests, per_query_s + rows_s, db, how)
+            predicted, bottleneck = rows_law(per_query_s, run, rows_s)
+            free, _ = rows_law(per_query_s, run, 0.0)
+            found.append({"driver": driver, "rows": rows, "users": users, "requests": requests, **run,
+                          "predicted_rps": predicted, "bottleneck": bottleneck, "rows_free_rps": free,
+                          "predicted_cpu_ms": (per_query_s + rows_s) * 1000})
+    return found

@@ -98,6 +98,21 @@ class Lab:
         self.found["rows"] = found
         return found
 
+    def rows_on_the_loop(self):
+        """Section 5 through tornado_db: needs section 1's CPU per query and the CPU per row just measured."""
+        reason = self.why_not("rows_on_the_loop", needs_front=True)
+        if not reason and not (self.found.get("drivers") and self.found.get("rows")):
+            reason = "sections 1 and 5 did not both run"
+            self.skipped["rows_on_the_loop"] = reason
+        if reason:
+            return []
+        plan = self.plan
+        per_row = {row["driver"]: row["cpu_us_per_row"] for row in self.found["rows"]}
+        per_query = {row["how"]: row["front_cpu_ms"] for row in self.found["drivers"] if row["front_end"] == "tornado_db"}
+        found = front.rows_runs(self.db, plan.users, plan.pool, plan.rows, per_row, per_query, plan.run_s)
+        self.found["rows_on_the_loop"] = found
+        return found
+
     # --- 6 ---
 
     async def round_trips(self):
