@@ -82,7 +82,7 @@ class Lab:
     async def bouncer(self):
         reason = self.why_not("bouncer") or registry.get("pgbouncer").missing()
         if reason:
-            self.found.setdefault("backends", {})["bouncer_skipped"] = reason
+            self.skipped["bouncer"] = reason
             return None
         found = await direct.bouncer(self.db, self.plan.bouncer_clients, self.plan.bouncer_pool)
         self.found.setdefault("backends", {})["bouncer"] = found
@@ -132,9 +132,7 @@ class Lab:
         return found
 
     async def killed(self):
-        reason = self.why_not("killed", needs_front=True)
-        if reason:
-            self.found.setdefault("faults", {})["killed_skipped"] = reason
+        if self.why_not("killed", needs_front=True):
             return None
         self.db, found = await front.killed(self.db, self.plan.pool, self.plan.query_ms, self.plan.users)
         self.found.setdefault("faults", {})["killed"] = found
