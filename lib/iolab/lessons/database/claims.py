@@ -102,7 +102,7 @@ def backends(claims, found):
     if run:
         claims.check(f"pgbouncer: {run['clients']} clients all answered", run["answered"] == run["clients"],
                      f"{run['answered']} of {run['clients']}")
-        claims.within("pgbouncer: PostgreSQL saw at most its pool of backends", run["backends"], 1, run["pool"],
+        claims.within("pgbouncer: the clients' queries ran on at most its pool of backends", run["backends"], 1, run["pool"],
                       "backends", 0)
         T, rounds = run["T_ms"] / 1000, -(-run["clients"] // run["pool"])
         claims.within(f"pgbouncer: no faster than ⌈{run['clients']} / {run['pool']}⌉ rounds of T", run["seconds"],

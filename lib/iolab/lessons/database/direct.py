@@ -234,50 +234,50 @@ async def client_timeout(server, T_ms, timeout_ms):
 BOUNCER_QUERY_MS = 10  # each client's query: short, so a thousand of them through a few backends take a second or two
 
 
-def client_backends(server):
-    """Client connections PostgreSQL serves now, besides the one asking."""
-    import psycopg
-
-    with psycopg.connect(session(server), autocommit=True) as connection:
-        return connection.execute("select count(*) from pg_stat_activity where backend_type = 'client backend'"
-                                  " and pid <> pg_backend_pid()").fetchone()[0]
-
-
 async def bouncer(server, clients, pool, T_ms=BOUNCER_QUERY_MS):
     """`clients` connections through pgbouncer (transaction mode, `pool` backends), each running one query of T_ms
-    at once: how many are answered, how long it takes, and how many backends PostgreSQL saw."""
+    at once: how many are answered, how long it takes, and how many backends ran those queries.
+
+    The queries carry a marker; PostgreSQL's pg_stat_activity keeps each backend's last query, so the backends that
+    ran one are pgbouncer's, whatever else connects meanwhile (or is still closing from an earlier section).
+    """
     import psycopg
 
     from iolab import servers
 
-    before = client_backends(server)
+    marker = f"iolab-bouncer-{time.monotonic_ns()}"
+    query = sleep_query(T_ms, marker)
     with servers.serve("pgbouncer", db_port=server.port, pool_size=pool, max_client_conn=clients) as proxy:
         # pgbouncer hands each transaction to any backend: no prepared statements, no startup options.
         address = postgres.dsn(proxy.port, host=proxy.host, connect_timeout=CONNECT_TIMEOUT_S)
         connections = await asyncio.gather(*(psycopg.AsyncConnection.connect(address, autocommit=True,
                                                                              prepare_threshold=None)
                                              for _ in range(clients)))
+        seen = set()
         try:
-            seen = []
+            async with await psycopg.AsyncConnection.connect(session(server), autocommit=True) as watcher:
 
-            async def one(connection):
-                await connection.execute(f"select pg_sleep({T_ms / 1000})")
-                return True
+                async def look():
+                    cursor = await watcher.execute("select pid from pg_stat_activity where query like %s"
+                                                   " and pid <> pg_backend_pid()", (f"%{marker}%",))
+                    seen.update(pid for (pid,) in await cursor.fetchall())
 
-            async def watch():
-                while True:
-                    seen.append(await asyncio.to_thread(client_backends, server))
-                    await asyncio.sleep(0.05)
+                async def watch():
+                    while True:
+                        await look()
+                        await asyncio.sleep(0.05)
 
-            watcher = asyncio.ensure_future(watch())
-            began = time.monotonic()
-            answered = await asyncio.gather(*(one(connection) for connection in connections), return_exceptions=True)
-            took_s = time.monotonic() - began
-            watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watcher
+                watching = asyncio.ensure_future(watch())
+                began = time.monotonic()
+                answered = await asyncio.gather(*(connection.execute(query) for connection in connections),
+                                                return_exceptions=True)
+                took_s = time.monotonic() - began
+                watching.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watching
+                await look()
         finally:
             await asyncio.gather(*(connection.close() for connection in connections))
-    return {"clients": clients, "pool": pool, "T_ms": T_ms, "answered": sum(a is True for a in answered),
-            "errors": sorted({str(a).splitlines()[0] for a in answered if a is not True})[:3],
-            "seconds": took_s, "backends": max(seen, default=0) - before, "samples": len(seen)}
+    failed = [a for a in answered if isinstance(a, BaseException)]
+    return {"clients": clients, "pool": pool, "T_ms": T_ms, "answered": len(answered) - len(failed),
+            "errors": sorted({str(a).splitlines()[0] for a in failed})[:3], "seconds": took_s, "backends": len(seen)}
