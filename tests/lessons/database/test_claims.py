@@ -26,7 +26,8 @@ def found(**changes):
         "acquire": {"forever": {"status": 200, "waited_ms": 290.0, "hold_ms": 300},
                     "bounded": {"status": 503, "waited_ms": 31.0, "hold_ms": 300, "acquire_timeout_s": 0.03}},
         "held_across": held,
-        "backends": {"processes": {"connections": 10, "processes_before": 4, "processes_after": 14},
+        "backends": {"processes": {"connections": 10, "processes_before": 4, "processes_after": 14,
+                                   "own_backends": 10},
                      "too_many": {"max_connections": 100, "opened": 100, "refused": {
                          "number": 101, "message": "FATAL:  sorry, too many clients already"}},
                      "bouncer": {"clients": 200, "pool": 5, "T_ms": 10, "answered": 200, "seconds": 0.42,

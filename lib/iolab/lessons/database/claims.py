@@ -88,8 +88,8 @@ def backends(claims, found):
     """Section 4: a backend process per connection; the connection past max_connections refused."""
     run = found.get("processes")
     if run:
-        claims.check("a backend process per connection", run["processes_after"] - run["processes_before"]
-                     == run["connections"], f"{run['processes_after'] - run['processes_before']} new processes",
+        claims.check("a backend process per connection: each connection's pg_backend_pid() a child of the postmaster",
+                     run["own_backends"] == run["connections"], f"{run['own_backends']} distinct backends",
                      f"= {run['connections']} connections")
     run = found.get("too_many")
     if run:

@@ -45,13 +45,16 @@ def backends(server, connections):
         for _ in range(connections):
             opened.append(psycopg.connect(session(server), autocommit=True))
         pids = [connection.execute("select pg_backend_pid()").fetchone()[0] for connection in opened]
-        after = len(psutil.Process(server_postmaster(server)).children())
+        children = {child.pid for child in psutil.Process(server_postmaster(server)).children()}
+        after = len(children)
         sizes = [memory_of(pid) for pid in pids]
     finally:
         for connection in opened:
             connection.close()
     rss, pss, uss = (statistics.mean(size[k] for size in sizes) for k in range(3))
+    # The counts before and after may include a backend still exiting from an earlier connection: the pids are exact.
     return {"connections": connections, "processes_before": before, "processes_after": after,
+            "own_backends": len(set(pids) & children),
             "backend_rss_mb": rss, "backend_pss_mb": pss, "backend_uss_mb": uss}
 
 
