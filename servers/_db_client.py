@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import socket
 import threading
 import time
 import urllib.parse
@@ -37,6 +38,7 @@ PSYCOPG_POOL_TIMEOUT_S = 30.0  # psycopg_pool/pool_async.py:63, timeout=30.0, fo
 ASYNCPG_POOL_SIZE = 10  # asyncpg/pool.py:1203-1204, create_pool(min_size=10, max_size=10)
 ASYNCPG_ACQUIRE_TIMEOUT_S = None  # asyncpg/pool.py:969, Pool.acquire(*, timeout=None): waits for ever
 FOREVER_S = 24 * 3600.0  # "none" for psycopg_pool, whose timeout must be a number
+DEADLINE_MARGIN_S = 1.0  # the client's deadline, after statement_timeout: time for the server to cancel it first
 PROBE_EVERY_S = 0.1  # while the database is unreachable, how often a connection is tried
 # get_stats()'s counters (psycopg_pool/base.py:29-39), which it leaves out while they are 0.
 PSYCOPG_COUNTERS = ("requests_num", "requests_queued", "requests_wait_ms", "requests_errors", "usage_ms",
@@ -125,7 +127,7 @@ def add_arguments(parser):
                              f" own, psycopg_pool {PSYCOPG_POOL_TIMEOUT_S:g} s, asyncpg none: for ever)")
     parser.add_argument("--statement-timeout-ms", type=int, default=10_000,
                         help="PostgreSQL's statement_timeout on every connection (0: none); a client-side deadline"
-                             " 2 s later stops the wait too")
+                             f" {DEADLINE_MARGIN_S:g} s later stops the wait too")
 
 
 def check_arguments(args):
@@ -136,6 +138,59 @@ def check_arguments(args):
 
 
 # --- The database, as the front ends see it ------------------------------------------------------------
+
+class SyncDeadlines:
+    """The client's deadline for the sync driver, which has none of its own: a query still running at its deadline
+    has its connection cut by a watcher thread, so the blocked call returns with an error.
+
+    (A database that stops answering, SIGSTOPped or cut off, would otherwise hold the thread, or the loop, for
+    ever: statement_timeout is enforced by the server.)
+    """
+
+    CHECK_EVERY_S = 0.1
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+        self.running = {}  # a query's key -> [its deadline, its connection, whether it expired]
+        self.lock = threading.Lock()
+        self.watcher = None
+
+    @contextlib.contextmanager
+    def bounded(self, connection):
+        """Bound the query run inside; yields a list that is true once the deadline cut it short."""
+        entry = [time.monotonic() + self.seconds, connection, []]
+        key = id(entry)
+        with self.lock:
+            self.running[key] = entry
+            if self.watcher is None:
+                self.watcher = threading.Thread(target=self.watch, name="sync-deadlines", daemon=True)
+                self.watcher.start()
+        try:
+            yield entry[2]
+        finally:
+            with self.lock:
+                self.running.pop(key, None)
+
+    def watch(self):
+        while True:
+            time.sleep(self.CHECK_EVERY_S)
+            now = time.monotonic()
+            with self.lock:
+                for entry in self.running.values():
+                    if entry[0] <= now and not entry[2]:
+                        entry[2].append(cut(entry[1]))
+
+
+def cut(connection):
+    """End a connection's wait at once: its socket shut down, the driver fails the query as a lost connection."""
+    if isinstance(connection, psycopg.Connection | psycopg.AsyncConnection):
+        # A duplicate of the connection's socket: shutting it down ends the wait on the original.
+        with contextlib.suppress(OSError, psycopg.Error), socket.socket(fileno=os.dup(connection.fileno())) as duplicate:
+            duplicate.shutdown(socket.SHUT_RDWR)
+    else:
+        connection.terminate()  # asyncpg: closes its transport; the pending fetch fails at once
+    return True
+
 
 class Usage:
     """A pool's figures as psycopg_pool's get_stats() names them, kept by us for asyncpg, which has none."""
@@ -181,7 +236,8 @@ class Database:
             self.psycopg_timeout_s = self.asyncpg_timeout_s = given
         self.statement_timeout_ms = args.statement_timeout_ms
         # Behind statement_timeout, the client's own deadline: a server that stops answering cannot hold us for ever.
-        self.deadline_s = (self.statement_timeout_ms or MAX_MS) / 1000 + 2.0
+        self.deadline_s = (self.statement_timeout_ms or MAX_MS) / 1000 + DEADLINE_MARGIN_S
+        self.sync_deadlines = SyncDeadlines(self.deadline_s)
         self.psycopg_pool = None
         self.asyncpg_pool = None
         self.asyncpg_usage = Usage()
@@ -217,11 +273,14 @@ class Database:
         """Run `sql` on this thread's connection, blocking this thread (the loop's own, or one of a pool's)."""
         connection = self.sync_connection()
         try:
-            return connection.execute(sql, params).fetchall()
+            with self.sync_deadlines.bounded(connection) as expired:
+                return connection.execute(sql, params).fetchall()
         except psycopg.Error as error:
             if connection.broken or connection.closed:
                 connection.close()
                 self.local.connection = None
+            if expired:
+                raise Refused(f"no answer from the database within {self.deadline_s:g} s") from None
             raise refusal(error, self) from None
 
     async def pool(self, driver):
@@ -248,7 +307,7 @@ class Database:
                     kwargs={"autocommit": True}, open=False, name="lesson13",
                 )
                 try:
-                    await pool.open(wait=True, timeout=CONNECT_TIMEOUT_S + 5)
+                    await self._fill(pool, dsn)
                 except BaseException:
                     await pool.close(timeout=0)
                     raise
@@ -260,8 +319,33 @@ class Database:
                     server_settings={"statement_timeout": str(self.statement_timeout_ms)},
                 )
         except (psycopg.Error, psycopg_pool.PoolTimeout, asyncpg.PostgresError, OSError) as error:
-            raise Refused(f"database unreachable: {first_line(error)}") from None
+            size = self.psycopg_size if driver == "psycopg" else self.asyncpg_size
+            raise Refused(f"could not open the {driver} pool of {size}: {first_line(error)}") from None
         return pool
+
+    async def _fill(self, pool, dsn):
+        """Open psycopg_pool and wait until it holds its P connections; fail at its first refused connection.
+
+        pool.open(wait=True) would retry a refused connection until its timeout, and then say only that the pool is
+        incomplete: a pool larger than max_connections would answer after 10 s without the reason.
+        """
+        await pool.open(wait=False)
+        filled = asyncio.ensure_future(pool.wait(timeout=CONNECT_TIMEOUT_S + 5))
+        errors = 0
+        try:
+            while not filled.done():
+                if pool.get_stats().get("connections_errors", 0) > errors:
+                    errors = pool.get_stats()["connections_errors"]
+                    try:  # the pool keeps the reason to itself; one connection of our own hears it too
+                        probe = await psycopg.AsyncConnection.connect(dsn)
+                    except psycopg.OperationalError as refused:
+                        raise Refused(f"could not open the psycopg pool of {self.psycopg_size}:"
+                                      f" {first_line(refused)}") from None
+                    await probe.close()  # it passed, this time: let the pool go on trying
+                await asyncio.sleep(0.01)
+            await filled
+        finally:
+            filled.cancel()
 
     @contextlib.asynccontextmanager
     async def connection(self, driver):
@@ -279,13 +363,27 @@ class Database:
         except (psycopg.Error, asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError) as error:
             raise refusal(error, self, driver) from None
 
-    async def query(self, connection, driver, sql, *params, fetch=True):
-        """Run `sql` on a pooled connection within the client's deadline; the rows."""
-        async with asyncio.timeout(self.deadline_s):
+    async def query(self, connection, driver, sql, *params):
+        """Run `sql` on a pooled connection within the client's deadline; the rows.
+
+        At the deadline the connection is cut, not cancelled: both drivers' cancellation asks the server first
+        (psycopg waits up to 5 + 5 s for it, connection_async.py:540; asyncpg's release waits for the cancellation
+        and the reset with no timeout, pool.py:257-274, release(timeout=None) at 1019), and a server that stopped
+        answering would hold us that long.
+        """
+        expired = []
+        timer = asyncio.get_running_loop().call_later(self.deadline_s, lambda: expired.append(cut(connection)))
+        try:
             if driver == "psycopg":
                 cursor = await connection.execute(sql.replace("$1", "%s"), params)
-                return await cursor.fetchall() if fetch else None
+                return await cursor.fetchall()
             return await connection.fetch(sql, *params)
+        except (psycopg.Error, asyncpg.PostgresError, asyncpg.InterfaceError, OSError):
+            if expired:
+                raise Refused(f"no answer from the database within {self.deadline_s:g} s") from None
+            raise
+        finally:
+            timer.cancel()
 
     # -- the routes' work --
 

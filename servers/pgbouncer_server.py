@@ -19,6 +19,7 @@ accepted and ignored: set them with SET in the transaction instead.
 import contextlib
 import os
 import resource
+import shutil
 import socket
 import subprocess
 import sys
@@ -127,17 +128,28 @@ def main():
         raise SystemExit("pgbouncer is not installed here (Debian: apt-get install pgbouncer)")
     raise_file_limit(args)
     owner = postgres.account()
-    with tempfile.TemporaryDirectory(prefix=FOLDER_PREFIX) as folder, _wrapper.in_charge() as programs:
-        if owner is not None:
-            os.chown(folder, owner.pw_uid, owner.pw_gid)
-        db_port = args.db_port or own_database(programs)
-        port = start_pgbouncer(programs, program, folder, owner, db_port, args)
-        announce(args.host, port)
-        with contextlib.suppress(ChildProcessError):
-            os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOWAIT)
-        log("pgbouncer (or our database) exited by itself; stopping")
-        programs.stop()
+    tmp = tempfile.gettempdir()
+    postgres.remove_abandoned_clusters(tmp, FOLDER_PREFIX)
+    folder = tempfile.mkdtemp(prefix=FOLDER_PREFIX, dir=tmp)
+    with open(os.path.join(folder, postgres.OWNER_FILE), "w") as file:
+        file.write(str(os.getpid()))
+    if owner is not None:
+        os.chown(folder, owner.pw_uid, owner.pw_gid)
 
+    def cleanup():  # the parent died: the whole group is about to be SIGKILLed
+        shutil.rmtree(folder, ignore_errors=True)
+
+    try:
+        with _wrapper.in_charge(cleanup) as programs:
+            db_port = args.db_port or own_database(programs)
+            port = start_pgbouncer(programs, program, folder, owner, db_port, args)
+            announce(args.host, port)
+            with contextlib.suppress(ChildProcessError):
+                os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOWAIT)
+            log("pgbouncer (or our database) exited by itself; stopping")
+            programs.stop()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 if __name__ == "__main__":
     sys.exit(main())

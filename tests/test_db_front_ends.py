@@ -152,6 +152,15 @@ def test_past_the_acquire_timeout_a_request_gets_a_503_and_without_one_it_waits(
         assert 2 * ROUND_LOW <= elapsed / (T_MS / 1000) < 2 * ROUND_HIGH
 
 
+def test_a_pool_larger_than_max_connections_is_refused_at_once_with_the_reason():
+    with (servers.serve("postgres", max_connections=3) as database,
+          servers.serve("tornado_db", db_port=database.port, pool=5) as server):
+        for how, driver in (("pool", "psycopg"), ("asyncpg", "asyncpg")):
+            status, body, took = fetch(server, f"/query?how={how}&ms=1")
+            assert status == 503 and f"could not open the {driver} pool of 5" in body, body
+            assert "too many clients already" in body and took < 1, (body, took)
+
+
 @pytest.mark.parametrize("name", FRONT_ENDS)
 def test_statement_timeout_cancels_a_long_query_with_a_503(database, name):
     with servers.serve(name, db_port=database.port, statement_timeout_ms=100) as server:
@@ -191,3 +200,27 @@ def test_a_database_killed_mid_run_gets_503s_at_once_and_the_front_end_recovers(
                 assert stats(server)["pool_generation"] == 1
         finally:
             server.stop()
+
+
+def test_a_database_that_stops_answering_gets_503s_at_the_clients_deadline():
+    """SIGSTOPped, PostgreSQL cannot enforce statement_timeout: the front end's own deadline (1 s after it) must."""
+    import psutil
+
+    with (servers.serve("postgres") as database,
+          servers.serve("tornado_db", db_port=database.port, statement_timeout_ms=100) as server):
+        paths = QUERIES["tornado_db"]
+        for path in paths.values():
+            assert fetch(server, path + "0")[0] == 200
+        stopped = psutil.Process(database.pid).children(recursive=True)
+        for process in stopped:
+            process.suspend()
+        try:
+            answers, _ = at_once(server, [path + "10" for path in paths.values()])
+        finally:
+            for process in stopped:
+                process.resume()
+        for status, body, took in answers:
+            # The deadline is 0.1 + 1 s; the blocking one may hold the loop that long before the others start.
+            assert status == 503 and "no answer from the database within 1.1 s" in body and took < 2 * 1.1 + 0.5, (
+                body, took)
+        assert [fetch(server, path + "0")[0] for path in paths.values()] == [200] * 4

@@ -119,6 +119,7 @@ PARENT = """
     backends = [p.pid for p in postmaster.children() if any(c.status == "ESTABLISHED" for c in p.net_connections())]
     print(json.dumps({"pids": [p.pid for p in processes], "backends": backends, "port": server.port,
                       "bouncer_port": bouncer.port, "names": sorted({p.name() for p in processes}),
+                      "bouncer_folder": [os.path.dirname(p.cmdline()[-1]) for p in processes if p.name() == "pgbouncer"][0],
                       "folder": folder, "postmaster": postmaster.pid, "users": sorted({p.username() for p in processes})}),
           flush=True)
 """
@@ -130,8 +131,9 @@ def assert_nothing_survives(report, survivors):
     assert len(report["backends"]) == 2, report  # the two connections' backends were among the pids checked
     assert refused(report["port"]) and refused(report["bouncer_port"])
     assert {"pgbouncer", "postgres"} <= set(report["names"]), report
-    # The folder and the shared memory go with the group: the wrapper removes them before its last SIGKILL.
-    assert wait_until(lambda: not os.path.exists(report["folder"]), GONE_WITHIN_S), f"{report['folder']} is left"
+    # The folders and the shared memory go with the group: the wrappers remove them before their last SIGKILL.
+    for folder in (report["folder"], report["bouncer_folder"]):
+        assert wait_until(lambda folder=folder: not os.path.exists(folder), GONE_WITHIN_S), f"{folder} is left"
     assert not shared_memory_of(report["postmaster"])
 
 

@@ -161,9 +161,10 @@ def remove_cluster(folder):
 UNOWNED_FOR_S = 60  # a folder with no owner written yet is one being made, unless it is older than this
 
 
-def remove_abandoned_clusters(tmp):
-    """Remove the folders of launchers that are gone (one SIGKILLed itself, not through its parent, leaves its own)."""
-    for folder in glob.glob(os.path.join(tmp, CLUSTER_PREFIX + "*")):
+def remove_abandoned_clusters(tmp, prefix=CLUSTER_PREFIX):
+    """Remove the folders of launchers that are gone (one SIGKILLed itself, not through its parent, leaves its own);
+    `prefix` names the wrapper's folders (the pgbouncer wrapper's too)."""
+    for folder in glob.glob(os.path.join(tmp, prefix + "*")):
         try:
             with open(os.path.join(folder, OWNER_FILE)) as file:
                 os.kill(int(file.read()), 0)
