@@ -1,0 +1,98 @@
+"""Lesson 12's predictions: memory per connection, fan-out, the floor.
+
+Lesson 12's predictions, each from figures measured in the same run: memory(N) = M0 + N·m and the N that fit a
+budget; the i-th subscriber's delivery at i × D; the last one on k CPUs by the bottleneck law.
+"""
+
+import math
+import statistics
+
+
+def fit_line(xs, ys):
+    """Least squares y = a + b·x: (a, b)."""
+    if len(xs) < 2 or len(set(xs)) < 2:
+        raise ValueError(f"a line needs two different x at least, got {list(xs)}")
+    mean_x, mean_y = statistics.fmean(xs), statistics.fmean(ys)
+    b = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys)) / sum((x - mean_x) ** 2 for x in xs)
+    return mean_y - b * mean_x, b
+
+
+def step_slopes(ns, rss):
+    """ΔRSS / ΔN between each pair of neighbouring points: one estimate of m per step."""
+    return [(rss[i + 1] - rss[i]) / (ns[i + 1] - ns[i]) for i in range(len(ns) - 1)]
+
+
+def memory(ns, rss_bytes):
+    """The fit RSS(N) = M0 + N·m over every point but the last, and that fit's prediction of the last.
+
+    The last point is held out: the fit predicts it, the run measures it. The prediction's bounds are the run's
+    noise: the last step's growth, ΔN × m, with m anywhere between the smallest and largest slope of the fitted
+    steps, widened on each side by their spread (the steps disagree by that much on this run).
+    """
+    ns, rss_bytes = list(ns), list(rss_bytes)
+    if len(ns) < 4:
+        raise ValueError(f"the memory fit needs 4 points at least (3 to fit, 1 to predict), got {len(ns)}")
+    m0, m = fit_line(ns[:-1], rss_bytes[:-1])
+    slopes = step_slopes(ns[:-1], rss_bytes[:-1])
+    spread = max(slopes) - min(slopes)
+    step = ns[-1] - ns[-2]
+    all_m0, all_m = fit_line(ns, rss_bytes)
+    return {
+        "ns": ns, "rss_bytes": rss_bytes, "m0_bytes": m0, "bytes_per_connection": m,
+        "kib_per_connection": m / 1024, "all_points_kib_per_connection": all_m / 1024, "all_points_m0_bytes": all_m0,
+        "predicted_last_bytes": m0 + m * ns[-1], "measured_last_bytes": rss_bytes[-1],
+        "predicted_step_bytes": m * step, "measured_step_bytes": rss_bytes[-1] - rss_bytes[-2],
+        "step_low_bytes": step * (min(slopes) - spread), "step_high_bytes": step * (max(slopes) + spread),
+    }
+
+
+def n_max(budget_bytes, bytes_per_connection, m0_bytes=0.0):
+    """The most connections whose predicted RSS, M0 + N·m, fits `budget_bytes` (0 if M0 alone does not)."""
+    if bytes_per_connection <= 0:
+        return math.inf
+    return max(0, math.floor((budget_bytes - m0_bytes) / bytes_per_connection))
+
+
+def last_delivery_s(n, d_server_s, d_client_s, cpus):
+    """When the n-th subscriber gets the message: n × the bottleneck's demand per delivery.
+
+    The server sends and the client receives: two stations in series, each one thread. On k CPUs each station
+    does its n deliveries at best one after another, and the two share k CPUs: so the last one is at
+    n × max(D_server, D_client, (D_server + D_client) / k). On two free CPUs that is n × max(D_server, D_client);
+    on one, n × (D_server + D_client).
+    """
+    return n * max(d_server_s, d_client_s, (d_server_s + d_client_s) / cpus)
+
+
+def fanout(n, repeats, cpus):
+    """The prediction for one transport's broadcasts: `repeats` is a list of {last_s, server_cpu_s, client_cpu_s},
+    one per broadcast to the same n subscribers. Each repeat gives its own D and prediction; the measured last is
+    their median. The bounds: the lowest and highest prediction, widened by the measured lasts' own spread (the
+    run's noise: the same broadcast, repeated, took that much more or less)."""
+    predicted = [last_delivery_s(n, r["server_cpu_s"] / n, r["client_cpu_s"] / n, cpus) for r in repeats]
+    lasts = [r["last_s"] for r in repeats]
+    last = statistics.median(lasts)
+    spread = (max(lasts) - min(lasts)) / last if last > 0 else 0.0
+    return {
+        "subscribers": n, "cpus": cpus,
+        "cpu_us_per_delivery": statistics.median(r["server_cpu_s"] for r in repeats) / n * 1e6,
+        "client_cpu_us_per_delivery": statistics.median(r["client_cpu_s"] for r in repeats) / n * 1e6,
+        "last_ms": last * 1000, "predicted_last_ms": statistics.median(predicted) * 1000,
+        "low_ms": min(predicted) * (1 - spread) * 1000, "high_ms": max(predicted) * (1 + spread) * 1000,
+        "spread": spread,
+    }
+
+
+def delivery_line(n, last_s):
+    """The predicted delivery of the i-th subscriber, i = 1..n: i × D, with D = last / n. (x, y in ms) to draw."""
+    return [1, n], [last_s * 1000 / n, last_s * 1000]
+
+
+def floor_ratio(d_s, floor_s):
+    """How many times the floor's CPU per subscriber a broadcaster spends."""
+    return d_s / floor_s if floor_s > 0 else math.inf
+
+
+def time_to_reach(n, d_s):
+    """The time one CPU takes to send to n subscribers at D each: n × D."""
+    return n * d_s
