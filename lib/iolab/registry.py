@@ -374,8 +374,8 @@ SERVERS = {
             routes=("/",),  # its upstream's: tornado_push answers the contract's / (and /ws, /sse, /poll, /publish)
             options={
                 "upstream": Option("--upstream", "which lab server nginx proxies to", "tornado_push"),
-                "upgrade_headers": Option("--upgrade-headers", "on: pass Upgrade and Connection on, so a WebSocket can open", "on"),
-                "read_timeout_s": Option("--read-timeout-s", "proxy_read_timeout: seconds nginx waits for the upstream to send", 60),
+                "upgrade_headers": Option("--upgrade-headers", "on: pass Upgrade and Connection on, as a WebSocket needs", "on"),
+                "read_timeout_s": Option("--read-timeout-s", "proxy_read_timeout: seconds nginx waits for the upstream", 60),
             },
             serves_at_once=lambda options: 1,  # its one upstream's, an event loop
             needs_programs=("nginx",),
