@@ -356,6 +356,31 @@ SERVERS = {
             needs_modules=BACKEND_MODULES + ("gunicorn", "flask"),
             lesson="10-slow-backend",
         ),
+        ServerInfo(
+            "gunicorn_longpoll", "gunicorn_longpoll.py",
+            "gunicorn's sync workers running a Flask long poll: each parked /poll holds a whole worker",
+            routes=("/",),  # and /poll?cursor=K, /publish, /stats (SIGUSR1 to the wrapper publishes too)
+            options={
+                "workers": Option("--workers", "sync worker processes: each holds one long poll", 2),
+                "timeout": Option("--timeout", "gunicorn's --timeout: seconds a silent worker lives before it is killed", 90),
+            },
+            serves_at_once=_workers,
+            needs_modules=("gunicorn", "flask"),
+            lesson="12-long-lived-connections",
+        ),
+        ServerInfo(
+            "nginx_ws_proxy", "nginx_ws_proxy.py",
+            "nginx in front of one lab push server it starts and stops with itself: WebSocket, SSE and long polls",
+            routes=("/",),  # its upstream's: tornado_push answers the contract's / (and /ws, /sse, /poll, /publish)
+            options={
+                "upstream": Option("--upstream", "which lab server nginx proxies to", "tornado_push"),
+                "upgrade_headers": Option("--upgrade-headers", "on: pass Upgrade and Connection on, as a WebSocket needs", "on"),
+                "read_timeout_s": Option("--read-timeout-s", "proxy_read_timeout: seconds nginx waits for the upstream", 60),
+            },
+            serves_at_once=lambda options: 1,  # its one upstream's, an event loop
+            needs_programs=("nginx",),
+            lesson="12-long-lived-connections",
+        ),
     ]
 }
 
