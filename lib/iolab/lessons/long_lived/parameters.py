@@ -15,7 +15,7 @@ from iolab.params import ParameterError, check_common, check_range
 # Why each range: below 100 subscribers the fixed cost of a process hides the slope; 10,000 is the lesson's figure.
 RANGES = {
     "subscribers": (100, 10_000),  # N: section 1's largest and section 4's ladder
-    "memory_points": (3, 8),  # the N of section 1's fit: 3 at least, so the fit has a residual to judge
+    "memory_points": (4, 8),  # the N of section 1's fit: 3 to fit, the last held out to be predicted
     "compressed_subscribers": (50, 10_000),  # N with permessage-deflate on: each holds ten times the memory
     "fanout_subscribers": (50, 10_000),  # N of section 3, per transport and server
     "repeats": (2, 7),  # each broadcast this many times: 2 at least, so the run has a spread
@@ -25,7 +25,7 @@ RANGES = {
     "max_buffer_kib": (64, 16_384),  # a subscriber whose unsent bytes pass this is dropped
 }
 SECONDS = {"slow_seconds": (0.5, 20.0), "budget_gib": (0.25, 64.0)}
-QUICK = {"subscribers": 1_000, "memory_points": 3, "compressed_subscribers": 200, "fanout_subscribers": 400,
+QUICK = {"subscribers": 1_000, "memory_points": 4, "compressed_subscribers": 200, "fanout_subscribers": 400,
          "repeats": 2, "slow_seconds": 2.0}
 # The notebook's parameters cell at full size, for a benchmark or a test that runs the lesson's parts alone.
 DEFAULTS = {"subscribers": 10_000, "memory_points": 4, "compressed_subscribers": 1_000, "fanout_subscribers": 2_000,

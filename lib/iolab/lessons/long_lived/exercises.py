@@ -1,0 +1,134 @@
+"""Exercises for lesson 12, long-lived connections.
+
+Exercises for lesson 12, long-lived connections: `from iolab.lessons.long_lived import exercises as ex; ex.q1.check(a)`.
+"""
+
+from iolab import checks
+
+# --- Section 1: what an open connection costs -------------------------------------------------------------------
+
+
+class IdleMemory(checks.NumberExercise):
+    prompt = ("A server process takes 40 MiB with no one connected. Each idle WebSocket adds 14 KiB. "
+              "How much memory does it take with 10,000 subscribers, in MiB?")
+    expected = 40 + 10_000 * 14 / 1024
+    rel_tol = 0.03
+    unit = "MiB"
+    mistakes = {10_000 * 14 / 1024: "leaves out the 40 MiB the process takes before anyone connects.",
+                40 + 10_000 * 14 / 1000: "divides by 1000: a MiB is 1024 KiB."}
+    hint_text = "RSS(N) = M0 + N·m, with M0 = 40 MiB and m = 14 KiB. Turn KiB into MiB: divide by 1024."
+    solution_text = "40 + 10,000 × 14 / 1024 ≈ 40 + 137 = 177 MiB."
+
+
+class CompressedBudget(checks.NumberExercise):
+    prompt = ("With permessage-deflate on, each subscriber costs 160 KiB. The process starts at 40 MiB. How many "
+              "subscribers fit in Binder's 2 GiB (2,048 MiB)?")
+    expected = (2048 - 40) * 1024 / 160
+    rel_tol = 0.03
+    unit = "subscribers"
+    mistakes = {2048 * 1024 / 160: "forgets the 40 MiB the process needs before the first subscriber.",
+                (2048 - 40) * 1024 / 14: "is without compression: 14 KiB each."}
+    hint_text = ["N_max = (budget − M0) / m.", "Work in KiB: (2,048 − 40) MiB × 1024 KiB a MiB, over 160 KiB."]
+    solution_text = "(2,048 − 40) × 1024 / 160 ≈ 12,850 subscribers: ten times fewer than the 147,000 without it."
+
+
+# --- Section 3: fan-out ------------------------------------------------------------------------------------------
+
+
+class LastOnOneCpu(checks.NumberExercise):
+    prompt = ("One message goes to 10,000 subscribers. The server spends 20 µs of CPU per delivery, the client "
+              "10 µs. Both share one CPU. When does the 10,000th subscriber get it, in ms?")
+    expected = 10_000 * 30e-3
+    rel_tol = 0.05
+    unit = "ms"
+    mistakes = {200.0: "is the server alone, or two CPUs: on one CPU the client's work waits its turn too.",
+                100.0: "is the client alone.",
+                0.03: "is one delivery: the 10,000th waits for the 9,999 before it."}
+    hint_text = ["On one CPU, every delivery's server work and client work take turns.",
+                 "The last one comes after N × (D_server + D_client)."]
+    solution_text = "10,000 × (20 + 10) µs = 300 ms."
+
+
+class LastOnTwoCpus(checks.NumberExercise):
+    prompt = ("The same broadcast, but the server and the client each have a CPU of their own. When does the last one "
+              "get it, in ms?")
+    expected = 10_000 * 20e-3
+    rel_tol = 0.05
+    unit = "ms"
+    mistakes = {300.0: "is one CPU: now the two stations work at the same time.",
+                100.0: "is the client, but the slower station sets the pace."}
+    hint_text = ["The client reads message i while the server sends message i + 1.",
+                 "Two stations in series: the slower one, the bottleneck, sets the pace."]
+    solution_text = "10,000 × max(20, 10) µs = 200 ms: the server is the bottleneck."
+
+
+class DearestTransport(checks.ChoiceExercise):
+    prompt = ("Which transport costs the server the most CPU per delivered message: 'long poll', 'sse' or "
+              "'websocket'?")
+    choices = {"long poll": "",
+               "sse": "an SSE event is a few bytes written to a response that stays open.",
+               "websocket": "a WebSocket message is a frame header and the payload, on an open connection."}
+    correct = "long poll"
+    correct_text = "each message ends a response, and the client sends a whole new request for the next."
+    hint_text = "After each message, what does a long-polling client have to do before it can get the next one?"
+    solution_text = ("'long poll': every message is a whole HTTP exchange: parse a request, route it, write "
+                     "headers, close the response. SSE and WebSocket only write a frame.")
+
+
+# --- Section 4: the ladder ---------------------------------------------------------------------------------------
+
+
+class FrameOnceBudget(checks.NumberExercise):
+    prompt = ("The floor here is 5 µs per subscriber: one send() each. A broadcaster spends 1.5 times the floor. "
+              "How long does its one CPU take to reach 10,000 subscribers, in ms?")
+    expected = 10_000 * 7.5e-3
+    rel_tol = 0.05
+    unit = "ms"
+    mistakes = {50.0: "is the floor itself: the broadcaster spends 1.5 times it.",
+                7.5: "is 1,000 subscribers."}
+    hint_text = "N × D, with D = 1.5 × 5 µs."
+    solution_text = "10,000 × 7.5 µs = 75 ms."
+
+
+# --- Section 5: a slow consumer ----------------------------------------------------------------------------------
+
+
+class AwaitBehindStopped(checks.ChoiceExercise):
+    prompt = ("A broadcaster awaits each send in turn. Subscriber 1 stops reading, and its kernel buffers fill. "
+              "What do subscribers 2 to 1,000 see? 'on time', 'late, until subscriber 1 reads or is dropped', "
+              "or 'nothing, ever'.")
+    choices = {"on time": "that is a broadcaster that does not wait for each send.",
+               "late, until subscriber 1 reads or is dropped": "",
+               "nothing, ever": "the wait ends when subscriber 1 reads again, or when a limit drops it."}
+    correct = "late, until subscriber 1 reads or is dropped"
+    correct_text = "the loop waits on subscriber 1's send, and everyone behind it in the loop waits too."
+    hint_text = "`await ws.send(...)` returns only when the bytes are handed to the kernel. Can they be, for subscriber 1?"
+    solution_text = ("'late, until subscriber 1 reads or is dropped': head-of-line blocking in a fan-out. One "
+                     "stopped reader holds the loop, and everyone behind it waits.")
+
+
+class BufferGrowth(checks.NumberExercise):
+    prompt = ("A broadcaster that does not wait sends 50 messages a second of 16 KiB each. One subscriber has "
+              "stopped, and its kernel buffers are full. How fast do the server's unsent bytes for it grow, in "
+              "KiB a second?")
+    expected = 50 * 16
+    rel_tol = 0.03
+    unit = "KiB/s"
+    mistakes = {16.0: "is one message: 50 arrive each second.", 50.0: "counts messages, not KiB."}
+    hint_text = "Nothing leaves: every message stays in the server's buffer. Rate × size."
+    solution_text = "50 × 16 KiB = 800 KiB a second."
+
+
+class DroppedAfter(checks.NumberExercise):
+    prompt = ("The same stopped subscriber, and a cap of 1,024 KiB of unsent bytes. How many seconds after its "
+              "kernel buffers fill is it dropped?")
+    expected = 1024 / 800
+    rel_tol = 0.05
+    unit = "s"
+    mistakes = {800 / 1024: "is upside down: bytes to hold over bytes a second."}
+    hint_text = "The cap over the growth rate of the last question."
+    solution_text = "1,024 KiB / 800 KiB a second ≈ 1.3 s."
+
+
+# q1, q2, ... in the order the notebook asks them, and statuses() for the results file.
+checks.bind(globals())
