@@ -100,8 +100,11 @@ def fanout(claims, row):
                      f"{row['received']} of {row['expected']}", "",
                      f"{label}: {row['received']} of {row['expected']} deliveries arrived")
         return
-    claims.within(f"{label}: the last of {row['subscribers']} at N × max(D_server, D_client, ΣD / k)",
-                  row["last_ms"], row["low_ms"], row["high_ms"], "ms", 1,
+    # A long poll's answer ends its request: Tornado finishes each request's bookkeeping once the loop has written
+    # every answer, so part of its measured CPU lies after the last delivery. Its prediction is a ceiling.
+    ceiling = row["transport"] == "poll"
+    claims.within(f"{label}: the last of {row['subscribers']} at {'most ' if ceiling else ''}N × max(D_server,"
+                  " D_client, ΣD / k)", row["last_ms"], 0.0 if ceiling else row["low_ms"], row["high_ms"], "ms", 1,
                   f"{label}: the last subscriber got it after {row['last_ms']:.1f} ms; predicted"
                   f" {row['predicted_last_ms']:.1f} ms from {row['cpu_us_per_delivery']:.1f} µs (server) and"
                   f" {row['client_cpu_us_per_delivery']:.1f} µs (client) per delivery on {row['cpus']:g} CPU(s),"
@@ -109,8 +112,10 @@ def fanout(claims, row):
 
 
 def long_poll(claims, rows):
-    """4. Long polling pays a whole HTTP exchange per message: more server CPU per delivery than SSE or WebSocket."""
-    tornado = {row["transport"]: row["cpu_us_per_delivery"] for row in rows if row["server"] == "tornado_push"}
+    """4. Long polling pays a whole HTTP exchange per message (its answer and the re-poll): more server CPU per
+    delivery than SSE or WebSocket."""
+    tornado = {row["transport"]: row.get("exchange_us_per_delivery", row["cpu_us_per_delivery"])
+               for row in rows if row["server"] == "tornado_push"}
     if "poll" not in tornado or len(tornado) < 2:
         claims.skip("long polling's CPU per delivery above SSE's and WebSocket's", "Tornado's three did not all run")
         return

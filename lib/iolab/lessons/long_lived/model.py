@@ -78,7 +78,7 @@ def fanout(n, repeats, cpus):
         "cpu_us_per_delivery": statistics.median(r["server_cpu_s"] for r in repeats) / n * 1e6,
         "client_cpu_us_per_delivery": statistics.median(r["client_cpu_s"] for r in repeats) / n * 1e6,
         "last_ms": last * 1000, "predicted_last_ms": statistics.median(predicted) * 1000,
-        "low_ms": min(predicted) * (1 - spread) * 1000, "high_ms": max(predicted) * (1 + spread) * 1000,
+        "low_ms": max(0.0, min(predicted) * (1 - spread) * 1000), "high_ms": max(predicted) * (1 + spread) * 1000,
         "spread": spread,
     }
 
