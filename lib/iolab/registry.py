@@ -374,6 +374,22 @@ SERVERS = {
             options=_push_options(("loop", "await", "frame")),
             lesson="12-long-lived-connections",
         ),
+        ServerInfo(
+            "aiohttp_push", "aiohttp_push.py",
+            "one thread, an event loop (aiohttp) holding WebSocket and SSE subscribers and broadcasting to them",
+            routes=("/",),
+            options=_push_options(("await", "tasks")),
+            needs_modules=("aiohttp",),
+            lesson="12-long-lived-connections",
+        ),
+        ServerInfo(
+            "websockets_push", "websockets_push.py",
+            "one thread, an event loop (the websockets library's asyncio server) holding WebSocket subscribers",
+            routes=("/",),
+            options=_push_options(("broadcast", "await")),
+            needs_modules=("websockets",),
+            lesson="12-long-lived-connections",
+        ),
     ]
 }
 
