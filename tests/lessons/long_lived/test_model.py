@@ -13,7 +13,13 @@ def test_memory_fit_holds_out_the_last_point_and_predicts_it():
     fit = model.memory(ns, rss)
     assert fit["kib_per_connection"] == pytest.approx(14)
     assert fit["predicted_last_bytes"] == pytest.approx(rss[-1])
-    assert fit["step_low_bytes"] == pytest.approx(fit["measured_step_bytes"]) == pytest.approx(fit["step_high_bytes"])
+    assert fit["last_low_bytes"] == pytest.approx(rss[-1]) == pytest.approx(fit["last_high_bytes"])
+
+
+def test_the_prediction_interval_widens_with_the_residuals():
+    _, narrow = model.prediction_interval([1, 2, 3, 4], [1.0, 2.0, 3.0, 4.0], 5)
+    _, wide = model.prediction_interval([1, 2, 3, 4], [1.0, 2.2, 2.8, 4.0], 5)
+    assert narrow == pytest.approx(0) and wide > 0.5
 
 
 def test_memory_fit_needs_four_points():

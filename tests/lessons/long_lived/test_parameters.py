@@ -13,7 +13,7 @@ def test_the_defaults_pass_and_quick_shrinks_them():
     full = parameters.Plan.from_cell(parameters.DEFAULTS, ROOMY)
     quick = parameters.Plan.from_cell(parameters.DEFAULTS | {"quick": True}, ROOMY)
     assert full.subscribers == 10_000 and quick.subscribers == 1_000
-    assert quick.memory_steps() == [250, 500, 750, 1000]
+    assert quick.memory_steps() == [200, 400, 600, 800, 1000]
 
 
 def test_a_value_out_of_range_is_named():

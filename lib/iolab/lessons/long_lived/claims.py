@@ -73,16 +73,16 @@ def name(row):
 
 
 def memory(claims, row):
-    """1. RSS(N) = M0 + N·m: the fit over the smaller N predicts the last step's growth, within the spread of the
-    fitted steps' own slopes. 2. Uncompressed, the fit puts 10,000 subscribers inside the budget (Binder's 2 GiB)."""
+    """1. RSS(N) = M0 + N·m: the fit over the smaller N predicts the RSS at the largest, within the fit's 95 %
+    prediction interval (how far its own points lie off the line). 2. Uncompressed, the fit puts 10,000
+    subscribers inside the budget (Binder's 2 GiB)."""
     n = row["ns"][-1]
-    claims.within(f"{name(row)}: the last step to N = {n} grows as the fit of the smaller N predicts",
-                  row["measured_step_bytes"] / MIB, row["step_low_bytes"] / MIB, row["step_high_bytes"] / MIB,
+    claims.within(f"{name(row)}: RSS at N = {n} as the fit of the smaller N predicts",
+                  row["measured_last_bytes"] / MIB, row["last_low_bytes"] / MIB, row["last_high_bytes"] / MIB,
                   "MiB", 2,
-                  f"{name(row)}: RSS grew {row['measured_step_bytes'] / MIB:.2f} MiB from N = {row['ns'][-2]} to {n};"
-                  f" the fit's {row['kib_per_connection']:.1f} KiB a connection predicted"
-                  f" {row['predicted_step_bytes'] / MIB:.2f} MiB, within [{row['step_low_bytes'] / MIB:.2f},"
-                  f" {row['step_high_bytes'] / MIB:.2f}] MiB")
+                  f"{name(row)}: RSS at N = {n} was {row['measured_last_bytes'] / MIB:.2f} MiB; the fit of the smaller"
+                  f" N ({row['kib_per_connection']:.1f} KiB a connection) predicted {row['predicted_last_bytes'] / MIB:.2f}"
+                  f" MiB, within [{row['last_low_bytes'] / MIB:.2f}, {row['last_high_bytes'] / MIB:.2f}] MiB")
     if not row.get("compression") and row["kind"] == "ws":
         budget = row["budget_bytes"]
         claims.within(f"{name(row)}: 10,000 subscribers fit in {budget / 2**30:g} GiB, predicted",
@@ -106,7 +106,8 @@ def fanout(claims, row):
     claims.within(f"{label}: the last of {row['subscribers']} at {'most ' if ceiling else ''}N × max(D_server,"
                   " D_client, ΣD / k)", row["last_ms"], 0.0 if ceiling else row["low_ms"], row["high_ms"], "ms", 1,
                   f"{label}: the last subscriber got it after {row['last_ms']:.1f} ms; predicted"
-                  f" {row['predicted_last_ms']:.1f} ms from {row['cpu_us_per_delivery']:.1f} µs (server) and"
+                  f" {row['predicted_last_ms']:.1f} ms: the first's {row.get('first_ms', 0):.1f} ms, then"
+                  f" {row['cpu_us_per_delivery']:.1f} µs (server) and"
                   f" {row['client_cpu_us_per_delivery']:.1f} µs (client) per delivery on {row['cpus']:g} CPU(s),"
                   f" within [{row['low_ms']:.1f}, {row['high_ms']:.1f}] ms")
 

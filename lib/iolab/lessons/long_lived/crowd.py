@@ -72,6 +72,11 @@ class Crowd:
         self.last_cpu_s = found["cpu_s"]
         return found["deliveries"]
 
+    def add(self, k):
+        """k more subscribers, connected after those already held; returns how many are held now."""
+        self.n = self.ask(f"add {k}", CONNECT_S)["held"]
+        return self.n
+
     def repoll(self):
         """Long polls only: every subscriber sends its next poll now. The client's CPU when all were sent."""
         return self.ask("repoll")["cpu_s"]
@@ -217,75 +222,89 @@ def upgrade_request(host, path, compression):
             f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n{extension}\r\n").encode()
 
 
-async def serve_pipe(rows, complete, held):
-    """Answer the kernel's commands, one JSON line each. `complete`: seq -> the client's CPU when its last came."""
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader()
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+class Client:
+    """The client process's subscribers, the deliveries they recorded, and the pipe that answers the kernel."""
 
-    def reply(obj):
-        sys.stdout.write(json.dumps(obj) + "\n")
-        sys.stdout.flush()
+    def __init__(self, url, kind, compression):
+        self.parts = urllib.parse.urlsplit(url)
+        self.kind, self.compression = kind, compression
+        self.loop = asyncio.get_running_loop()
+        self.rows, self.counts, self.complete, self.held = [], {}, {}, []
 
-    while line := (await reader.readline()).decode().split():
-        if line[0] == "cpu":
-            reply({"cpu_s": time.process_time()})
-        elif line[0] == "repoll":
-            for subscriber in held:
-                subscriber.ask()
-            reply({"cpu_s": time.process_time()})
-        elif line[0] == "all":
-            reply({"rows": [{"index": i, "seq": s, "t": t, "received": r, "delivery_ms": (r - t) * 1000}
-                            for i, s, t, r in rows]})
-        elif line[0] == "wait":
-            seq = int(line[1])
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(complete.setdefault(seq, loop.create_future()), float(line[2]))
-            got = sorted((i, (r - t) * 1000) for i, s, t, r in rows if s == seq)
-            done = complete[seq]
-            reply({"deliveries": [d for _, d in got], "cpu_s": done.result() if done.done() else time.process_time()})
-
-
-async def client(url, kind, n, compression):
-    parts = urllib.parse.urlsplit(url)
-    host, port = parts.hostname, parts.port
-    loop = asyncio.get_running_loop()
-    rows, counts, complete = [], {}, {}
-
-    def record(index, seq, t):
-        rows.append((index, seq, t, time.monotonic()))
-        counts[seq] = counts.get(seq, 0) + 1
-        if counts[seq] == n:  # the last one: the client's CPU now is what this message cost it
-            done = complete.setdefault(seq, loop.create_future())
+    def record(self, index, seq, t):
+        self.rows.append((index, seq, t, time.monotonic()))
+        self.counts[seq] = self.counts.get(seq, 0) + 1
+        if self.counts[seq] == len(self.held):  # the last one: the client's CPU now is what this message cost it
+            done = self.complete.setdefault(seq, self.loop.create_future())
             if not done.done():
                 done.set_result(time.process_time())
 
-    held = []
-    for index in range(n):
-        if kind == "poll":
-            make = lambda i=index: Poll(i, record, parts.netloc, "/poll")  # noqa: E731
-        elif kind == "ws":
-            make = lambda i=index: WebSocket(i, record)  # noqa: E731
-        else:
-            make = lambda i=index: Events(i, record)  # noqa: E731
-        transport, subscriber = await loop.create_connection(make, host, port)
-        if kind == "ws":
-            transport.write(upgrade_request(parts.netloc, "/ws", compression))
-        elif kind == "sse":
-            transport.write(f"GET /sse HTTP/1.1\r\nHost: {parts.netloc}\r\n\r\n".encode())
-        await asyncio.wait_for(subscriber.ready, CONNECT_S)
-        held.append((transport, subscriber))
-    if kind == "poll":
-        await asyncio.sleep(0.05)  # the last polls reach the server and park before we say we are ready
+    def make(self, index):
+        if self.kind == "poll":
+            return Poll(index, self.record, self.parts.netloc, "/poll")
+        return (WebSocket if self.kind == "ws" else Events)(index, self.record)
+
+    async def add(self, k):
+        """k more subscribers, each connected and subscribed before the next: the server's send order is ours."""
+        for _ in range(k):
+            transport, subscriber = await self.loop.create_connection(
+                lambda: self.make(len(self.held)), self.parts.hostname, self.parts.port)
+            if self.kind == "ws":
+                transport.write(upgrade_request(self.parts.netloc, "/ws", self.compression))
+            elif self.kind == "sse":
+                transport.write(f"GET /sse HTTP/1.1\r\nHost: {self.parts.netloc}\r\n\r\n".encode())
+            await asyncio.wait_for(subscriber.ready, CONNECT_S)
+            self.held.append((transport, subscriber))
+        if self.kind == "poll":
+            await asyncio.sleep(0.05)  # the last polls reach the server and park before we say we hold them
+
+    def wait_answer(self, seq):
+        got = sorted((i, (r - t) * 1000) for i, s, t, r in self.rows if s == seq)
+        done = self.complete[seq]
+        return {"deliveries": [d for _, d in got], "cpu_s": done.result() if done.done() else time.process_time()}
+
+    async def serve_pipe(self):
+        """Answer the kernel's commands, one JSON line each."""
+        reader = asyncio.StreamReader()
+        await self.loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+        while line := (await reader.readline()).decode().split():
+            if line[0] == "add":
+                await self.add(int(line[1]))
+                reply({"held": len(self.held)})
+            elif line[0] == "cpu":
+                reply({"cpu_s": time.process_time()})
+            elif line[0] == "repoll":
+                for _, subscriber in self.held:
+                    subscriber.ask()
+                reply({"cpu_s": time.process_time()})
+            elif line[0] == "all":
+                reply({"rows": [{"index": i, "seq": s, "t": t, "received": r, "delivery_ms": (r - t) * 1000}
+                                for i, s, t, r in self.rows]})
+            elif line[0] == "wait":
+                seq = int(line[1])
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(self.complete.setdefault(seq, self.loop.create_future())),
+                                           float(line[2]))
+                reply(self.wait_answer(seq))
+
+
+def reply(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+async def client(url, kind, n, compression):
+    subscribers = Client(url, kind, compression)
+    await subscribers.add(n)
     print(f"READY {n}", flush=True)
-    await serve_pipe(rows, complete, [subscriber for _, subscriber in held])
-    for transport, _ in held:
+    await subscribers.serve_pipe()
+    for transport, _ in subscribers.held:
         transport.close()
 
 
 def main(argv):
     die_with_parent()
-    environment.raise_file_limit(int(argv[2]) + 100)
+    environment.raise_file_limit(20_000)
     asyncio.run(client(argv[0], argv[1], int(argv[2]), argv[3] == "on"))
 
 

@@ -51,8 +51,9 @@ def one(server_name, transport, n, repeats, message_bytes, cpus):
             deliveries, server_cpu_s, client_cpu_s = broadcast(server, subscribers, message_bytes)
             repoll_s = repoll(server, subscribers) if transport == "poll" else 0.0
             if attempt:
-                runs.append({"last_s": max(deliveries, default=0) / 1000, "server_cpu_s": server_cpu_s,
-                             "client_cpu_s": client_cpu_s, "deliveries": deliveries, "repoll_s": repoll_s})
+                runs.append({"first_s": min(deliveries, default=0) / 1000, "last_s": max(deliveries, default=0) / 1000,
+                             "server_cpu_s": server_cpu_s, "client_cpu_s": client_cpu_s, "deliveries": deliveries,
+                             "repoll_s": repoll_s})
     row = model.fanout(n, runs, cpus)
     shown = runs[-1]["deliveries"]
     repoll_us = statistics.median(r["repoll_s"] for r in runs) / n * 1e6

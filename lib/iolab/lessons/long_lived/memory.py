@@ -16,7 +16,7 @@ from . import crowd, model
 SERIES = (("tornado_push", "ws", False), ("aiohttp_push", "ws", False), ("websockets_push", "ws", False),
           ("tornado_push", "poll", False), ("tornado_push", "sse", False),
           ("tornado_push", "ws", True), ("aiohttp_push", "ws", True), ("websockets_push", "ws", True))
-SETTLE_S = 0.2  # after a step, the server's last accepts and allocations land before RSS is read
+SETTLE_S = 0.1  # after a step, the server's last accepts and allocations land before RSS is read
 TIMEOUT_S = 10.0
 
 
@@ -38,16 +38,16 @@ def held(server, transport):
 
 
 def series(server_name, transport, compression, steps, message_bytes):
-    """RSS at each N of `steps` for one server and transport, subscribers added a step at a time (a client process
-    per step, all held until the last is read). With compression on, one message goes out before each reading: a
-    compressor may be made only when it is first used (aiohttp's is)."""
+    """RSS at each N of `steps` for one server and transport, subscribers added a step at a time. With compression
+    on, one message goes out before each reading: a compressor may be made only when it is first used (aiohttp's
+    is)."""
     options = {"compression": "on"} if compression else {}
-    with servers.serve(server_name, **options) as server, crowd.Crowds() as crowds:
+    with servers.serve(server_name, **options) as server, \
+            crowd.Crowd(server.url, transport, steps[0], compression=compression) as subscribers:
         ns, rss = [], []
-        before = 0
         for n in steps:
-            crowds.add(server.url, transport, n - before)
-            before = n
+            if n > subscribers.n:
+                subscribers.add(n - subscribers.n)
             if compression:
                 publish(server, message_bytes)
             time.sleep(SETTLE_S)

@@ -22,27 +22,41 @@ def step_slopes(ns, rss):
     return [(rss[i + 1] - rss[i]) / (ns[i + 1] - ns[i]) for i in range(len(ns) - 1)]
 
 
+# Student's t at 97.5 % for 1 to 10 degrees of freedom: a 95 % prediction interval's half-width in standard errors.
+T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
+
+
+def prediction_interval(xs, ys, x0):
+    """(prediction, half-width) of a least-squares line at x0: the 95 % interval a new point lies in, from the
+    fit's own residuals (s·t·sqrt(1 + 1/n + (x0 − x̄)² / Sxx), n − 2 degrees of freedom)."""
+    a, b = fit_line(xs, ys)
+    n = len(xs)
+    if n < 3:
+        raise ValueError(f"a prediction interval needs 3 points at least, got {n}")
+    residual = math.sqrt(sum((y - a - b * x) ** 2 for x, y in zip(xs, ys)) / (n - 2))
+    mean_x = statistics.fmean(xs)
+    sxx = sum((x - mean_x) ** 2 for x in xs)
+    t = T_975[min(n - 2, len(T_975)) - 1]
+    return a + b * x0, t * residual * math.sqrt(1 + 1 / n + (x0 - mean_x) ** 2 / sxx)
+
+
 def memory(ns, rss_bytes):
     """The fit RSS(N) = M0 + N·m over every point but the last, and that fit's prediction of the last.
 
-    The last point is held out: the fit predicts it, the run measures it. The prediction's bounds are the run's
-    noise: the last step's growth, ΔN × m, with m anywhere between the smallest and largest slope of the fitted
-    steps, widened on each side by their spread (the steps disagree by that much on this run).
+    The last point is held out: the fit predicts it, the run measures it. The bounds are the run's noise: the
+    95 % prediction interval of the fit, from how far the fitted points themselves lie off their line.
     """
     ns, rss_bytes = list(ns), list(rss_bytes)
     if len(ns) < 4:
         raise ValueError(f"the memory fit needs 4 points at least (3 to fit, 1 to predict), got {len(ns)}")
     m0, m = fit_line(ns[:-1], rss_bytes[:-1])
-    slopes = step_slopes(ns[:-1], rss_bytes[:-1])
-    spread = max(slopes) - min(slopes)
-    step = ns[-1] - ns[-2]
+    predicted, half = prediction_interval(ns[:-1], rss_bytes[:-1], ns[-1])
     all_m0, all_m = fit_line(ns, rss_bytes)
     return {
         "ns": ns, "rss_bytes": rss_bytes, "m0_bytes": m0, "bytes_per_connection": m,
         "kib_per_connection": m / 1024, "all_points_kib_per_connection": all_m / 1024, "all_points_m0_bytes": all_m0,
-        "predicted_last_bytes": m0 + m * ns[-1], "measured_last_bytes": rss_bytes[-1],
-        "predicted_step_bytes": m * step, "measured_step_bytes": rss_bytes[-1] - rss_bytes[-2],
-        "step_low_bytes": step * (min(slopes) - spread), "step_high_bytes": step * (max(slopes) + spread),
+        "predicted_last_bytes": predicted, "measured_last_bytes": rss_bytes[-1],
+        "last_low_bytes": predicted - half, "last_high_bytes": predicted + half,
     }
 
 
@@ -65,11 +79,13 @@ def last_delivery_s(n, d_server_s, d_client_s, cpus):
 
 
 def fanout(n, repeats, cpus):
-    """The prediction for one transport's broadcasts: `repeats` is a list of {last_s, server_cpu_s, client_cpu_s},
-    one per broadcast to the same n subscribers. Each repeat gives its own D and prediction; the measured last is
-    their median. The bounds: the lowest and highest prediction, widened by the measured lasts' own spread (the
-    run's noise: the same broadcast, repeated, took that much more or less)."""
-    predicted = [last_delivery_s(n, r["server_cpu_s"] / n, r["client_cpu_s"] / n, cpus) for r in repeats]
+    """The prediction for one transport's broadcasts: `repeats` is a list of {first_s, last_s, server_cpu_s,
+    client_cpu_s}, one per broadcast to the same n subscribers. Each repeat gives its own D and its prediction: its
+    first delivery (the fixed cost of any message: the publish request, a wake-up) plus n × the bottleneck's D. The
+    measured last is their median. The bounds: the lowest and highest prediction, widened by the measured lasts'
+    own spread (the run's noise: the same broadcast, repeated, took that much more or less)."""
+    predicted = [r.get("first_s", 0.0) + last_delivery_s(n, r["server_cpu_s"] / n, r["client_cpu_s"] / n, cpus)
+                 for r in repeats]
     lasts = [r["last_s"] for r in repeats]
     last = statistics.median(lasts)
     spread = (max(lasts) - min(lasts)) / last if last > 0 else 0.0
@@ -77,15 +93,16 @@ def fanout(n, repeats, cpus):
         "subscribers": n, "cpus": cpus,
         "cpu_us_per_delivery": statistics.median(r["server_cpu_s"] for r in repeats) / n * 1e6,
         "client_cpu_us_per_delivery": statistics.median(r["client_cpu_s"] for r in repeats) / n * 1e6,
+        "first_ms": statistics.median(r.get("first_s", 0.0) for r in repeats) * 1000,
         "last_ms": last * 1000, "predicted_last_ms": statistics.median(predicted) * 1000,
         "low_ms": max(0.0, min(predicted) * (1 - spread) * 1000), "high_ms": max(predicted) * (1 + spread) * 1000,
         "spread": spread,
     }
 
 
-def delivery_line(n, last_s):
-    """The predicted delivery of the i-th subscriber, i = 1..n: i × D, with D = last / n. (x, y in ms) to draw."""
-    return [1, n], [last_s * 1000 / n, last_s * 1000]
+def delivery_line(n, first_s, last_s):
+    """The predicted delivery of the i-th subscriber, i = 1..n: the first's, then D more each. (x, y in ms) to draw."""
+    return [1, n], [first_s * 1000, last_s * 1000]
 
 
 def floor_ratio(d_s, floor_s):

@@ -15,7 +15,8 @@ from iolab.params import ParameterError, check_common, check_range
 # Why each range: below 100 subscribers the fixed cost of a process hides the slope; 10,000 is the lesson's figure.
 RANGES = {
     "subscribers": (100, 10_000),  # N: section 1's largest and section 4's ladder
-    "memory_points": (4, 8),  # the N of section 1's fit: 3 to fit, the last held out to be predicted
+    "memory_points": (5, 10),  # the N of section 1's fit: 4 at least to fit (a prediction interval needs 2 degrees of
+    # freedom to be narrower than the run), and the last held out to be predicted
     "compressed_subscribers": (50, 10_000),  # N with permessage-deflate on: each holds ten times the memory
     "fanout_subscribers": (50, 10_000),  # N of section 3, per transport and server
     "repeats": (2, 7),  # each broadcast this many times: 2 at least, so the run has a spread
@@ -25,10 +26,10 @@ RANGES = {
     "max_buffer_kib": (64, 16_384),  # a subscriber whose unsent bytes pass this is dropped
 }
 SECONDS = {"slow_seconds": (0.5, 20.0), "budget_gib": (0.25, 64.0)}
-QUICK = {"subscribers": 1_000, "memory_points": 4, "compressed_subscribers": 200, "fanout_subscribers": 400,
-         "repeats": 2, "slow_seconds": 2.0}
+QUICK = {"subscribers": 1_000, "memory_points": 5, "compressed_subscribers": 200, "fanout_subscribers": 1_000,
+         "repeats": 3, "slow_seconds": 2.0}
 # The notebook's parameters cell at full size, for a benchmark or a test that runs the lesson's parts alone.
-DEFAULTS = {"subscribers": 10_000, "memory_points": 4, "compressed_subscribers": 1_000, "fanout_subscribers": 2_000,
+DEFAULTS = {"subscribers": 10_000, "memory_points": 5, "compressed_subscribers": 1_000, "fanout_subscribers": 2_000,
             "repeats": 3, "message_bytes": 100, "slow_rate": 50, "slow_message_kib": 16, "max_buffer_kib": 1024,
             "slow_seconds": 3.0, "budget_gib": 2.0, "quick": False, "solutions": False, "results_path": None}
 FILES_PER_PROCESS_MARGIN = 100  # descriptors a server or a client uses besides its subscribers' sockets
@@ -100,6 +101,10 @@ class Plan:
             check_range(name, values[name], low, high)
         for name, (low, high) in SECONDS.items():
             check_range(name, values[name], low, high, integer=False)
+        if values["memory_points"] * 20 > values["compressed_subscribers"]:
+            raise ParameterError(f"compressed_subscribers must be at least 20 × memory_points"
+                                 f" ({values['memory_points'] * 20}) so each step adds 20 connections or more, got"
+                                 f" {values['compressed_subscribers']}")
         if values["memory_points"] * 25 > values["subscribers"]:
             raise ParameterError(f"subscribers must be at least 25 × memory_points ({values['memory_points'] * 25})"
                                  f" so each step of the fit adds 25 connections or more, got {values['subscribers']}")

@@ -45,9 +45,10 @@ def fanout(rows):
             order, delivery = row["timeline"]
             axes.plot(order, delivery, ".", markersize=2, color=color, alpha=0.6,
                       label=f"{row['transport']}: last {row['last_ms']:.0f} ms, predicted {row['predicted_last_ms']:.0f}")
-            xs, ys = model.delivery_line(row["subscribers"], row["predicted_last_ms"] / 1000)
+            xs, ys = model.delivery_line(row["subscribers"], row["first_ms"] / 1000, row["predicted_last_ms"] / 1000)
             axes.plot(xs, ys, "--", color=color, linewidth=1.2)
-        axes.set_title(f"{server}: one message to N subscribers (dashed: i × D, predicted)", loc="left", fontsize=10)
+        axes.set_title(f"{server}: one message to N subscribers (dashed: the first's, then D more each, predicted)",
+                       loc="left", fontsize=10)
         axes.set_ylabel("delivery (ms)")
         axes.set_ylim(bottom=0)
         axes.legend(fontsize=8, markerscale=4)
