@@ -148,12 +148,12 @@ def ladder(claims, found):
 
 
 def slow_consumer(claims, run):
-    """6. With a broadcaster that awaits each send, the others' worst delivery is nearer the stall than their
-    delivery with no one stopped; with one that does not, nearer the latter. 7. The one that does not await
+    """6. With a broadcaster that awaits each send, the others' worst delivery is nearer the stall (less the time the
+    kernel's buffers took to fill) than their delivery with no one stopped; with one that does not, nearer the
+    latter. 7. The one that does not await
     buffers the stopped one's messages at the message rate × size, and drops it at its cap."""
     label = f"{run['server']} how={run['how']}"
-    right, wrong = ((run["stall_ms"], run["baseline_ms"]) if run["blocking"] else
-                    (run["baseline_ms"], run["stall_ms"]))
+    right, wrong = run["predicted_ms"], run["opposite_ms"]
     verb = "wait behind" if run["blocking"] else "stay on time beside"
     claims.nearer(f"{label}: the others {verb} a stopped subscriber", run["others_worst_ms"], right, wrong, "ms")
     if run["blocking"]:

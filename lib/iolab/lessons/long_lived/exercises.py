@@ -108,26 +108,26 @@ class AwaitBehindStopped(checks.ChoiceExercise):
 
 
 class BufferGrowth(checks.NumberExercise):
-    prompt = ("A broadcaster that does not wait sends 50 messages a second of 16 KiB each. One subscriber has "
+    prompt = ("A broadcaster that does not wait sends 50 messages a second of 64 KiB each. One subscriber has "
               "stopped, and its kernel buffers are full. How fast do the server's unsent bytes for it grow, in "
               "KiB a second?")
-    expected = 50 * 16
+    expected = 50 * 64
     rel_tol = 0.03
     unit = "KiB/s"
-    mistakes = {16.0: "is one message: 50 arrive each second.", 50.0: "counts messages, not KiB."}
+    mistakes = {64.0: "is one message: 50 arrive each second.", 50.0: "counts messages, not KiB."}
     hint_text = "Nothing leaves: every message stays in the server's buffer. Rate × size."
-    solution_text = "50 × 16 KiB = 800 KiB a second."
+    solution_text = "50 × 64 KiB = 3,200 KiB a second."
 
 
 class DroppedAfter(checks.NumberExercise):
     prompt = ("The same stopped subscriber, and a cap of 1,024 KiB of unsent bytes. How many seconds after its "
               "kernel buffers fill is it dropped?")
-    expected = 1024 / 800
+    expected = 1024 / 3200
     rel_tol = 0.05
     unit = "s"
-    mistakes = {800 / 1024: "is upside down: bytes to hold over bytes a second."}
+    mistakes = {3200 / 1024: "is upside down: bytes to hold over bytes a second."}
     hint_text = "The cap over the growth rate of the last question."
-    solution_text = "1,024 KiB / 800 KiB a second ≈ 1.3 s."
+    solution_text = "1,024 KiB / 3,200 KiB a second = 0.32 s."
 
 
 # q1, q2, ... in the order the notebook asks them, and statuses() for the results file.

@@ -30,7 +30,7 @@ QUICK = {"subscribers": 1_000, "memory_points": 5, "compressed_subscribers": 200
          "repeats": 3, "slow_seconds": 2.0}
 # The notebook's parameters cell at full size, for a benchmark or a test that runs the lesson's parts alone.
 DEFAULTS = {"subscribers": 10_000, "memory_points": 5, "compressed_subscribers": 1_000, "fanout_subscribers": 2_000,
-            "repeats": 3, "message_bytes": 100, "slow_rate": 50, "slow_message_kib": 16, "max_buffer_kib": 1024,
+            "repeats": 3, "message_bytes": 100, "slow_rate": 50, "slow_message_kib": 64, "max_buffer_kib": 1024,
             "slow_seconds": 3.0, "budget_gib": 2.0, "quick": False, "solutions": False, "results_path": None}
 FILES_PER_PROCESS_MARGIN = 100  # descriptors a server or a client uses besides its subscribers' sockets
 # The most a connection held here with compression on (research 1c: Tornado's 159-166 KiB); a size whose server could
