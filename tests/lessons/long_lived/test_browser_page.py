@@ -85,3 +85,10 @@ def test_the_page_opened_through_jupyter_server_proxy_receives_and_echoes():
     claims = Claims("12-long-lived-connections")
     browser.add_claims(claims, result)
     assert claims.report() == 2
+
+
+def test_without_the_push_server_the_section_says_so_and_goes_on(monkeypatch, capsys):
+    monkeypatch.delitem(registry.SERVERS, browser.SERVER, raising=False)
+    server, found = browser.begin()
+    assert server is None and "goes on without your browser" in capsys.readouterr().out
+    assert "cannot run here" in browser.run(server)["skipped"]

@@ -14,7 +14,7 @@ import time
 import urllib.error
 import urllib.request
 
-from iolab import registry
+from iolab import registry, servers
 
 SERVER = "tornado_push"
 PAGE = "page"
@@ -90,6 +90,19 @@ def show_link(found):
                  f" (it opens {found['page']} in a new tab)."))
 
 
+def begin():
+    """Start the push server and link its page; returns the server (None where it cannot run) and the link's facts."""
+    reason = f"the server {SERVER!r} is not in this lab yet" if SERVER not in registry.SERVERS else None
+    reason = reason or registry.get(SERVER).missing()
+    if reason:
+        print(f"No page to open here: {reason}. The section goes on without your browser.")
+        return None, {"missing": reason}
+    server = servers.start(SERVER)
+    found = proxy_link(server.port)
+    show_link(found)
+    return server, found
+
+
 def get_json(server, path):
     with urllib.request.urlopen(server.url + path, timeout=PROBE_TIMEOUT_S) as answer:
         return json.load(answer)
@@ -126,8 +139,8 @@ def run(server, messages=5, every_s=0.2, wait_s=0.0, size=256):
 
     `wait_s` is how long to wait for a browser to open the page first (0: use it only if it is already open).
     """
-    if SERVER not in registry.SERVERS:
-        return {"skipped": f"the server {SERVER!r} is not in this lab yet"}
+    if server is None:
+        return {"skipped": f"the server {SERVER!r} cannot run here"}
     counts = wait_for_page(server, wait_s)
     if not (counts.get("ws") and counts.get("sse")):
         return {"skipped": f"no browser subscribed (WebSocket {counts.get('ws', 0)}, EventSource"
