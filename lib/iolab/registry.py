@@ -108,6 +108,16 @@ UVICORN_OPTIONS = {  # every server uvicorn runs: the lab's bare ASGI app, Djang
 }
 
 
+def _push_options(hows):
+    """Lesson 12's push servers all take these; `hows`: the server's broadcasters for /publish?how=."""
+    return {
+        "compression": Option("--compression", "permessage-deflate on /ws: off or on", "off"),
+        "max_buffer_kib": Option("--max-buffer-kib", "drop a subscriber whose unsent bytes pass this many KiB", 1024),
+        "send_timeout_s": Option("--send-timeout-s", f"with how=await, drop a subscriber whose send takes longer"
+                                 f" (/publish?how= one of {', '.join(hows)})", 10.0),
+    }
+
+
 def _upstreams_times_theirs(options):
     theirs = get(options["upstream"]).at_once()
     return None if theirs is None else options["upstreams"] * theirs
@@ -379,6 +389,14 @@ SERVERS = {
             },
             serves_at_once=lambda options: 1,  # its one upstream's, an event loop
             needs_programs=("nginx",),
+            lesson="12-long-lived-connections",
+        ),
+        ServerInfo(
+            "tornado_push", "tornado_push.py",
+            "one thread, an event loop (Tornado) holding WebSocket, SSE and long-poll subscribers and broadcasting"
+            " to them",
+            routes=("/",),
+            options=_push_options(("loop", "await", "frame")),
             lesson="12-long-lived-connections",
         ),
     ]
