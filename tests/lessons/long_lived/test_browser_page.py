@@ -36,7 +36,7 @@ def test_the_server_this_kernel_runs_under_is_found_by_its_pid(tmp_path):
 @needs_push
 def test_with_no_page_open_the_section_skips_its_claims_with_the_reason():
     with servers.serve(browser.SERVER) as push:
-        found = browser.run(push, messages=2, wait_s=0)
+        found = browser.run(push, {"missing": None}, messages=2, wait_s=0)
     assert "no browser subscribed" in found["skipped"]
     claims = Claims("12-long-lived-connections")
     browser.add_claims(claims, found)
@@ -73,7 +73,7 @@ def test_the_page_opened_through_jupyter_server_proxy_receives_and_echoes():
                     # EventSource reads "connecting" until then: the server's own count tells when both are in.
                     page.wait_for_function("document.getElementById('ws-state').textContent === 'open'",
                                            timeout=PAGE_TIMEOUT_MS)
-                    result = browser.run(push, messages=3, every_s=0.1, wait_s=PAGE_TIMEOUT_MS / 1000)
+                    result = browser.run(push, found, messages=3, every_s=0.1, wait_s=PAGE_TIMEOUT_MS / 1000)
                     page.wait_for_selector('tr[data-seq="3"][data-via="sse"]', timeout=PAGE_TIMEOUT_MS)
                     shown = page.locator("#count").text_content()
                 finally:
@@ -91,4 +91,11 @@ def test_without_the_push_server_the_section_says_so_and_goes_on(monkeypatch, ca
     monkeypatch.delitem(registry.SERVERS, browser.SERVER, raising=False)
     server, found = browser.begin()
     assert server is None and "goes on without your browser" in capsys.readouterr().out
-    assert "cannot run here" in browser.run(server)["skipped"]
+    assert "cannot run here" in browser.run(server, found)["skipped"]
+
+
+@needs_push
+def test_where_no_browser_can_reach_the_page_the_section_does_not_wait():
+    with servers.serve(browser.SERVER) as push:
+        found = browser.run(push, {"missing": "no Jupyter server is running here"}, wait_s=60)
+    assert "no Jupyter server" in found["skipped"]

@@ -134,13 +134,16 @@ def read_echoes(server):
     return found.get("echoes", []) if isinstance(found, dict) else found
 
 
-def run(server, messages=5, every_s=0.2, wait_s=0.0, size=256):
+def run(server, link=None, messages=5, every_s=0.2, wait_s=0.0, size=256):
     """Publish `messages` messages and read the page's echoes: the round trip of each, from publish to echo.
 
-    `wait_s` is how long to wait for a browser to open the page first (0: use it only if it is already open).
+    `wait_s` is how long to wait for a browser to open the page first (0: use it only if it is already open);
+    no wait where `link` (begin's) says no browser can reach the page.
     """
     if server is None:
         return {"skipped": f"the server {SERVER!r} cannot run here"}
+    if link and link.get("missing"):
+        return {"skipped": f"no browser can reach the page here: {link['missing']}"}
     counts = wait_for_page(server, wait_s)
     if not (counts.get("ws") and counts.get("sse")):
         return {"skipped": f"no browser subscribed (WebSocket {counts.get('ws', 0)}, EventSource"

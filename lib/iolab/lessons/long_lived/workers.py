@@ -180,6 +180,31 @@ def table(result):
     return "\n".join(lines)
 
 
+def summary(result):
+    """What the run showed, in sentences made from its own figures."""
+    if "skipped" in result:
+        return f"Skipped: {result['skipped']}."
+    g, tornado = result["gunicorn"], result["tornado"]
+    W, get = g["workers"], g["requests"][-1]
+    lines = [f"On {W} sync workers, {len(g['answered_before_publish'])} of {W + 2} requests came back before the"
+             f" publish. GET / took {get['r_s'] * 1000:.0f} ms; alone it takes {g['plain_ms']:.1f} ms."]
+    if "skipped" not in tornado:
+        get = tornado["requests"][-1]
+        lines.append(f"On Tornado, GET / took {get['r_s'] * 1000:.1f} ms while {W + 1} polls were parked.")
+    return "\n".join(lines)
+
+
+def timeout_summary(result):
+    """The parked poll past --timeout: when it ended, how, and gunicorn's own line about it."""
+    if "skipped" in result:
+        return f"Skipped: {result['skipped']}."
+    t = result["gunicorn"]["timeout"]
+    if t["cut_s"] is None:
+        return f"The parked poll was not cut within --timeout {t['timeout_s']} s and the arbiter's tick."
+    return (f"With --timeout {t['timeout_s']} s, the parked poll ended after {t['cut_s']:.2f} s with status"
+            f" {t['status']}.\ngunicorn's log: {t['log']}")
+
+
 def add_claims(claims, result):
     """Section 2's claims: W workers hold W polls, the rest wait for the publish; Tornado holds all; --timeout kills."""
     if "skipped" in result:
