@@ -24,6 +24,12 @@ def test_without_a_jupyter_server_the_section_says_so(monkeypatch, tmp_path):
     monkeypatch.delenv(browser.HUB_PREFIX, raising=False)
     found = browser.proxy_link(8123, runtime_dir=str(tmp_path))  # an empty runtime folder: no server runs
     assert found["page"] is None and "no Jupyter server" in found["missing"]
+    assert "no Jupyter server" in repr(browser.Link(found))
+
+
+def test_the_link_is_html_a_notebook_shows():
+    link = browser.Link({"page": "/user/a&b/proxy/8123/page", "missing": None})
+    assert link._repr_html_().count('href="/user/a&amp;b/proxy/8123/page"') == 1
 
 
 def test_the_server_this_kernel_runs_under_is_found_by_its_pid(tmp_path):
@@ -87,10 +93,10 @@ def test_the_page_opened_through_jupyter_server_proxy_receives_and_echoes():
     assert claims.report() == 2
 
 
-def test_without_the_push_server_the_section_says_so_and_goes_on(monkeypatch, capsys):
+def test_without_the_push_server_the_section_says_so_and_goes_on(monkeypatch):
     monkeypatch.delitem(registry.SERVERS, browser.SERVER, raising=False)
     server, found = browser.begin()
-    assert server is None and "goes on without your browser" in capsys.readouterr().out
+    assert server is None and "goes on without your browser" in browser.Link(found)._repr_html_()
     assert "cannot run here" in browser.run(server, found)["skipped"]
 
 

@@ -7,6 +7,7 @@ echoes each message it gets. The server notes when each echo arrived
 is missing, this section says so and goes on.
 """
 
+import html
 import importlib.util
 import json
 import os
@@ -76,31 +77,32 @@ def probe(info, port):
         return f"no answer: {error}"
 
 
-def show_link(found):
-    """Put a link to the page in the notebook, or say why there is none."""
-    if found["missing"]:
-        print(f"No page to open here: {found['missing']}. The section goes on without your browser.")
-        return
-    try:
-        from IPython.display import HTML, display
-    except ImportError:
-        print(f"Open {found['page']} in a new tab of this browser.")
-        return
-    display(HTML(f'<a href="{found["page"]}" target="_blank">Open your subscriber page</a>'
-                 f" (it opens {found['page']} in a new tab)."))
+class Link:
+    """The page's link as the notebook shows it (an object with _repr_html_: no display library needed here)."""
+
+    def __init__(self, found):
+        self.found = found
+
+    def __repr__(self):
+        if self.found.get("missing"):
+            return f"No page to open here: {self.found['missing']}. The section goes on without your browser."
+        return f"Open {self.found['page']} in a new tab of this browser."
+
+    def _repr_html_(self):
+        if self.found.get("missing"):
+            return f"<p>{html.escape(repr(self))}</p>"
+        page = html.escape(self.found["page"], quote=True)
+        return f'<p><a href="{page}" target="_blank">Open your subscriber page</a> ({page}, in a new tab).</p>'
 
 
 def begin():
-    """Start the push server and link its page; returns the server (None where it cannot run) and the link's facts."""
+    """Start the push server; returns it (None where it cannot run) and the facts of its page's link (proxy_link)."""
     reason = f"the server {SERVER!r} is not in this lab yet" if SERVER not in registry.SERVERS else None
     reason = reason or registry.get(SERVER).missing()
     if reason:
-        print(f"No page to open here: {reason}. The section goes on without your browser.")
         return None, {"missing": reason}
     server = servers.start(SERVER)
-    found = proxy_link(server.port)
-    show_link(found)
-    return server, found
+    return server, proxy_link(server.port)
 
 
 def get_json(server, path):
