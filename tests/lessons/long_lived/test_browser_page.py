@@ -105,3 +105,9 @@ def test_where_no_browser_can_reach_the_page_the_section_does_not_wait():
     with servers.serve(browser.SERVER) as push:
         found = browser.run(push, {"missing": "no Jupyter server is running here"}, wait_s=60)
     assert "no Jupyter server" in found["skipped"]
+
+
+def test_the_table_gives_each_message_its_echoes():
+    found = {"published": [4, 5], "echoes": [{"seq": 4, "via": None, "round_trip_ms": 3.25},
+                                             {"seq": 4, "via": None, "round_trip_ms": 2.0}]}
+    assert browser.table(found) == "message 4: echoed after 2.0 and 3.2 ms\nmessage 5: no echo came back"

@@ -172,13 +172,16 @@ def run(server, link=None, messages=5, every_s=0.2, wait_s=0.0, size=256):
 
 
 def table(result):
-    """One line per echo: seq, the transport that carried it, the round trip from publish to the echo's arrival."""
+    """One line per message: the round trip of each echo of it, from the publish to the echo's arrival."""
     if "skipped" in result:
         return f"skipped: {result['skipped']}"
-    lines = [f"seq {row['seq']:>3} via {row['via'] or '?':<4} publish → page → echo: {row['round_trip_ms']:.1f} ms"
-             if row["round_trip_ms"] is not None else f"seq {row['seq']:>3} via {row['via']}: no time"
-             for row in sorted(result["echoes"], key=lambda row: (row["seq"], row["via"] or ""))]
-    return "\n".join(lines) or "no echoes came back"
+    lines = []
+    for seq in result["published"]:
+        times = sorted(row["round_trip_ms"] for row in result["echoes"]
+                       if row["seq"] == seq and row["round_trip_ms"] is not None)
+        echoes = " and ".join(f"{ms:.1f}" for ms in times)
+        lines.append(f"message {seq}: " + (f"echoed after {echoes} ms" if times else "no echo came back"))
+    return "\n".join(lines)
 
 
 def add_claims(claims, result):
