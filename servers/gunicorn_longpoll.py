@@ -56,6 +56,14 @@ class Board:
             fcntl.lockf(self.fd, fcntl.LOCK_UN)
 
 
+def wait_for_message(board, cursor):
+    """Park until a message after `cursor` is published: the whole worker waits here, with nothing else to run."""
+    deadline = time.monotonic() + MAX_MS / 1000  # no request of the lab waits for ever
+    while (seq := board.read()) <= cursor and time.monotonic() < deadline:
+        time.sleep(LOOK_EVERY_S)
+    return seq
+
+
 def create_app():
     """The Flask app each worker runs; gunicorn calls this (gunicorn_longpoll:create_app())."""
     from flask import Flask, Response, request
@@ -84,10 +92,7 @@ def create_app():
             cursor = int(raw)
         else:
             return answer(f"400 cursor must be a whole number of messages seen, got {raw!r}\n", 400, "text/plain")
-        # The whole worker waits here: a sync worker has nothing else to run meanwhile.
-        deadline = time.monotonic() + MAX_MS / 1000
-        while (seq := board.read()) <= cursor and time.monotonic() < deadline:
-            time.sleep(LOOK_EVERY_S)
+        seq = wait_for_message(board, cursor)
         return answer({"seq": seq, "messages": max(0, seq - cursor), "pid": os.getpid()})
 
     @app.route("/publish")

@@ -1,7 +1,11 @@
 """Section 2 of lesson 12: sync workers hold one long poll each, and --timeout kills a parked one."""
 
+import socket
+
 import pytest
 
+from helpers import kill_the_parent
+from iolab import registry
 from iolab.claims import Claims, ClaimsFailed
 from iolab.lessons.long_lived import workers
 
@@ -45,3 +49,30 @@ def test_a_get_answered_before_a_worker_was_free_is_named(result):
 def test_a_hold_as_long_as_the_timeout_is_refused():
     with pytest.raises(ValueError, match="hold_s=1.*timeout_s=1"):
         workers.run(workers=1, hold_s=1, timeout_s=1)
+
+
+PARENT = """
+    import json, socket, psutil
+    from iolab import servers
+    started = [servers.start("gunicorn_longpoll", workers=2)]
+    if {with_proxy}:
+        started.append(servers.start("nginx_ws_proxy"))
+    # A worker parked on a long poll when its parent dies: it must go too.
+    parked = socket.create_connection(("127.0.0.1", started[0].port))
+    parked.sendall(b"GET /poll HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
+    pids = [p.pid for s in started for p in [psutil.Process(s.pid), *psutil.Process(s.pid).children(recursive=True)]]
+    print(json.dumps({{"pids": pids, "ports": [s.port for s in started]}}), flush=True)
+"""
+
+
+def test_a_parent_killed_with_sigkill_takes_gunicorn_nginx_and_the_upstream_along():
+    if workers.missing(workers.GUNICORN):
+        pytest.skip(workers.missing(workers.GUNICORN))
+    with_proxy = registry.get("nginx_ws_proxy").missing() is None and workers.missing(workers.TORNADO) is None
+    report, survivors = kill_the_parent(PARENT.format(with_proxy=with_proxy))
+    # The wrapper, gunicorn's arbiter and 2 workers; nginx's wrapper, master, worker and tornado_push.
+    assert len(report["pids"]) >= 4 + 4 * with_proxy, report
+    assert not survivors, f"still running after their parent was SIGKILLed: {survivors}"
+    for port in report["ports"]:
+        with socket.socket() as probe:
+            assert probe.connect_ex(("127.0.0.1", port)) != 0, f"port {port} still listening"
