@@ -46,6 +46,7 @@ SLOW_RCVBUF = 4096  # the slow subscriber's receive buffer: its kernel holds lit
 WS_KEY = base64.b64encode(b"iolab-subscriber").decode()  # any 16 bytes do; the server only hashes them
 PONG, CLOSE = 0xA, 0x8
 SEQ_END = b"}"
+SLOW_DRAIN_S = 1.0  # at the end, how long the slow subscriber reads again to learn whether it was dropped
 
 
 def raise_file_limit(needed):
@@ -132,6 +133,7 @@ class Subscriber(asyncio.Protocol):
         run = self.run
         now = run.recorder.now()
         run.recorder.add(now, now, now, 0, 0, run.recorder.error_code(kind), self.user, self.connection)
+        run.lost[kind] = run.lost.get(kind, 0) + run.messages - self.received
         if not self.ready.done():
             self.ready.set_exception(ConnectionError(kind))
         self.count_out()
@@ -329,6 +331,7 @@ class Run:
         self.all_done = self.loop.create_future()
         self.last_seq = 0
         self.published = []
+        self.lost = {}  # error kind -> messages its subscribers will never get
 
     def subscriber_done(self, subscriber):
         self.waiting -= 1
@@ -349,11 +352,13 @@ class Run:
             await self.loop.create_connection(lambda: subscriber, sock=sock)
             await asyncio.wait_for(asyncio.shield(subscriber.ready), self.timeout_s)
         except TimeoutError:
-            sock.close()
+            if subscriber.transport is None:  # else the transport owns the socket; fail() aborts it
+                sock.close()
             subscriber.fail("timeout")
             return
         except (ConnectionError, OSError) as error:
-            sock.close()
+            if subscriber.transport is None:
+                sock.close()
             subscriber.fail("refused" if isinstance(error, ConnectionRefusedError) else "closed")
             return
         if user == self.spec["slow"]:
@@ -382,6 +387,7 @@ class Run:
         except TimeoutError:
             pass
         seconds = time.perf_counter() - went
+        await self.hear_from_the_slow_one()
         if publisher is not None:
             # Its last answer may still be on the way when the last message is in: wait for it, within bounds.
             done, _ = await asyncio.wait([publisher], timeout=self.timeout_s)
@@ -392,9 +398,22 @@ class Run:
             subscriber.close()
         flusher.cancel()
         used = resource.getrusage(resource.RUSAGE_SELF)
-        return {"requests": sum(s.received for s in self.subscribers), "seconds": seconds,
+        # Messages accounted for: received, or lost with a subscriber's connection (the batch client counts so).
+        return {"requests": sum(s.received for s in self.subscribers) + sum(self.lost.values()), "lost": self.lost,
+                "seconds": seconds,
                 "connect_s": connect_s, "client_cpu_s": used.ru_utime + used.ru_stime - cpu.ru_utime - cpu.ru_stime,
                 "published": self.published}
+
+    async def hear_from_the_slow_one(self):
+        """Let the stopped subscriber read again, briefly: what its kernel held arrives late, then the end of the
+        connection if the server dropped it (a subscriber that does not read cannot see its connection close)."""
+        slow = next((s for s in self.subscribers if s.user == self.spec["slow"] and not s.ended), None)
+        if slow is None or slow.transport is None:
+            return
+        slow.transport.resume_reading()
+        deadline = time.monotonic() + min(SLOW_DRAIN_S, self.timeout_s)
+        while not slow.ended and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
 
     async def publish(self):
         """Wait until the server counts every subscriber of the run, then ask for the messages, interval_s apart."""

@@ -1,0 +1,73 @@
+"""The subscribers client kind: its options refused by name, its bounds, large messages cut across reads, the floor."""
+
+import resource
+import socket
+import time
+
+import pytest
+
+from iolab import load, servers
+from iolab.clients import kinds, subscribers
+from iolab.params import ParameterError
+
+
+@pytest.fixture(scope="module")
+def push():
+    with servers.serve("tornado_push") as server:
+        yield server
+
+
+@pytest.mark.parametrize(("options", "words"), [
+    ({"transport": "pigeon"}, ["transport", "'pigeon'"]),
+    ({"size": 10}, ["size", "10"]),
+    ({"interval_s": -1}, ["interval_s", "-1"]),
+    ({"how": "now; rm"}, ["how", "'now; rm'"]),
+    ({"compression": "yes"}, ["compression", "'yes'"]),
+])
+def test_bad_options_are_refused_by_name(options, words):
+    with pytest.raises(ParameterError) as refused:
+        kinds.options_for("subscribers", **options)
+    assert all(word in str(refused.value) for word in words), refused.value
+
+
+def test_the_shared_fields_must_fit_the_subscribers():
+    with pytest.raises(ParameterError, match=r"requests must be a multiple of concurrency \(4\).*got 10"):
+        load.LoadSpec("http://127.0.0.1:9/", kind="subscribers", requests=10, concurrency=4).validate()
+    with pytest.raises(ParameterError, match="slow must name one of the 4 subscribers .* got 4"):
+        load.LoadSpec("http://127.0.0.1:9/", kind="subscribers", requests=4, concurrency=4, slow=4).validate()
+
+
+def test_a_hard_file_limit_too_low_is_named_with_what_would_fit():
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY:
+        pytest.skip("no hard RLIMIT_NOFILE here")
+    reason = subscribers.raise_file_limit(hard)
+    assert f"hard RLIMIT_NOFILE is {hard}" in reason and f"at most {hard - 64}" in reason
+    assert subscribers.raise_file_limit(10) is None
+
+
+@pytest.mark.parametrize("transport", ["ws", "sse", "poll"])
+def test_messages_larger_than_a_read_arrive_whole(push, transport):
+    # 200 KiB messages come in many reads: each parser must put a message together before it counts it.
+    size = 200 * 1024
+    result = load.run_load(push.url + "/", kind="subscribers", transport=transport, publish=True, size=size,
+                           interval_s=0.01, requests=3 * 4, concurrency=3, timeout_s=5, max_duration_s=10)
+    assert result.stop_reason == "completed" and result.errors == 0, result.client_stderr
+    assert len(result.samples) == 12 and {sample.bytes for sample in result.samples} == {size}
+
+
+def test_a_server_that_never_answers_ends_the_run_within_its_bounds():
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # the kernel accepts; nobody ever answers
+        port = silent.getsockname()[1]
+        began = time.monotonic()
+        result = load.run_load(f"http://127.0.0.1:{port}/", kind="subscribers", requests=2, concurrency=2,
+                               timeout_s=0.5, max_duration_s=1)
+    assert time.monotonic() - began < 10
+    assert [sample.error for sample in result.samples] == ["timeout", "timeout"]
+    assert result.reports[0]["lost"] == {"timeout": 2}
+
+
+def test_the_floor_is_one_send_per_subscriber():
+    floor = subscribers.floor(connections=50, size=64, rounds=3)
+    assert floor["connections"] == 50 and len(floor["rounds_us"]) == 3
+    assert 0 < floor["us_per_send"] == sorted(floor["rounds_us"])[1]
