@@ -32,6 +32,50 @@ class CompressedBudget(checks.NumberExercise):
     solution_text = "(2,048 − 40) × 1024 / 160 ≈ 12,850 subscribers: ten times fewer than the 147,000 without it."
 
 
+# --- Section 2: long polling on sync workers ---------------------------------------------------------------------
+
+
+class SyncPolls(checks.NumberExercise):
+    prompt = "4 sync workers: how many long polls can they hold at once?"
+    expected = 4
+    rel_tol = 0
+    unit = "long polls"
+    mistakes = {5: "counts the backlog: a poll waiting there is not held by a worker yet, and gets no answer.",
+                1: "is one worker: each of the 4 holds one."}
+    hint_text = "A sync worker serves one request at a time, start to end. A parked poll is a request not yet ended."
+    solution_text = "4: one per worker. The fifth waits in the listen backlog until a worker is free."
+
+
+class GetWaits(checks.NumberExercise):
+    prompt = ("4 sync workers hold 4 long polls. A GET / arrives now, and the next message comes in 10 s. About how "
+              "long does the GET wait, in seconds?")
+    expected = 10
+    rel_tol = 0.1
+    unit = "s"
+    mistakes = {0: "is an event loop: here no worker is free to read the GET before the message frees one.",
+                40: "adds up the 4 polls: the message frees all 4 workers at once."}
+    hint_text = ["Which worker could read the GET? Each is parked until the message.",
+                 "The message frees every parked worker at the same moment."]
+    solution_text = "About 10 s: a closed system with N = W = 4. The GET waits for a worker, so for the message."
+
+
+class ParkedTimeout(checks.ChoiceExercise):
+    prompt = ("A sync worker runs with --timeout 30. Its long poll waits for a message that comes every 60 s. "
+              "What happens? 'it answers after 60 s', 'its worker is killed after about 30 s' or "
+              "'it answers after 30 s with no news'.")
+    choices = {
+        "it answers after 60 s": "only if nothing watched the worker: gunicorn's arbiter does.",
+        "its worker is killed after about 30 s": "",
+        "it answers after 30 s with no news": "the server would have to be written to do that; gunicorn kills, it "
+                                              "does not answer.",
+    }
+    correct = "its worker is killed after about 30 s"
+    correct_text = "the arbiter kills a worker silent for longer than --timeout, and the client gets an error."
+    hint_text = "A worker parked in a loop says nothing to the arbiter. What does the arbiter do after 30 s of silence?"
+    solution_text = ("'its worker is killed after about 30 s': gunicorn logs WORKER TIMEOUT, and the client gets "
+                     "status 500 instead of the message.")
+
+
 # --- Section 3: fan-out ------------------------------------------------------------------------------------------
 
 
@@ -128,6 +172,66 @@ class DroppedAfter(checks.NumberExercise):
     mistakes = {3200 / 1024: "is upside down: bytes to hold over bytes a second."}
     hint_text = "The cap over the growth rate of the last question."
     solution_text = "1,024 KiB / 3,200 KiB a second = 0.32 s."
+
+
+
+# --- Section 6: through a proxy ----------------------------------------------------------------------------------
+
+
+class NoUpgrade(checks.ChoiceExercise):
+    prompt = ("Without the two proxy_set_header lines, what does the WebSocket handshake get? "
+              "'101 Switching Protocols', 'a refusal from the upstream server' or "
+              "'a WebSocket that opens but gets no messages'.")
+    choices = {
+        "101 Switching Protocols": "needs the Upgrade header to reach the server, and nginx dropped it.",
+        "a refusal from the upstream server": "",
+        "a WebSocket that opens but gets no messages": "a WebSocket opens only with a 101, and that needs the "
+                                                       "headers.",
+    }
+    correct = "a refusal from the upstream server"
+    correct_text = "the server sees a plain GET /ws, with no Upgrade header, and refuses it (Tornado: 400)."
+    hint_text = "Hop-by-hop headers stop at the proxy. What request reaches the server without them?"
+    solution_text = ("'a refusal from the upstream server': it gets a GET with no Upgrade header, which is not a "
+                     "WebSocket handshake. Tornado answers 400 Bad Request.")
+
+
+class QuietWebSocket(checks.NumberExercise):
+    prompt = ("nginx's proxy_read_timeout is 60 s. A chat page's WebSocket through it stays quiet for 5 minutes. "
+              "After how many seconds does nginx close it?")
+    expected = 60
+    rel_tol = 0.05
+    unit = "s"
+    mistakes = {300: "is how long it stays quiet: nginx gives up first.",
+                0: "an open WebSocket is fine to nginx until the upstream has been silent for the timeout."}
+    hint_text = "proxy_read_timeout counts the time since nginx last read anything from the upstream."
+    solution_text = "60 s: nginx closes a connection whose upstream sent nothing for proxy_read_timeout."
+
+
+class Heartbeat(checks.ChoiceExercise):
+    prompt = ("Which heartbeat keeps that quiet WebSocket open? 'a ping every 30 s', 'a ping every 90 s' or "
+              "'none: an open WebSocket stays open'.")
+    choices = {
+        "a ping every 30 s": "",
+        "a ping every 90 s": "leaves 90 s between pongs: nginx closes it at 60 s.",
+        "none: an open WebSocket stays open": "nginx closes any connection whose upstream is silent for the timeout.",
+    }
+    correct = "a ping every 30 s"
+    correct_text = "each pong is data from the upstream, and restarts nginx's 60 s timer."
+    hint_text = "The timer restarts each time the server sends something. The pong is such a thing."
+    solution_text = "'a ping every 30 s': each pong restarts the timer before it reaches 60 s."
+
+
+# --- Section 7: your browser -------------------------------------------------------------------------------------
+
+
+class PageEchoes(checks.NumberExercise):
+    prompt = "Five messages are published while the page is open. How many echoes do you expect the server to get?"
+    expected = 10
+    rel_tol = 0
+    unit = "echoes"
+    mistakes = {5: "counts one subscription: the page holds two, a WebSocket and an EventSource."}
+    hint_text = "The page echoes every message it gets, on each of its subscriptions."
+    solution_text = "10: each message arrives twice, once by WebSocket and once by EventSource, and each is echoed."
 
 
 # q1, q2, ... in the order the notebook asks them, and statuses() for the results file.

@@ -7,7 +7,9 @@ and reads each subscriber's delivery, the server's CPU (its /stats) and the clie
 import statistics
 import time
 
-from iolab import servers
+import psutil
+
+from iolab import servers, usage
 
 from . import crowd, model
 from .memory import publish, stats
@@ -19,15 +21,27 @@ REPOLL_CHECK_S = 0.01  # how often the parked polls are counted: each count is o
 WAIT_S = 30.0  # the most one broadcast may take to reach every subscriber: far above N × 100 µs at N = 10,000
 
 
+def queued_s(*pids):
+    """Seconds the processes' threads have waited for a CPU so far (Linux schedstat)."""
+    return sum(usage.queued_s(psutil.Process(pid)) for pid in pids)
+
+
 def broadcast(server, subscribers, message_bytes):
-    """One message to every subscriber: (its deliveries in send order, ms; the server's CPU s; the client's CPU s).
+    """One message to every subscriber: {deliveries (ms, in send order), server_cpu_s, loop_cpu_s, client_cpu_s,
+    queued_s}.
 
     Both CPUs are read before the publish and after the last delivery, so each includes all its side did for this
-    message: frames built and written, or long polls answered; frames parsed, or answers read."""
+    message: frames built and written, or long polls answered; frames parsed, or answers read. The server's loop
+    alone (its /publish answer) is the least of it that lies before the last delivery. queued_s: the seconds
+    either waited for a CPU meanwhile, which another program took."""
+    waited = queued_s(server.pid, subscribers.pid)
     server_before, client_before = stats(server)["cpu_s"], subscribers.cpu_s()
     answer = publish(server, message_bytes)
     deliveries = subscribers.wait_for(answer["seq"], WAIT_S)
-    return deliveries, stats(server)["cpu_s"] - server_before, subscribers.last_cpu_s - client_before
+    server_cpu_s = stats(server)["cpu_s"] - server_before
+    return {"deliveries": deliveries, "server_cpu_s": server_cpu_s, "loop_cpu_s": answer["cpu_s"],
+            "client_cpu_s": subscribers.last_cpu_s - client_before,
+            "queued_s": queued_s(server.pid, subscribers.pid) - waited}
 
 
 def repoll(server, subscribers):
@@ -48,12 +62,12 @@ def one(server_name, transport, n, repeats, message_bytes, cpus):
     with servers.serve(server_name) as server, crowd.Crowd(server.url, transport, n) as subscribers:
         runs = []
         for attempt in range(repeats + 1):  # the first warms code paths, caches and buffers up, and is not kept
-            deliveries, server_cpu_s, client_cpu_s = broadcast(server, subscribers, message_bytes)
+            found = broadcast(server, subscribers, message_bytes)
             repoll_s = repoll(server, subscribers) if transport == "poll" else 0.0
             if attempt:
-                runs.append({"first_s": min(deliveries, default=0) / 1000, "last_s": max(deliveries, default=0) / 1000,
-                             "server_cpu_s": server_cpu_s, "client_cpu_s": client_cpu_s, "deliveries": deliveries,
-                             "repoll_s": repoll_s})
+                deliveries = found["deliveries"]
+                runs.append(found | {"first_s": min(deliveries, default=0) / 1000,
+                                     "last_s": max(deliveries, default=0) / 1000, "repoll_s": repoll_s})
     row = model.fanout(n, runs, cpus)
     shown = runs[-1]["deliveries"]
     repoll_us = statistics.median(r["repoll_s"] for r in runs) / n * 1e6

@@ -79,23 +79,33 @@ def last_delivery_s(n, d_server_s, d_client_s, cpus):
 
 
 def fanout(n, repeats, cpus):
-    """The prediction for one transport's broadcasts: `repeats` is a list of {first_s, last_s, server_cpu_s,
-    client_cpu_s}, one per broadcast to the same n subscribers. Each repeat gives its own D and its prediction: its
-    first delivery (the fixed cost of any message: the publish request, a wake-up) plus n × the bottleneck's D. The
-    measured last is their median. The bounds: the lowest and highest prediction, widened by the measured lasts'
-    own spread (the run's noise: the same broadcast, repeated, took that much more or less)."""
-    predicted = [r.get("first_s", 0.0) + last_delivery_s(n, r["server_cpu_s"] / n, r["client_cpu_s"] / n, cpus)
-                 for r in repeats]
+    """The prediction for one transport's broadcasts. `repeats`: one dict per broadcast to the same n subscribers,
+    {first_s, last_s, server_cpu_s, loop_cpu_s, client_cpu_s, queued_s}.
+
+    Each repeat predicts its own last delivery: its first (the fixed cost of any message: the publish request, a
+    wake-up) plus n × the bottleneck's D. The server's D lies between its broadcast loop's CPU (the least of its
+    work that comes before the last delivery) and all its CPU for the message. The highest adds the seconds both
+    waited for a CPU another program held. The bounds: the lowest and highest of the repeats' predictions,
+    widened by the measured lasts' own spread (the same broadcast, repeated, took that much more or less).
+    """
+    def predict(r, server_cpu_s, waited_s=0.0):
+        return r.get("first_s", 0.0) + last_delivery_s(n, server_cpu_s / n, r["client_cpu_s"] / n, cpus) + waited_s
+
+    central = [predict(r, r["server_cpu_s"]) for r in repeats]
+    lowest = [predict(r, min(r.get("loop_cpu_s", r["server_cpu_s"]), r["server_cpu_s"])) for r in repeats]
+    highest = [predict(r, r["server_cpu_s"], r.get("queued_s", 0.0)) for r in repeats]
     lasts = [r["last_s"] for r in repeats]
     last = statistics.median(lasts)
     spread = (max(lasts) - min(lasts)) / last if last > 0 else 0.0
     return {
         "subscribers": n, "cpus": cpus,
         "cpu_us_per_delivery": statistics.median(r["server_cpu_s"] for r in repeats) / n * 1e6,
+        "loop_us_per_delivery": statistics.median(r.get("loop_cpu_s", r["server_cpu_s"]) for r in repeats) / n * 1e6,
         "client_cpu_us_per_delivery": statistics.median(r["client_cpu_s"] for r in repeats) / n * 1e6,
+        "queued_ms": statistics.median(r.get("queued_s", 0.0) for r in repeats) * 1000,
         "first_ms": statistics.median(r.get("first_s", 0.0) for r in repeats) * 1000,
-        "last_ms": last * 1000, "predicted_last_ms": statistics.median(predicted) * 1000,
-        "low_ms": max(0.0, min(predicted) * (1 - spread) * 1000), "high_ms": max(predicted) * (1 + spread) * 1000,
+        "last_ms": last * 1000, "predicted_last_ms": statistics.median(central) * 1000,
+        "low_ms": max(0.0, min(lowest) * (1 - spread) * 1000), "high_ms": max(highest) * (1 + spread) * 1000,
         "spread": spread,
     }
 
