@@ -16,7 +16,7 @@ from . import crowd, model
 SERIES = (("tornado_push", "ws", False), ("aiohttp_push", "ws", False), ("websockets_push", "ws", False),
           ("tornado_push", "poll", False), ("tornado_push", "sse", False),
           ("tornado_push", "ws", True), ("aiohttp_push", "ws", True), ("websockets_push", "ws", True))
-SETTLE_S = 0.1  # after a step, the server's last accepts and allocations land before RSS is read
+SETTLE_S = 0.05  # after a step, the server's last accepts and allocations land before RSS is read
 TIMEOUT_S = 10.0
 
 

@@ -18,8 +18,8 @@ from . import crowd, model
 # The one that does not await runs first: it shows when the kernel's buffers are full, which the other's prediction needs.
 RUNS = (("tornado_push", "loop", False), ("tornado_push", "await", True))
 OTHERS = 20  # subscribers behind the stopped one: enough to see a loop stall, few enough to read quickly
-BASELINE_S = 0.5  # publishing with no one stopped first: the others' delivery on this run's machine
-DRAIN_S = 0.5  # after the stall, the backlog's last messages arrive before the run ends
+BASELINE_S = 0.3  # publishing with no one stopped first: the others' delivery on this run's machine
+DRAIN_S = 0.3  # after the stall, the backlog's last messages arrive before the run ends
 SAMPLE_S = 0.05  # how often /stats is read during the stall
 TIMEOUT_S = 10.0
 
