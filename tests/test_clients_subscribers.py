@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from iolab import load, servers
+from iolab import load, push_floor, servers
 from iolab.clients import kinds, subscribers
 from iolab.params import ParameterError
 
@@ -67,7 +67,10 @@ def test_a_server_that_never_answers_ends_the_run_within_its_bounds():
     assert result.reports[0]["lost"] == {"timeout": 2}
 
 
-def test_the_floor_is_one_send_per_subscriber():
-    floor = subscribers.floor(connections=50, size=64, rounds=3)
+def test_the_floor_is_one_send_per_subscriber_and_every_byte_arrives():
+    floor = push_floor.floor(connections=50, size=64, rounds=3)
     assert floor["connections"] == 50 and len(floor["rounds_us"]) == 3
     assert 0 < floor["us_per_send"] == sorted(floor["rounds_us"])[1]
+    assert floor["received_bytes"] == floor["sent_bytes"] == 3 * 50 * (64 + 2)
+    with pytest.raises(ValueError, match="connections must be a whole number of at least 1, got 0"):
+        push_floor.floor(connections=0)
