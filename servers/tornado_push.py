@@ -40,7 +40,7 @@ class Hub:
     def __init__(self, args):
         self.args = args
         self.cap = args.max_buffer_kib * 1024
-        self.subscribers = {}  # handler -> "ws" or "sse"; send order = subscription order
+        self.subscribers = {}  # handler -> ("ws" or "sse", its IOStream); send order = subscription order
         self.counts = _push.Counts()
         self.kept = []  # the last KEPT_FOR_POLLS (seq, payload) for long polls
         self.new_message = tornado.locks.Condition()  # the chat demo's: every parked poll waits on it
@@ -49,12 +49,12 @@ class Hub:
 
     def by_transport(self):
         counts = {"ws": 0, "sse": 0, "poll": self.polls_parked}
-        for kind in self.subscribers.values():
+        for kind, _ in self.subscribers.values():
             counts[kind] += 1
         return counts
 
     def buffered(self):
-        return sum(unsent(handler) for handler in self.subscribers)
+        return sum(len(target._write_buffer) for _, target in self.subscribers.values())
 
     def drop(self, handler):
         """Close a subscriber that fell too far behind; it is counted, and its on_close takes it off the list."""
@@ -76,7 +76,7 @@ class Hub:
         wall, cpu = time.perf_counter(), time.thread_time()
         if how == "loop":
             event = _push.sse_event(text)
-            for handler, kind in subscribers:
+            for handler, (kind, _) in subscribers:
                 try:
                     if kind == "ws":
                         # The chat demo's broadcast: the future write_message returns is dropped, not awaited.
@@ -89,7 +89,7 @@ class Hub:
                 self.check(handler)
         elif how == "await":
             event = _push.sse_event(text)
-            for handler, kind in subscribers:
+            for handler, (kind, _) in subscribers:
                 if handler not in self.subscribers:
                     continue  # dropped or gone while we waited on one before it
                 try:
@@ -105,16 +105,34 @@ class Hub:
                     self.drop(handler)
         else:  # frame: each transport's bytes built once, written as they are to every stream
             frames = {"ws": _push.ws_frame(text.encode()), "sse": chunk(_push.sse_event(text))}
-            for handler, kind in subscribers:
-                try:
-                    stream(handler).write(frames[kind])
-                except tornado.iostream.StreamClosedError:
-                    continue
-                self.check(handler)
+            for handler, (kind, target) in subscribers:
+                data = frames[kind]
+                # One send() straight to the socket when nothing waits before these bytes: IOStream.write would
+                # make a Future and queue them first (tornado/iostream.py:519-557), most of a broadcast's cost.
+                # _write_buffer._size is what IOStream's len() reads (iostream.py:121-124); socket is None once
+                # closed (iostream.py:1164-1166). Whatever the kernel does not take queues in IOStream, in order.
+                if target._write_buffer._size == 0 and target.socket is not None:
+                    try:
+                        sent = target.socket.send(data)
+                    except BlockingIOError:
+                        sent = 0
+                    except OSError:
+                        continue  # the connection is gone; its close callback takes it off the list
+                    if sent == len(data):
+                        continue
+                    data = data[sent:]
+                self.queue(handler, target, data)
         # Long polls: the chat demo's notify_all; each parked handler answers when the loop wakes it.
         self.new_message.notify_all()
         return _push.publish_answer(seq, len(subscribers) + parked, how, time.perf_counter() - wall,
                                     time.thread_time() - cpu)
+
+    def queue(self, handler, target, data):
+        try:
+            target.write(data)
+        except tornado.iostream.StreamClosedError:
+            return
+        self.check(handler)
 
     def since(self, cursor):
         return [text for seq, text in self.kept if seq > cursor]
@@ -172,7 +190,7 @@ class WebSocket(tornado.websocket.WebSocketHandler):
         return {} if self.hub.args.compression == "on" else None
 
     def open(self):
-        self.hub.subscribers[self] = "ws"
+        self.hub.subscribers[self] = ("ws", self.ws_connection.stream)
 
     def on_message(self, message):
         pass  # subscribers only listen
@@ -189,7 +207,7 @@ class Events(Base):
         self.set_header("Cache-Control", "no-cache")
         self.gone = asyncio.Event()
         await self.flush()
-        self.hub.subscribers[self] = "sse"
+        self.hub.subscribers[self] = ("sse", self.request.connection.stream)
         await self.gone.wait()
 
     def on_connection_close(self):

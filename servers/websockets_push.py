@@ -40,7 +40,9 @@ class Hub:
         return sum(connection.transport.get_write_buffer_size() for connection in self.subscribers)
 
     def drop(self, connection):
-        if self.subscribers.pop(connection, 0) is None:
+        """Cut a subscriber off, counted once; its handler sees the connection end and leaves."""
+        if connection in self.subscribers:
+            del self.subscribers[connection]
             self.counts.dropped += 1
             connection.transport.abort()
 

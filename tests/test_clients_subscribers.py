@@ -6,7 +6,8 @@ import time
 
 import pytest
 
-from iolab import load, servers
+from helpers import run_with_file_limits
+from iolab import load, push_floor, servers
 from iolab.clients import kinds, subscribers
 from iolab.params import ParameterError
 
@@ -67,7 +68,38 @@ def test_a_server_that_never_answers_ends_the_run_within_its_bounds():
     assert result.reports[0]["lost"] == {"timeout": 2}
 
 
-def test_the_floor_is_one_send_per_subscriber():
-    floor = subscribers.floor(connections=50, size=64, rounds=3)
+def test_the_floor_is_one_send_per_subscriber_and_every_byte_arrives():
+    floor = push_floor.floor(connections=50, size=64, rounds=3)
     assert floor["connections"] == 50 and len(floor["rounds_us"]) == 3
     assert 0 < floor["us_per_send"] == sorted(floor["rounds_us"])[1]
+    assert floor["received_bytes"] == floor["sent_bytes"] == 3 * 50 * (64 + 2)
+    with pytest.raises(ValueError, match="connections must be a whole number of at least 1, got 0"):
+        push_floor.floor(connections=0)
+
+
+def test_subscribers_spread_over_processes_are_numbered_across_them(push):
+    result = load.run_load(push.url + "/", kind="subscribers", transport="ws", publish=True, processes=2,
+                           requests=10 * 2, concurrency=10, timeout_s=5, max_duration_s=10)
+    assert result.stop_reason == "completed" and result.errors == 0, result.client_stderr
+    assert sorted({sample.user for sample in result.samples}) == list(range(10))
+    assert len({sample.connection for sample in result.samples}) == 10
+    assert len(result.reports) == 2 and len(result.reports[0]["published"]) == 2  # process 0 publishes
+
+
+HELD_UNDER_A_LOW_SOFT_LIMIT = """
+import resource
+from iolab import load, servers
+with servers.serve("tornado_push") as server:
+    result = load.run_load(server.url + "/", kind="subscribers", publish=True, requests=1500, concurrency=1500,
+                           timeout_s=10, max_duration_s=30)
+print(resource.getrlimit(resource.RLIMIT_NOFILE)[0], result.stop_reason, len(result.samples), result.errors)
+"""
+
+
+def test_a_soft_file_limit_of_1024_is_raised_to_the_hard_one_for_1500_subscribers():
+    # A student's login gives `ulimit -Sn 1024`: the client and the server each take their hard limit instead.
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1500 + 128:
+        pytest.skip(f"the hard RLIMIT_NOFILE here is {hard}: too low for 1,500 subscribers")
+    soft, reason, samples, errors = run_with_file_limits(1024, hard, HELD_UNDER_A_LOW_SOFT_LIMIT)
+    assert (reason, int(samples), int(errors)) == ("completed", 1500, 0) and int(soft) > 1024

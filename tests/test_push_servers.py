@@ -8,8 +8,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from helpers import GONE_WITHIN_S, kill_the_parent, wait_until
+from helpers import GONE_WITHIN_S, kill_the_parent
 from iolab import load, registry, servers
+from iolab.clients import subscribers as subscribers_client
 
 SUBSCRIBERS, MESSAGES = 20, 3
 # Every server, transport and broadcaster (`how`), and permessage-deflate once per server that has /ws.
@@ -97,12 +98,10 @@ def test_publish_refuses_bad_values_by_name(started, name):
 
 def hold(server, subscribers, transport="ws"):
     """Start a run of idle subscribers that waits for one message; returns the run once the server counts them."""
-    before = sum(get_json(server, "/stats")["subscribers"].values())
+    before = subscribers_client.counted(server.url)
     run = load.start_load(server.url + "/", kind="subscribers", transport=transport, requests=subscribers,
                           concurrency=subscribers, timeout_s=10, max_duration_s=20)
-    counted = wait_until(lambda: sum(get_json(server, "/stats")["subscribers"].values()) >= before + subscribers, 15,
-                         poll_s=0.05)
-    assert counted, f"the server counts {get_json(server, '/stats')['subscribers']} after {subscribers} more"
+    subscribers_client.wait_until_held(run, server.url, before + subscribers, timeout_s=15)
     return run
 
 

@@ -108,14 +108,11 @@ UVICORN_OPTIONS = {  # every server uvicorn runs: the lab's bare ASGI app, Djang
 }
 
 
-def _push_options(hows):
-    """Lesson 12's push servers all take these; `hows`: the server's broadcasters for /publish?how=."""
-    return {
-        "compression": Option("--compression", "permessage-deflate on /ws: off or on", "off"),
-        "max_buffer_kib": Option("--max-buffer-kib", "drop a subscriber whose unsent bytes pass this many KiB", 1024),
-        "send_timeout_s": Option("--send-timeout-s", f"with how=await, drop a subscriber whose send takes longer"
-                                 f" (/publish?how= one of {', '.join(hows)})", 10.0),
-    }
+PUSH_OPTIONS = {  # lesson 12's push servers all take these
+    "compression": Option("--compression", "permessage-deflate on /ws: off or on", "off"),
+    "max_buffer_kib": Option("--max-buffer-kib", "drop a subscriber whose unsent bytes pass this many KiB", 1024),
+    "send_timeout_s": Option("--send-timeout-s", "with how=await, drop a subscriber whose send takes longer (s)", 10.0),
+}
 
 
 def _upstreams_times_theirs(options):
@@ -393,25 +390,26 @@ SERVERS = {
         ),
         ServerInfo(
             "tornado_push", "tornado_push.py",
-            "one thread, an event loop (Tornado) holding WebSocket, SSE and long-poll subscribers and broadcasting"
-            " to them",
+            "one thread, an event loop (Tornado) holding WebSocket, SSE and long-poll subscribers; /publish?how= loop,"
+            " await or frame",
             routes=("/",),
-            options=_push_options(("loop", "await", "frame")),
+            options=PUSH_OPTIONS,
             lesson="12-long-lived-connections",
         ),
         ServerInfo(
             "aiohttp_push", "aiohttp_push.py",
-            "one thread, an event loop (aiohttp) holding WebSocket and SSE subscribers and broadcasting to them",
+            "one thread, an event loop (aiohttp) holding WebSocket and SSE subscribers; /publish?how= await or tasks",
             routes=("/",),
-            options=_push_options(("await", "tasks")),
+            options=PUSH_OPTIONS,
             needs_modules=("aiohttp",),
             lesson="12-long-lived-connections",
         ),
         ServerInfo(
             "websockets_push", "websockets_push.py",
-            "one thread, an event loop (the websockets library's asyncio server) holding WebSocket subscribers",
+            "one thread, an event loop (the websockets library's asyncio server) holding WebSocket subscribers;"
+            " /publish?how= broadcast or await",
             routes=("/",),
-            options=_push_options(("broadcast", "await")),
+            options=PUSH_OPTIONS,
             needs_modules=("websockets",),
             lesson="12-long-lived-connections",
         ),

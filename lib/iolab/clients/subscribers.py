@@ -387,6 +387,7 @@ class Run:
         except TimeoutError:
             pass
         seconds = time.perf_counter() - went
+        used = resource.getrusage(resource.RUSAGE_SELF)  # before the closing: it is not the deliveries' work
         await self.hear_from_the_slow_one()
         if publisher is not None:
             # Its last answer may still be on the way when the last message is in: wait for it, within bounds.
@@ -397,7 +398,6 @@ class Run:
         for subscriber in self.subscribers:
             subscriber.close()
         flusher.cancel()
-        used = resource.getrusage(resource.RUSAGE_SELF)
         # Messages accounted for: received, or lost with a subscriber's connection (the batch client counts so).
         return {"requests": sum(s.received for s in self.subscribers) + sum(self.lost.values()), "lost": self.lost,
                 "seconds": seconds,
@@ -456,60 +456,38 @@ async def run(spec, share, recorder):
     return await Run(spec, share, recorder).run()
 
 
-def ws_frame(data):
-    """One unmasked final text frame (RFC 6455 5.2), as a server sends it."""
-    n = len(data)
-    if n < 126:
-        return bytes((0x81, n)) + data
-    if n < 1 << 16:
-        return bytes((0x81, 126)) + n.to_bytes(2, "big") + data
-    return bytes((0x81, 127)) + n.to_bytes(8, "big") + data
+# --- For whoever drives a run and publishes itself (a lesson, a benchmark, a test) ------------------------
+
+def get_json(url, path, timeout_s=10.0):
+    """GET a push server's JSON route (/stats, /publish?...) the plain way, from the driving process."""
+    import urllib.request  # here: client processes never need it
+
+    with urllib.request.urlopen(url.rstrip("/") + path, timeout=timeout_s) as answer:
+        return json.loads(answer.read())
 
 
-# --- The floor: one bare socket.send of the same frame per subscriber ------------------------------
-
-def floor(connections=2000, size=64, rounds=5):
-    """CPU per subscriber of the cheapest broadcast over TCP: one `socket.send` of one frame on each of
-    `connections` loopback connections, the receivers' kernel work included, the reading left out.
-
-    Returns {"connections", "size", "us_per_send" (the median round), "rounds_us" (every round)}. Each round
-    sends once to every connection, then drains the receivers (outside the timed part).
-    """
-    problem = raise_file_limit(2 * connections)
-    if problem:
-        raise ValueError(problem)
-    frame = ws_frame(b"x" * size)
-    listener = socket.create_server(("127.0.0.1", 0), backlog=connections)
-    senders, receivers = [], []
-    try:
-        for _ in range(connections):
-            client = socket.create_connection(listener.getsockname())
-            server, _ = listener.accept()
-            server.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            client.setblocking(False)
-            senders.append(server)
-            receivers.append(client)
-        rounds_us = []
-        for _ in range(rounds):
-            send = [sock.send for sock in senders]
-            cpu = time.process_time()
-            for one in send:
-                one(frame)
-            rounds_us.append((time.process_time() - cpu) / connections * 1e6)
-            for client in receivers:
-                while True:
-                    try:
-                        if len(client.recv(1 << 16)) < 1 << 16:
-                            break
-                    except BlockingIOError:
-                        break
-    finally:
-        for sock in senders + receivers + [listener]:
-            sock.close()
-    ordered = sorted(rounds_us)
-    return {"connections": connections, "size": size, "us_per_send": ordered[len(ordered) // 2],
-            "rounds_us": rounds_us}
+def counted(url):
+    """Subscribers the server holds now, every transport together."""
+    return sum(get_json(url, "/stats")["subscribers"].values())
 
 
-if __name__ == "__main__":  # python -m iolab.clients.subscribers: the floor on this machine, as JSON
-    print(json.dumps(floor()))
+def wait_until_held(run, url, subscribers, timeout_s=30.0):
+    """Block until the server counts `subscribers` in all (those held before the run included) and the run's go
+    has passed, so that a message published now is recorded on the run's clock. Raises TimeoutError naming what
+    was missing, RuntimeError if the run ended first."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        held = counted(url)
+        went = run.time_zero is not None and time.perf_counter() > run.time_zero
+        if held >= subscribers and went:
+            return held
+        if run.done():
+            raise RuntimeError(f"the subscribers' run ended before it held them: {run.result().stop_reason}")
+        time.sleep(0.02)
+    raise TimeoutError(f"after {timeout_s} s the server counts {counted(url)} of {subscribers} subscribers"
+                       f" and the run's go has{' ' if run.time_zero else ' not '}come")
+
+
+def publish(url, size=64, how=None):
+    """One broadcast: the server's answer {"seq", "subscribers", "how", "wall_s", "cpu_s"}."""
+    return get_json(url, f"/publish?size={size}" + (f"&how={how}" if how else ""))
