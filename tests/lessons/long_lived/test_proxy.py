@@ -1,5 +1,6 @@
 """Section 6 of lesson 12: nginx_ws_proxy's headers and read timeout, and the section's claims."""
 
+import socket
 import time
 import urllib.error
 import urllib.request
@@ -71,3 +72,21 @@ def test_a_missing_push_server_skips_the_section_with_the_reason(monkeypatch):
     claims = Claims("12-long-lived-connections")
     proxy.add_claims(claims, found)
     assert claims.report() == 0
+
+
+@needs_nginx
+def test_an_event_stream_passes_through_nginx_unbuffered():
+    if proxy.missing():
+        pytest.skip(proxy.missing())
+    # Buffered, the event would sit in nginx until its buffer filled: the socket's timeout would end the test.
+    with servers.serve("nginx_ws_proxy") as server, socket.create_connection(("127.0.0.1", server.port), timeout=5) as sse:
+        sse.sendall(b"GET /sse HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n")
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += sse.recv(4096)
+        assert b" 200 " in head.split(b"\r\n", 1)[0] and b"text/event-stream" in head
+        urllib.request.urlopen(server.url + "/publish?size=100", timeout=5).read()
+        event = head.split(b"\r\n\r\n", 1)[1]
+        while b"data: " not in event:
+            event += sse.recv(4096)
+    assert b'"seq": 1' in event or b'"seq":1' in event, event[:200]

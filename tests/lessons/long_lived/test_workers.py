@@ -1,11 +1,12 @@
 """Section 2 of lesson 12: sync workers hold one long poll each, and --timeout kills a parked one."""
 
 import socket
+import time
 
 import pytest
 
 from helpers import kill_the_parent
-from iolab import registry
+from iolab import registry, servers
 from iolab.claims import Claims, ClaimsFailed
 from iolab.lessons.long_lived import workers
 
@@ -76,3 +77,16 @@ def test_a_parent_killed_with_sigkill_takes_gunicorn_nginx_and_the_upstream_alon
     for port in report["ports"]:
         with socket.socket() as probe:
             assert probe.connect_ex(("127.0.0.1", port)) != 0, f"port {port} still listening"
+
+
+def test_a_free_worker_publishes_over_http_and_a_bad_cursor_is_refused_by_name():
+    if workers.missing(workers.GUNICORN):
+        pytest.skip(workers.missing(workers.GUNICORN))
+    with servers.serve(workers.GUNICORN, workers=1) as server:
+        assert workers.get_json(server, "/publish")["seq"] == 1
+        assert workers.get_json(server, "/poll?cursor=0") == {**workers.get_json(server, "/poll?cursor=0"),
+                                                               "seq": 1, "messages": 1}
+        assert workers.get_json(server, "/stats") == {"published": 1}
+        bad = workers.Request(server.port, "/poll?cursor=banana", "bad")
+        workers.read_until([bad], time.monotonic() + 10)
+    assert bad.status() == 400 and b"cursor" in bad.body() and b"'banana'" in bad.body()
