@@ -17,7 +17,7 @@ import time
 import urllib.parse
 import zlib
 
-from iolab import children, environment
+from iolab import children, environment, http1
 from iolab.contract import die_with_parent
 
 MODULE = "iolab.lessons.long_lived.crowd"
@@ -199,14 +199,10 @@ class Poll(Subscriber):
     def data_received(self, data):
         self.buffer += data
         while True:
-            end = self.buffer.find(b"\r\n\r\n")
-            if end < 0:
+            size = http1.answer_length(self.buffer)
+            if not size:
                 return
-            head = self.buffer[:end]
-            length = int(re.search(rb"content-length:\s*(\d+)", head, re.I).group(1))
-            if len(self.buffer) < end + 4 + length:
-                return
-            body, self.buffer = self.buffer[end + 4:end + 4 + length], self.buffer[end + 4 + length:]
+            body, self.buffer = self.buffer[self.buffer.find(b"\r\n\r\n") + 4:size], self.buffer[size:]
             seqs = [int(m.group(1)) for m in HEAD.finditer(body)]
             self.found(body)
             if seqs:
