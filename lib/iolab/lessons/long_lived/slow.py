@@ -5,7 +5,6 @@ lab publishes at a steady rate; the others' delivery times, the server's unsent 
 """
 
 import asyncio
-import statistics
 import time
 
 import aiohttp
@@ -125,5 +124,13 @@ def table(found):
     return headers, rows
 
 
-def median_delivery(rows):
-    return statistics.median(row["delivery_ms"] for row in rows) if rows else float("nan")
+def say(found):
+    """The run's reading of section 5 in sentences, from its own figures."""
+    for run in found["runs"]:
+        print(f"{run['server']} how={run['how']}: the others' worst delivery {run['others_worst_ms']:.0f} ms,"
+              f" predicted {run['predicted_ms']:.0f} ms (with no one stopped: {run['baseline_ms']:.1f} ms).")
+        if not run["blocking"] and run["full_after_s"] is not None:
+            dropped = (f"it was dropped with {run['buffered_peak_bytes'] / 1024:,.0f} KiB unsent at the last reading"
+                       if run["dropped"] else f"it was not dropped ({run['buffered_peak_bytes'] / 1024:,.0f} KiB at most)")
+            print(f"  The kernel took {run['kernel_kib']:,.0f} KiB for the stopped one, {run['full_after_s']:.2f} s"
+                  f" of messages, before the server's own buffer grew; {dropped}.")
