@@ -27,8 +27,10 @@ def fanout_row(transport="ws", server_us=20.0, last_s=None, received=2000):
 
 def ladder(frame_us=6.0):
     return {"floor": {"cpu_us_per_send": 5.0, "runs_us": [4.9, 5.0, 5.2], "subscribers": 1000},
-            "rungs": [{"label": "tornado_push how=frame", "how": "frame", "cpu_us_per_delivery": frame_us},
-                      {"label": "tornado_push how=loop", "how": "loop", "cpu_us_per_delivery": 30.0}]}
+            "rungs": [{"label": "tornado_push how=frame", "how": "frame", "cpu_us_per_delivery": frame_us,
+                       "runs_us": [frame_us * 0.98, frame_us, frame_us * 1.02]},
+                      {"label": "tornado_push how=loop", "how": "loop", "cpu_us_per_delivery": 30.0,
+                       "runs_us": [29.0, 30.0, 31.0]}]}
 
 
 def slow_runs(others_worst_ms=5.0, dropped=1):
@@ -82,6 +84,12 @@ def test_a_frame_broadcaster_far_above_the_floor_is_named():
     with pytest.raises(ClaimsFailed) as raised:
         claims.check_claims(found(ladder=ladder(frame_us=9.0)))
     assert "1.80× the floor's 5.00 µs" in str(raised.value)
+
+
+def test_a_broadcaster_below_the_floor_in_every_run_is_named():
+    with pytest.raises(ClaimsFailed) as raised:
+        claims.check_claims(found(ladder=ladder(frame_us=4.0)))
+    assert "all lie below the floor's lowest run, 4.90 µs" in str(raised.value)
 
 
 def test_a_slow_consumer_that_stalls_the_others_or_is_never_dropped_is_named():
