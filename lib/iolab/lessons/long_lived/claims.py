@@ -127,19 +127,21 @@ def long_poll(claims, rows):
 
 
 def ladder(claims, found):
-    """5. No broadcaster spends less than the floor (one send per subscriber): its highest run is not below the
-    floor's lowest; the hand-built one that frames once is within 1.5× of it (their medians)."""
+    """5. No library's broadcaster spends less than the floor (one send per subscriber): its highest run is not
+    below the floor's lowest; the hand-built one that frames once is within 1.5× of it (their medians)."""
     floor = found["floor"]
     lowest = min(floor["runs_us"])
     for rung in found["rungs"]:
         label = rung["label"]
         # Each side's repeats scatter; a broadcaster is below the floor only if every run of it is below every run
-        # of the floor.
+        # of the floor. The hand-built one is the floor's own loop inside a server (one send each): it is held to
+        # the floor from above only, as the two measure the same call in two processes.
         highest = max(rung["runs_us"])
-        claims.within(f"{label}: no less than the floor's one send per subscriber", highest, lowest, float("inf"),
-                      "µs", 2,
-                      f"{label}: its runs ({', '.join(f'{r:.2f}' for r in rung['runs_us'])} µs per delivery) all lie"
-                      f" below the floor's lowest run, {lowest:.2f} µs: its CPU was not all counted")
+        if rung["how"] != "frame":
+                claims.within(f"{label}: no less than the floor's one send per subscriber", highest, lowest, float("inf"),
+                          "µs", 2,
+                          f"{label}: its runs ({', '.join(f'{r:.2f}' for r in rung['runs_us'])} µs per delivery) all"
+                          f" lie below the floor's lowest run, {lowest:.2f} µs: its CPU was not all counted")
         if rung["how"] == "frame":
             claims.within(f"{label}: within {FRAME_WITHIN}× the floor", rung["cpu_us_per_delivery"] / floor["cpu_us_per_send"],
                           0, FRAME_WITHIN, "× the floor", 2,
