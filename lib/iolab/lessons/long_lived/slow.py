@@ -127,8 +127,8 @@ def table(found):
 def say(found):
     """The run's reading of section 5 in sentences, from its own figures."""
     for run in found["runs"]:
-        print(f"{run['server']} how={run['how']}: the others' worst delivery {run['others_worst_ms']:.0f} ms,"
-              f" predicted {run['predicted_ms']:.0f} ms (with no one stopped: {run['baseline_ms']:.1f} ms).")
+        print(f"{run['server']} how={run['how']}: the others' worst delivery {run['others_worst_ms']:.3g} ms,"
+              f" predicted {run['predicted_ms']:.3g} ms (with no one stopped: {run['baseline_ms']:.2g} ms).")
         if not run["blocking"] and run["full_after_s"] is not None:
             dropped = (f"it was dropped with {run['buffered_peak_bytes'] / 1024:,.0f} KiB unsent at the last reading"
                        if run["dropped"] else f"it was not dropped ({run['buffered_peak_bytes'] / 1024:,.0f} KiB at most)")
