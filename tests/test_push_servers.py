@@ -211,7 +211,7 @@ for name in {names!r}:
     pids += [server.pid] + [process.pid for process in run.processes]
     ports.append(server.port)
 import time
-time.sleep(2)
+time.sleep(0.5)  # the clients start connecting: their processes and the servers all exist by now
 print(json.dumps({{"pids": pids, "ports": ports}}), flush=True)
 """
 
