@@ -1,6 +1,8 @@
 """Lesson 12's push servers against the subscribers client: every transport, thousands held, slow consumers cut off."""
 
 import json
+import os
+import signal
 import time
 import urllib.error
 import urllib.request
@@ -169,6 +171,36 @@ def test_aiohttp_sse_subscribers_are_dropped_too(started):
     assert [sample.error for sample in result.samples if sample.user == 0][-1:] == ["closed"]
 
 
+def test_a_subscriber_process_stopped_with_sigstop_is_dropped_and_learns_it_when_continued(started):
+    # Lesson 09's way: the slow consumer is a client process of its own, stopped; it subscribed first.
+    server = started("tornado_push")
+    dropped = get_json(server, "/stats")["dropped"]
+    stopped = load.start_load(server.url + "/", kind="subscribers", requests=30, concurrency=1, timeout_s=5,
+                              max_duration_s=20)
+    others = None
+    try:
+        subscribers_client.wait_until_held(stopped, server.url, 1, timeout_s=15)
+        others = load.start_load(server.url + "/", kind="subscribers", requests=7 * 30, concurrency=7, timeout_s=5,
+                                 max_duration_s=20)
+        subscribers_client.wait_until_held(others, server.url, 8, timeout_s=15)
+        os.kill(stopped.processes[0].pid, signal.SIGSTOP)
+        try:
+            for _ in range(30):
+                subscribers_client.publish(server.url, size=BIG, how="loop")
+            result = others.wait(timeout=20)
+            assert get_json(server, "/stats")["dropped"] == dropped + 1
+        finally:
+            os.kill(stopped.processes[0].pid, signal.SIGCONT)
+        late = stopped.wait(timeout=20)
+    finally:
+        for run in (stopped, others):
+            if run is not None:
+                run.stop()
+    assert result.stop_reason == "completed" and result.errors == 0
+    assert max(sample.latency for sample in result.samples) < SEND_TIMEOUT_S
+    assert late.samples[-1].error == "closed" and len(late.samples) < 30, [sample.error for sample in late.samples]
+
+
 PARENT = """
 import json, os
 from iolab import load, servers
@@ -179,7 +211,7 @@ for name in {names!r}:
     pids += [server.pid] + [process.pid for process in run.processes]
     ports.append(server.port)
 import time
-time.sleep(2)
+time.sleep(0.5)  # the clients start connecting: their processes and the servers all exist by now
 print(json.dumps({{"pids": pids, "ports": ports}}), flush=True)
 """
 
