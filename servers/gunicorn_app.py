@@ -37,7 +37,8 @@ def add_arguments(parser):
     )
 
 
-def gunicorn_command(fd, args, app="wsgi_app:application"):
+def gunicorn_command(fd, args, app="wsgi_app:application", extra=()):
+    """gunicorn's command line; `extra` options come after the lab's, so they win (a shorter --timeout)."""
     return [
         sys.executable, "-m", "gunicorn",
         "--bind", f"fd://{fd}",
@@ -52,6 +53,7 @@ def gunicorn_command(fd, args, app="wsgi_app:application"):
         "--error-logfile", "-", "--log-level", "warning",  # to stderr; no access log unless asked for
         "--config", str(HERE / "_gunicorn_hooks.py"),  # also keeps gunicorn from reading a gunicorn.conf.py here
         "--pythonpath", str(HERE),
+        *extra,
         app,
     ]
 
@@ -73,15 +75,15 @@ def wait_for_workers(ready, workers, gunicorn, timeout_s=_wrapper.READY_TIMEOUT_
                          f" (gunicorn's exit code: {gunicorn.poll()})")
 
 
-def serve(args, app="wsgi_app:application", env=None):
+def serve(args, app="wsgi_app:application", env=None, extra=(), pass_fds=()):
     """Run gunicorn on `app` (module:callable under servers/) until SIGTERM; `env` reaches the app's workers."""
     with _wrapper.in_charge() as programs:
         listener = _wrapper.bind_listener(args.host, args.port)
         ready, ready_to_write = os.pipe()
         gunicorn = programs.start(
             "gunicorn",
-            gunicorn_command(listener.fileno(), args, app),
-            pass_fds=[listener.fileno(), ready_to_write],
+            gunicorn_command(listener.fileno(), args, app, extra),
+            pass_fds=[listener.fileno(), ready_to_write, *pass_fds],
             env={**(env or {}), READY_FD: str(ready_to_write)},
         )
         os.close(ready_to_write)

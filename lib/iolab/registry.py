@@ -119,6 +119,11 @@ DB_OPTIONS = {
     "statement_timeout_ms": Option("--statement-timeout-ms", "PostgreSQL's statement_timeout on every connection", 10_000),
 }
 DB_MODULES = ("psycopg", "psycopg_pool", "asyncpg")
+PUSH_OPTIONS = {  # lesson 12's push servers all take these
+    "compression": Option("--compression", "permessage-deflate on /ws: off or on", "off"),
+    "max_buffer_kib": Option("--max-buffer-kib", "drop a subscriber whose unsent bytes pass this many KiB", 1024),
+    "send_timeout_s": Option("--send-timeout-s", "with how=await, drop a subscriber whose send takes longer (s)", 10.0),
+}
 
 
 def _upstreams_times_theirs(options):
@@ -420,6 +425,56 @@ SERVERS = {
             serves_at_once=_threads,
             needs_modules=DB_MODULES + ("fastapi", "uvicorn"),
             lesson="13-a-real-database",
+        ),
+        ServerInfo(
+            "gunicorn_longpoll", "gunicorn_longpoll.py",
+            "gunicorn's sync workers running a Flask long poll: each parked /poll holds a whole worker",
+            routes=("/",),  # and /poll?cursor=K, /publish, /stats (SIGUSR1 to the wrapper publishes too)
+            options={
+                "workers": Option("--workers", "sync worker processes: each holds one long poll", 2),
+                "timeout": Option("--timeout", "gunicorn's --timeout: seconds a silent worker lives before it is killed", 90),
+            },
+            serves_at_once=_workers,
+            needs_modules=("gunicorn", "flask"),
+            lesson="12-long-lived-connections",
+        ),
+        ServerInfo(
+            "nginx_ws_proxy", "nginx_ws_proxy.py",
+            "nginx in front of one lab push server it starts and stops with itself: WebSocket, SSE and long polls",
+            routes=("/",),  # its upstream's: tornado_push answers the contract's / (and /ws, /sse, /poll, /publish)
+            options={
+                "upstream": Option("--upstream", "which lab server nginx proxies to", "tornado_push"),
+                "upgrade_headers": Option("--upgrade-headers", "on: pass Upgrade and Connection on, as a WebSocket needs", "on"),
+                "read_timeout_s": Option("--read-timeout-s", "proxy_read_timeout: seconds nginx waits for the upstream", 60),
+            },
+            serves_at_once=lambda options: 1,  # its one upstream's, an event loop
+            needs_programs=("nginx",),
+            lesson="12-long-lived-connections",
+        ),
+        ServerInfo(
+            "tornado_push", "tornado_push.py",
+            "one thread, an event loop (Tornado) holding WebSocket, SSE and long-poll subscribers; /publish?how= loop,"
+            " await or frame",
+            routes=("/",),
+            options=PUSH_OPTIONS,
+            lesson="12-long-lived-connections",
+        ),
+        ServerInfo(
+            "aiohttp_push", "aiohttp_push.py",
+            "one thread, an event loop (aiohttp) holding WebSocket and SSE subscribers; /publish?how= await or tasks",
+            routes=("/",),
+            options=PUSH_OPTIONS,
+            needs_modules=("aiohttp",),
+            lesson="12-long-lived-connections",
+        ),
+        ServerInfo(
+            "websockets_push", "websockets_push.py",
+            "one thread, an event loop (the websockets library's asyncio server) holding WebSocket subscribers;"
+            " /publish?how= broadcast or await",
+            routes=("/",),
+            options=PUSH_OPTIONS,
+            needs_modules=("websockets",),
+            lesson="12-long-lived-connections",
         ),
     ]
 }

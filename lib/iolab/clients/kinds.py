@@ -201,6 +201,59 @@ class LibraryOptions(Options):
             )
 
 
+SUBSCRIBER_TRANSPORTS = ("ws", "sse", "poll")
+PUBLISH_SIZE_LIMITS = (64, 1024 * 1024)  # the push servers' own bounds on /publish?size=
+INTERVAL_LIMITS_S = (0.0, 60.0)
+
+
+@dataclass(frozen=True)
+class SubscribersOptions(Options):
+    """Long-lived subscribers (clients/subscribers.py, lesson 12): `concurrency` is the number of subscribers,
+    each one connection of `transport` ("ws", "sse" or "poll"), connected one after another; `requests` is
+    subscribers × the messages each waits for.
+
+    `compression` offers permessage-deflate (ws). With `publish`, the client asks the server for the messages
+    itself (GET /publish?size=`size`&how=`how`, `interval_s` apart; `how` None: the server's default).
+    `slow`: the user number of one subscriber that stops reading once connected (the slow consumer).
+    """
+
+    transport: str = "ws"
+    compression: bool = False
+    publish: bool = False
+    size: int = 64
+    how: str | None = None
+    interval_s: float = 0.0
+    slow: int | None = None
+
+    def __post_init__(self):
+        check_choice("transport", self.transport, SUBSCRIBER_TRANSPORTS, error=LoadParameterError)
+        _check_flag("compression", self.compression)
+        _check_flag("publish", self.publish)
+        check_range("size", self.size, *PUBLISH_SIZE_LIMITS, error=LoadParameterError)
+        if self.how is not None and (not isinstance(self.how, str) or not self.how.isidentifier()):
+            raise LoadParameterError(f"how must be a broadcaster's name such as 'loop' (or None), got {self.how!r}")
+        check_range("interval_s", self.interval_s, *INTERVAL_LIMITS_S, integer=False, error=LoadParameterError)
+        if self.slow is not None:
+            check_range("slow", self.slow, 0, 10_000, error=LoadParameterError)
+
+    def check_spec(self, spec):
+        if spec.requests % spec.concurrency:
+            raise LoadParameterError(
+                f"requests must be a multiple of concurrency ({spec.concurrency}): subscribers × the messages each"
+                f" waits for, got {spec.requests}"
+            )
+        if self.slow is not None and self.slow >= spec.concurrency:
+            raise LoadParameterError(
+                f"slow must name one of the {spec.concurrency} subscribers (0 to {spec.concurrency - 1}),"
+                f" got {self.slow}"
+            )
+        from .subscribers import raise_file_limit  # the soft limit up to the hard one, here and in the clients
+
+        problem = raise_file_limit(spec.concurrency // spec.processes + 1)
+        if problem:
+            raise LoadParameterError(f"concurrency: {problem}")
+
+
 @dataclass(frozen=True)
 class KindInfo:
     """What iolab.load needs to know to run a kind of client."""
@@ -208,7 +261,7 @@ class KindInfo:
     name: str
     module: str  # under iolab.clients; its `entry`(spec, share, recorder) runs in a client process
     options: type  # the frozen options class: the kind's own fields, checked when made
-    loop: str  # "closed", "open", "pipelined" or "batch": how requests leave
+    loop: str  # "closed", "open", "pipelined", "batch" or "push" (the server sends): how requests leave
     client: str  # what sends them: "async" (aiohttp), "raw" (asyncio protocols), "sync" (requests in threads),
     # "library" (the one its option names: threads, or an event loop the client makes itself)
     lesson: str = ""
@@ -234,6 +287,7 @@ KINDS = {
         KindInfo("pipelined", "pipelined", PipelinedOptions, "pipelined", "raw", lesson="08-pipelining"),
         KindInfo("batch", "batch", BatchOptions, "batch", "raw", lesson="08-pipelining", entry="run_batches"),
         KindInfo("library", "library", LibraryOptions, "closed", "library", lesson="11-the-client-side"),
+        KindInfo("subscribers", "subscribers", SubscribersOptions, "push", "raw", lesson="12-long-lived-connections"),
     )
 }
 LOOPS = ("closed", "open", "pipelined")  # what `loop=` of iolab.load may name

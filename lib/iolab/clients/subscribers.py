@@ -1,0 +1,493 @@
+"""Subscribers: N long-lived connections of one transport, a row per message each gets.
+
+The client kind "subscribers" of clients.kinds (lesson 12). `concurrency` is the
+number of subscribers; `requests` is subscribers × messages, so each waits for
+requests / concurrency messages. They connect one after another (the server
+sends in subscription order, so a subscriber's user number is its place in
+the send order, with one client process), then the process reports ready.
+After the go, with `publish`, process 0 asks the server for the messages
+itself (GET /publish, `interval_s` apart, once the server counts every
+subscriber); without it, whoever drives the run publishes.
+
+Each message makes one row: `start` (and `intended`) is the publish time the
+payload carries (`t`, CLOCK_MONOTONIC, one clock for every process), `end` its
+arrival, so a Sample's latency is the delivery time; `bytes` the payload's
+length, `user` the subscriber, `connection` its connection. A subscriber whose
+connection ends before its last message leaves a row with the error
+"closed" (the server dropped it), one that cannot connect "refused" or
+"timeout". The report in the done frame (LoadResult.reports) holds what
+/publish answered (the server's wall and CPU time per broadcast), the time
+it took to connect, and this process's CPU from the go to the end.
+
+Each transport is a small asyncio Protocol, not a library client per connection,
+so ten thousand fit in one process: WebSocket (the HTTP/1.1 upgrade and a frame
+parser, RFC 6455; pings answered, permessage-deflate inflated when the server
+agreed to it), server-sent events (an event parser over a chunked or plain
+body) and long polling (a keep-alive GET /poll?cursor=K, then the next).
+`slow` names one subscriber that stops reading once connected, with a small
+receive buffer (the slow consumer). Every wait is bounded: a connect by
+timeout_s, the run by max_duration_s after the go.
+"""
+
+import asyncio
+import base64
+import json
+import resource
+import socket
+import time
+import zlib
+from urllib.parse import urlsplit
+
+from .. import http1
+from ..contract import FDS_BESIDES_CONNECTIONS
+
+TRANSPORTS = ("ws", "sse", "poll")
+SLOW_RCVBUF = 4096  # the slow subscriber's receive buffer: its kernel holds little, so the server's own buffer grows
+WS_KEY = base64.b64encode(b"iolab-subscriber").decode()  # any 16 bytes do; the server only hashes them
+PONG, CLOSE = 0xA, 0x8
+SEQ_END = b"}"
+SLOW_DRAIN_S = 1.0  # at the end, how long the slow subscriber reads again to learn whether it was dropped
+
+
+def raise_file_limit(needed):
+    """Raise the soft RLIMIT_NOFILE to the hard one; the reason, when even that cannot hold `needed` descriptors."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    if hard != resource.RLIM_INFINITY and needed + FDS_BESIDES_CONNECTIONS > hard:
+        return (f"{needed} subscribers need about {needed + FDS_BESIDES_CONNECTIONS} file descriptors in one"
+                f" process, and this machine's hard RLIMIT_NOFILE is {hard}: ask for at most"
+                f" {hard - FDS_BESIDES_CONNECTIONS}")
+    return None
+
+
+class Subscriber(asyncio.Protocol):
+    """One connection: the request that subscribes, the answer's head, then messages, each a row."""
+
+    def __init__(self, run, user):
+        self.run = run
+        self.user = user
+        self.connection = run.recorder.new_connection()
+        self.transport = None
+        self.buffer = b""
+        self.head_done = False
+        self.ready = run.loop.create_future()  # set once the server has answered the subscription
+        self.ready.add_done_callback(lambda future: future.cancelled() or future.exception())  # seen: no warning
+        self.received = 0
+        self.ended = False  # no more rows come from this subscriber: it has them all, failed, or was closed
+        self.counted = False  # the run no longer waits for it
+
+    # --- asyncio.Protocol ---
+    def connection_made(self, transport):
+        self.transport = transport
+        transport.write(self.request())
+
+    def data_received(self, data):
+        now = time.perf_counter()
+        buffer = self.buffer + data if self.buffer else data
+        if not self.head_done:
+            end = buffer.find(b"\r\n\r\n")
+            if end < 0:
+                self.buffer = buffer
+                return
+            head, buffer = buffer[:end].decode("latin-1"), buffer[end + 4:]
+            problem = self.answer_head(head)
+            if problem:
+                self.fail(problem)
+                return
+            self.head_done = True
+            if not self.ready.done():
+                self.ready.set_result(None)
+        self.buffer = self.parse(buffer, now)
+
+    def connection_lost(self, error):
+        if not self.ready.done():
+            self.ready.set_exception(ConnectionError("the server closed the connection before it answered"))
+        if not self.ended:
+            self.fail("closed")
+
+    # --- what every transport shares ---
+    def message(self, payload, now):
+        """Record one message's row from its JSON head: {"seq": n, "t": publish time}."""
+        head = json.loads(payload[: payload.index(SEQ_END) + 1])
+        run = self.run
+        zero = run.recorder.time_zero
+        published = head["t"] - run.clock_offset - zero
+        run.recorder.add(published, published, now - zero, 200, len(payload), 0, self.user, self.connection)
+        run.last_seq = max(run.last_seq, head["seq"])
+        self.received += 1
+        if self.received >= run.messages:
+            self.ended = True
+            self.count_out()
+
+    def count_out(self):
+        if not self.counted:
+            self.counted = True
+            self.run.subscriber_done(self)
+
+    def fail(self, kind):
+        """A row with the error `kind` (no more messages will come on this connection), and give it up."""
+        if self.ended:
+            return
+        self.ended = True
+        run = self.run
+        now = run.recorder.now()
+        run.recorder.add(now, now, now, 0, 0, run.recorder.error_code(kind), self.user, self.connection)
+        run.lost[kind] = run.lost.get(kind, 0) + run.messages - self.received
+        if not self.ready.done():
+            self.ready.set_exception(ConnectionError(kind))
+        self.count_out()
+        if self.transport is not None:
+            self.transport.abort()
+
+    def answer_head(self, head):
+        status = head.split(" ", 2)[1] if head.count(" ") >= 1 else "?"
+        expected = self.expected_status
+        if status != expected:
+            return f"status {status}"
+        self.headers = {
+            name.strip().lower(): value.strip()
+            for name, _, value in (line.partition(":") for line in head.split("\r\n")[1:])
+        }
+        return None
+
+    def close(self):
+        self.ended = True
+        if self.transport is not None:
+            self.transport.abort()
+
+
+class WebSocketSubscriber(Subscriber):
+    expected_status = "101"
+
+    def request(self):
+        offer = "Sec-WebSocket-Extensions: permessage-deflate\r\n" if self.run.compression else ""
+        return (f"GET {self.run.path} HTTP/1.1\r\nHost: {self.run.host}\r\nUpgrade: websocket\r\n"
+                f"Connection: Upgrade\r\nSec-WebSocket-Key: {WS_KEY}\r\nSec-WebSocket-Version: 13\r\n"
+                f"{offer}\r\n").encode()
+
+    def answer_head(self, head):
+        problem = super().answer_head(head)
+        # Inflate only if the server agreed; the inflater is made at the first compressed message (an idle
+        # subscriber holds none: its memory is the server's to measure, not ours).
+        self.inflater = None
+        self.deflate = "permessage-deflate" in self.headers.get("sec-websocket-extensions", "")
+        self.fragments = []
+        return problem
+
+    def parse(self, buffer, now):
+        position, size = 0, len(buffer)
+        while size - position >= 2:
+            first, second = buffer[position], buffer[position + 1]
+            length, start = second & 0x7F, position + 2
+            if length == 126:
+                if size - start < 2:
+                    break
+                length, start = int.from_bytes(buffer[start:start + 2], "big"), start + 2
+            elif length == 127:
+                if size - start < 8:
+                    break
+                length, start = int.from_bytes(buffer[start:start + 8], "big"), start + 8
+            if second & 0x80:  # a server never masks (RFC 6455 5.1)
+                self.fail("masked frame")
+                return b""
+            end = start + length
+            if end > size:
+                break
+            self.frame(first, buffer[start:end], now)
+            position = end
+        return buffer[position:]
+
+    def frame(self, first, data, now):
+        opcode = first & 0x0F
+        if opcode in (0x0, 0x1, 0x2):
+            if opcode and first & 0x40:  # RSV1 on a message's first frame: compressed (RFC 7692)
+                self.compressed = True
+            elif opcode:
+                self.compressed = False
+            self.fragments.append(data)
+            if not first & 0x80:
+                return
+            data = b"".join(self.fragments)
+            self.fragments = []
+            if self.compressed:
+                if self.inflater is None:
+                    self.inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+                data = self.inflater.decompress(data + b"\x00\x00\xff\xff")
+            self.message(data, now)
+        elif opcode == 0x9:  # ping: the same data back in a pong (websockets closes a peer that never answers)
+            self.send_control(PONG, data)
+        elif opcode == CLOSE:
+            self.send_control(CLOSE, data[:2])
+            self.fail("closed")
+
+    def send_control(self, opcode, data):
+        # A client masks every frame (RFC 6455 5.3); a zero key leaves the data as it is.
+        self.transport.write(bytes((0x80 | opcode, 0x80 | len(data))) + b"\0\0\0\0" + data)
+
+
+class EventsSubscriber(Subscriber):
+    expected_status = "200"
+
+    def request(self):
+        return (f"GET {self.run.path} HTTP/1.1\r\nHost: {self.run.host}\r\nAccept: text/event-stream\r\n"
+                "Cache-Control: no-cache\r\n\r\n").encode()
+
+    def answer_head(self, head):
+        problem = super().answer_head(head)
+        self.chunked = "chunked" in self.headers.get("transfer-encoding", "")
+        self.raw = b""
+        self.body = b""
+        return problem
+
+    def parse(self, buffer, now):
+        if self.chunked:
+            raw = self.raw + buffer
+            position, body = 0, []
+            while True:
+                line_end = raw.find(b"\r\n", position)
+                if line_end < 0:
+                    break
+                length = int(raw[position:line_end].split(b";")[0], 16)
+                if length == 0:
+                    self.fail("closed")
+                    return b""
+                end = line_end + 2 + length
+                if len(raw) < end + 2:
+                    break
+                body.append(raw[line_end + 2:end])
+                position = end + 2
+            self.raw = raw[position:]
+            events = self.body + b"".join(body)
+        else:
+            events = self.body + buffer
+        *whole, self.body = events.split(b"\n\n")
+        for event in whole:
+            for line in event.split(b"\n"):
+                if line.startswith(b"data:"):
+                    self.message(line[5:].lstrip(b" "), now)
+        return b""
+
+
+class PollSubscriber(Subscriber):
+    """Long polling on one kept connection: a GET that the server parks, its answer, the next GET."""
+
+    expected_status = "200"
+
+    def request(self):
+        cursor = "" if self.cursor is None else f"?cursor={self.cursor}"
+        return f"GET {self.run.path}{cursor} HTTP/1.1\r\nHost: {self.run.host}\r\n\r\n".encode()
+
+    def __init__(self, run, user):
+        super().__init__(run, user)
+        self.cursor = None  # the first poll waits for the next message
+        self.ready.set_result(None)  # parked once sent: the server answers only when there is a message
+
+    def data_received(self, data):
+        now = time.perf_counter()
+        buffer = self.buffer + data if self.buffer else data
+        while True:
+            try:
+                length = http1.answer_length(buffer)
+            except http1.ProtocolError as error:
+                self.fail(str(error))
+                return
+            if not length:
+                break
+            answer, buffer = buffer[:length], buffer[length:]
+            if not answer.startswith(b"HTTP/1.1 200 "):
+                self.fail(f"status {answer[9:12].decode(errors='replace')}")
+                return
+            for line in answer[answer.index(http1.HEADER_END) + 4:].split(b"\n"):
+                if line:  # a payload a line: {"seq":N,"t":...} padded with spaces
+                    self.cursor = max(self.cursor or 0, int(line[7:line.index(b",")]))
+                    self.message(line, now)
+            if self.ended:
+                return
+            self.transport.write(self.request())
+        self.buffer = buffer
+
+
+KINDS = {"ws": WebSocketSubscriber, "sse": EventsSubscriber, "poll": PollSubscriber}
+
+
+class Run:
+    def __init__(self, spec, share, recorder):
+        parts = urlsplit(spec["url"])
+        self.host, self.port = parts.hostname, parts.port
+        self.address = f"{parts.hostname}:{parts.port}"
+        self.path = {"ws": "/ws", "sse": "/sse", "poll": "/poll"}[spec["transport"]]
+        self.spec = spec
+        self.users = share["users"]
+        self.recorder = recorder
+        self.loop = asyncio.get_running_loop()
+        self.messages = spec["requests"] // spec["concurrency"]
+        self.compression = spec["compression"]
+        self.timeout_s = spec["timeout_s"]
+        # A payload's t is time.monotonic(); rows are on time.perf_counter(): on Linux both read CLOCK_MONOTONIC.
+        self.clock_offset = time.monotonic() - time.perf_counter()
+        self.subscribers = []
+        self.waiting = 0
+        self.all_done = self.loop.create_future()
+        self.last_seq = 0
+        self.published = []
+        self.lost = {}  # error kind -> messages its subscribers will never get
+
+    def subscriber_done(self, subscriber):
+        self.waiting -= 1
+        self.recorder.in_flight = self.waiting
+        if self.waiting <= 0 and not self.all_done.done():
+            self.all_done.set_result(None)
+
+    async def connect(self, user):
+        subscriber = KINDS[self.spec["transport"]](self, user)
+        self.subscribers.append(subscriber)
+        self.waiting += 1
+        try:
+            sock = socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET)
+            sock.setblocking(False)
+            if user == self.spec["slow"]:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SLOW_RCVBUF)  # before connect: the window
+            await asyncio.wait_for(self.loop.sock_connect(sock, (self.host, self.port)), self.timeout_s)
+            await self.loop.create_connection(lambda: subscriber, sock=sock)
+            await asyncio.wait_for(asyncio.shield(subscriber.ready), self.timeout_s)
+        except TimeoutError:
+            if subscriber.transport is None:  # else the transport owns the socket; fail() aborts it
+                sock.close()
+            subscriber.fail("timeout")
+            return
+        except (ConnectionError, OSError) as error:
+            if subscriber.transport is None:
+                sock.close()
+            subscriber.fail("refused" if isinstance(error, ConnectionRefusedError) else "closed")
+            return
+        if user == self.spec["slow"]:
+            subscriber.transport.pause_reading()
+
+    async def run(self):
+        started = time.perf_counter()
+        for user in self.users:  # one after another: the server's send order is this order
+            await self.connect(user)
+        connect_s = time.perf_counter() - started
+        await self.recorder.wait_for_go_async()
+        cpu = resource.getrusage(resource.RUSAGE_SELF)
+        went = time.perf_counter()
+        flusher = asyncio.create_task(self.recorder.flush_periodically())
+        publisher = None
+        if self.spec["publish"] and self.spec["process"] == 0:
+            publisher = asyncio.create_task(self.publish())
+        self.recorder.in_flight = self.waiting
+        if self.spec["slow"] in self.users:
+            # The slow one stops reading: the run does not wait for its messages, only records whether it is dropped.
+            next(s for s in self.subscribers if s.user == self.spec["slow"]).count_out()
+        elif self.waiting <= 0 and not self.all_done.done():
+            self.all_done.set_result(None)
+        try:
+            await asyncio.wait_for(asyncio.shield(self.all_done), self.spec["max_duration_s"])
+        except TimeoutError:
+            pass
+        seconds = time.perf_counter() - went
+        used = resource.getrusage(resource.RUSAGE_SELF)  # before the closing: it is not the deliveries' work
+        await self.hear_from_the_slow_one()
+        if publisher is not None:
+            # Its last answer may still be on the way when the last message is in: wait for it, within bounds.
+            done, _ = await asyncio.wait([publisher], timeout=self.timeout_s)
+            if publisher in done and publisher.exception() is not None:
+                self.published.append({"error": f"{type(publisher.exception()).__name__}: {publisher.exception()}"})
+            publisher.cancel()
+        for subscriber in self.subscribers:
+            subscriber.close()
+        flusher.cancel()
+        # Messages accounted for: received, or lost with a subscriber's connection (the batch client counts so).
+        return {"requests": sum(s.received for s in self.subscribers) + sum(self.lost.values()), "lost": self.lost,
+                "seconds": seconds,
+                "connect_s": connect_s, "client_cpu_s": used.ru_utime + used.ru_stime - cpu.ru_utime - cpu.ru_stime,
+                "published": self.published}
+
+    async def hear_from_the_slow_one(self):
+        """Let the stopped subscriber read again, briefly: what its kernel held arrives late, then the end of the
+        connection if the server dropped it (a subscriber that does not read cannot see its connection close)."""
+        slow = next((s for s in self.subscribers if s.user == self.spec["slow"] and not s.ended), None)
+        if slow is None or slow.transport is None:
+            return
+        slow.transport.resume_reading()
+        deadline = time.monotonic() + min(SLOW_DRAIN_S, self.timeout_s)
+        while not slow.ended and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+
+    async def publish(self):
+        """Wait until the server counts every subscriber of the run, then ask for the messages, interval_s apart."""
+        spec = self.spec
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            stats = json.loads(await http_get(self.host, self.port, "/stats", self.timeout_s))
+            if sum(stats["subscribers"].values()) >= spec["concurrency"] or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.01)
+        for index in range(self.messages):
+            if index:
+                await asyncio.sleep(spec["interval_s"])
+            query = f"/publish?size={spec['size']}" + (f"&how={spec['how']}" if spec["how"] else "")
+            self.published.append(json.loads(await http_get(self.host, self.port, query, self.timeout_s)))
+
+
+async def http_get(host, port, path, timeout_s):
+    """The body of one GET on a new connection (the server answers 200, or this raises with what it said)."""
+
+    async def get():
+        reader, writer = await asyncio.open_connection(host, port)
+        try:
+            writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n".encode())
+            answer = await reader.read()
+        finally:
+            writer.close()
+        head, _, body = answer.partition(b"\r\n\r\n")
+        if not head.startswith(b"HTTP/1.1 200"):
+            raise ConnectionError(f"GET {path} answered {answer[:200]!r}")
+        return body.decode()
+
+    return await asyncio.wait_for(get(), timeout_s)
+
+
+async def run(spec, share, recorder):
+    problem = raise_file_limit(len(share["users"]))
+    if problem:
+        raise SystemExit(problem)
+    return await Run(spec, share, recorder).run()
+
+
+# --- For whoever drives a run and publishes itself (a lesson, a benchmark, a test) ------------------------
+
+def get_json(url, path, timeout_s=10.0):
+    """GET a push server's JSON route (/stats, /publish?...) the plain way, from the driving process."""
+    import urllib.request  # here: client processes never need it
+
+    with urllib.request.urlopen(url.rstrip("/") + path, timeout=timeout_s) as answer:
+        return json.loads(answer.read())
+
+
+def counted(url):
+    """Subscribers the server holds now, every transport together."""
+    return sum(get_json(url, "/stats")["subscribers"].values())
+
+
+def wait_until_held(run, url, subscribers, timeout_s=30.0):
+    """Block until the server counts `subscribers` in all (those held before the run included) and the run's go
+    has passed, so that a message published now is recorded on the run's clock. Raises TimeoutError naming what
+    was missing, RuntimeError if the run ended first."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        held = counted(url)
+        went = run.time_zero is not None and time.perf_counter() > run.time_zero
+        if held >= subscribers and went:
+            return held
+        if run.done():
+            raise RuntimeError(f"the subscribers' run ended before it held them: {run.result().stop_reason}")
+        time.sleep(0.02)
+    raise TimeoutError(f"after {timeout_s} s the server counts {counted(url)} of {subscribers} subscribers"
+                       f" and the run's go has{' ' if run.time_zero else ' not '}come")
+
+
+def publish(url, size=64, how=None):
+    """One broadcast: the server's answer {"seq", "subscribers", "how", "wall_s", "cpu_s"}."""
+    return get_json(url, f"/publish?size={size}" + (f"&how={how}" if how else ""))

@@ -1,0 +1,171 @@
+"""Lesson 12's closing claims.
+
+Lesson 12's closing claims, each checked against this run's bounds and printed on a line of its own.
+"""
+
+import importlib
+
+from iolab.claims import Claims
+
+LESSON = "12-long-lived-connections"
+MIB = 2**20
+FRAME_WITHIN = 1.5  # the issue's target: the hand-built broadcaster within 1.5× of the floor
+# Sections 2, 6 and 7: each module's add_claims(claims, result), with the results key it reads.
+OTHERS = (("long_poll_workers", "workers", "long polls on sync workers"), ("proxy", "proxy", "through a proxy"),
+          ("browser", "browser", "the browser as a subscriber"))
+
+
+def results(plan, memory_rows, workers, fanouts, ladder, slow, proxy, browser, exercises):
+    """The lesson's results, as the results file keeps them (each delivery's time left out: the figures drew them)."""
+    def kept(row):
+        return {key: value for key, value in row.items() if key not in ("deliveries", "timeline")}
+
+    return {"memory": [kept(row) for row in memory_rows], "long_poll_workers": workers,
+            "fanout": [kept(row) for row in fanouts], "ladder": ladder, "slow_consumer": slow, "proxy": proxy,
+            "browser": browser, "exercises": exercises,
+            "plan": {"subscribers": plan.subscribers, "compressed_subscribers": plan.compressed_subscribers,
+                     "fanout_subscribers": plan.fanout_subscribers, "repeats": plan.repeats,
+                     "message_bytes": plan.message_bytes, "budget_gib": plan.budget_gib, "quick": plan.quick,
+                     "cpus": plan.limits.cpus if plan.limits else None}}
+
+
+def check_claims(found):
+    """Check every claim of lesson 12 against `found` (the results), print one line each, and raise
+    iolab.claims.ClaimsFailed naming each that failed with its values."""
+    claims = Claims(LESSON)
+    for row in found.get("memory") or []:
+        memory(claims, row)
+    if not found.get("memory"):
+        claims.skip("memory per connection", "section 1 did not run")
+    other(claims, found, *OTHERS[0])
+    for row in found.get("fanout") or []:
+        fanout(claims, row)
+    if found.get("fanout"):
+        long_poll(claims, found["fanout"])
+    else:
+        claims.skip("the last delivery at N × D", "section 3 did not run")
+    if found.get("ladder"):
+        ladder(claims, found["ladder"])
+    else:
+        claims.skip("the ladder and its floor", "section 4 did not run")
+    for run in (found.get("slow_consumer") or {}).get("runs", []):
+        slow_consumer(claims, run)
+    if not (found.get("slow_consumer") or {}).get("runs"):
+        claims.skip("a slow consumer", "section 5 did not run")
+    for entry in OTHERS[1:]:
+        other(claims, found, *entry)
+    claims.report()
+    return claims
+
+
+def other(claims, found, key, module, title):
+    """Sections 2, 6 and 7 check their own claims (their modules' add_claims), or say why they did not run."""
+    result = found.get(key)
+    if not result:
+        claims.skip(title, f"section {dict(workers=2, proxy=6, browser=7)[module]} did not run")
+        return
+    importlib.import_module(f"{__package__}.{module}").add_claims(claims, result)
+
+
+def name(row):
+    deflate = ", deflate" if row.get("compression") else ""
+    return f"{row['server']} {row['kind']}{deflate}"
+
+
+def memory(claims, row):
+    """1. RSS(N) = M0 + N·m: the fit over the smaller N predicts the RSS at the largest, within the fit's 95 %
+    prediction interval (how far its own points lie off the line). 2. Uncompressed, the fit puts 10,000
+    subscribers inside the budget (Binder's 2 GiB)."""
+    n = row["ns"][-1]
+    claims.within(f"{name(row)}: RSS at N = {n} as the fit of the smaller N predicts",
+                  row["measured_last_bytes"] / MIB, row["last_low_bytes"] / MIB, row["last_high_bytes"] / MIB,
+                  "MiB", 2,
+                  f"{name(row)}: RSS at N = {n} was {row['measured_last_bytes'] / MIB:.2f} MiB; the fit of the smaller"
+                  f" N ({row['kib_per_connection']:.1f} KiB a connection) predicted {row['predicted_last_bytes'] / MIB:.2f}"
+                  f" MiB, within [{row['last_low_bytes'] / MIB:.2f}, {row['last_high_bytes'] / MIB:.2f}] MiB")
+    if not row.get("compression") and row["kind"] == "ws":
+        budget = row["budget_bytes"]
+        claims.within(f"{name(row)}: 10,000 subscribers fit in {budget / 2**30:g} GiB, predicted",
+                      row["predicted_rss_10000_bytes"] / MIB, 0, budget / MIB, "MiB", 0,
+                      f"{name(row)}: M0 + 10,000 × {row['kib_per_connection']:.1f} KiB ="
+                      f" {row['predicted_rss_10000_bytes'] / MIB:.0f} MiB, more than {budget / MIB:.0f} MiB")
+
+
+def fanout(claims, row):
+    """3. Every subscriber got every broadcast; the last one at N × the bottleneck's CPU per delivery, measured in
+    the same run, within the spread of the repeats."""
+    label = f"{row['server']} {row['transport']}"
+    if row["received"] != row["expected"]:
+        claims.check(f"{label}: every subscriber got every message", False,
+                     f"{row['received']} of {row['expected']}", "",
+                     f"{label}: {row['received']} of {row['expected']} deliveries arrived")
+        return
+    claims.within(f"{label}: the last of {row['subscribers']} at N × max(D_server, D_client, ΣD / k)",
+                  row["last_ms"], row["low_ms"], row["high_ms"], "ms", 1,
+                  f"{label}: the last subscriber got it after {row['last_ms']:.1f} ms; predicted"
+                  f" {row['predicted_last_ms']:.1f} ms: the first's {row.get('first_ms', 0):.1f} ms, then"
+                  f" {row['loop_us_per_delivery']:.1f}-{row['cpu_us_per_delivery']:.1f} µs (server) and"
+                  f" {row['client_cpu_us_per_delivery']:.1f} µs (client) per delivery on {row['cpus']:g} CPU(s),"
+                  f" {row['queued_ms']:.1f} ms waiting for a CPU,"
+                  f" within [{row['low_ms']:.1f}, {row['high_ms']:.1f}] ms")
+
+
+def long_poll(claims, rows):
+    """4. Long polling pays a whole HTTP exchange per message (its answer and the re-poll): more server CPU per
+    delivery than SSE or WebSocket."""
+    tornado = {row["transport"]: row.get("exchange_us_per_delivery", row["cpu_us_per_delivery"])
+               for row in rows if row["server"] == "tornado_push"}
+    if "poll" not in tornado or len(tornado) < 2:
+        claims.skip("long polling's CPU per delivery above SSE's and WebSocket's", "Tornado's three did not all run")
+        return
+    others = {t: d for t, d in tornado.items() if t != "poll"}
+    dearest = max(others.values())
+    claims.within("tornado_push: a long poll's CPU per delivery above SSE's and WebSocket's", tornado["poll"],
+                  dearest, float("inf"), "µs", 1,
+                  f"a long poll cost {tornado['poll']:.1f} µs per delivery, not more than "
+                  + ", ".join(f"{t} {d:.1f} µs" for t, d in others.items()))
+
+
+def ladder(claims, found):
+    """5. No library's broadcaster spends less than the floor (one send per subscriber): its highest run is not
+    below the floor's lowest; the hand-built one that frames once is within 1.5× of it (their medians)."""
+    floor = found["floor"]
+    lowest = min(floor["runs_us"])
+    for rung in found["rungs"]:
+        label = rung["label"]
+        # Each side's repeats scatter; a broadcaster is below the floor only if every run of it is below every run
+        # of the floor. The hand-built one is the floor's own loop inside a server (one send each): it is held to
+        # the floor from above only, as the two measure the same call in two processes.
+        highest = max(rung["runs_us"])
+        if rung["how"] != "frame":
+                claims.within(f"{label}: no less than the floor's one send per subscriber", highest, lowest, float("inf"),
+                          "µs", 2,
+                          f"{label}: its runs ({', '.join(f'{r:.2f}' for r in rung['runs_us'])} µs per delivery) all"
+                          f" lie below the floor's lowest run, {lowest:.2f} µs: its CPU was not all counted")
+        if rung["how"] == "frame":
+            claims.within(f"{label}: within {FRAME_WITHIN}× the floor", rung["cpu_us_per_delivery"] / floor["cpu_us_per_send"],
+                          0, FRAME_WITHIN, "× the floor", 2,
+                          f"{label}: {rung['cpu_us_per_delivery']:.2f} µs per delivery is"
+                          f" {rung['cpu_us_per_delivery'] / floor['cpu_us_per_send']:.2f}× the floor's"
+                          f" {floor['cpu_us_per_send']:.2f} µs, more than {FRAME_WITHIN}×")
+
+
+def slow_consumer(claims, run):
+    """6. With a broadcaster that awaits each send, the others' worst delivery is nearer the stall (less the time the
+    kernel's buffers took to fill) than their delivery with no one stopped; with one that does not, nearer the
+    latter. 7. The one that does not await
+    buffers the stopped one's messages at the message rate × size, and drops it at its cap."""
+    label = f"{run['server']} how={run['how']}"
+    right, wrong = run["predicted_ms"], run["opposite_ms"]
+    verb = "wait behind" if run["blocking"] else "stay on time beside"
+    claims.nearer(f"{label}: the others {verb} a stopped subscriber", run["others_worst_ms"], right, wrong, "ms")
+    if run["blocking"]:
+        return
+    if run.get("growth_bytes_per_s") is not None:
+        claims.nearer(f"{label}: the stopped one's unsent bytes grow at rate × size", run["growth_bytes_per_s"] / 1024,
+                      run["predicted_growth_bytes_per_s"] / 1024, 0.0, "KiB/s")
+    claims.check(f"{label}: the stopped subscriber is dropped at its cap of {run['cap_bytes'] // 1024} KiB",
+                 run["dropped"] >= 1, f"{run['dropped']} dropped, at most {run['buffered_peak_bytes'] / 1024:.0f} KiB"
+                 " held", "≥ 1 dropped",
+                 f"{label}: no subscriber dropped; the server held up to {run['buffered_peak_bytes'] / 1024:.0f} KiB"
+                 f" for it against a cap of {run['cap_bytes'] // 1024} KiB")

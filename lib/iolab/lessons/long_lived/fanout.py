@@ -1,0 +1,92 @@
+"""Section 3: one message to N subscribers, per transport and server.
+
+Section 3: N subscribers of one transport hold a connection each; the lab publishes one message `repeats` times
+and reads each subscriber's delivery, the server's CPU (its /stats) and the client's (its process) per broadcast.
+"""
+
+import statistics
+import time
+
+import psutil
+
+from iolab import servers, usage
+
+from . import crowd, model
+from .memory import publish, stats
+
+# Each server's transports, in the lesson's order.
+TRANSPORTS = (("tornado_push", "ws"), ("tornado_push", "sse"), ("tornado_push", "poll"), ("aiohttp_push", "ws"),
+              ("aiohttp_push", "sse"), ("websockets_push", "ws"))
+REPOLL_CHECK_S = 0.01  # how often the parked polls are counted: each count is one cheap /stats request
+WAIT_S = 30.0  # the most one broadcast may take to reach every subscriber: far above N × 100 µs at N = 10,000
+
+
+def queued_s(*pids):
+    """Seconds the processes' threads have waited for a CPU so far (Linux schedstat)."""
+    return sum(usage.queued_s(psutil.Process(pid)) for pid in pids)
+
+
+def broadcast(server, subscribers, message_bytes):
+    """One message to every subscriber: {deliveries (ms, in send order), server_cpu_s, loop_cpu_s, client_cpu_s,
+    queued_s}.
+
+    Both CPUs are read before the publish and after the last delivery, so each includes all its side did for this
+    message: frames built and written, or long polls answered; frames parsed, or answers read. The server's loop
+    alone (its /publish answer) is the least of it that lies before the last delivery. queued_s: the seconds
+    either waited for a CPU meanwhile, which another program took."""
+    waited = queued_s(server.pid, subscribers.pid)
+    server_before, client_before = stats(server)["cpu_s"], subscribers.cpu_s()
+    answer = publish(server, message_bytes)
+    deliveries = subscribers.wait_for(answer["seq"], WAIT_S)
+    server_cpu_s = stats(server)["cpu_s"] - server_before
+    return {"deliveries": deliveries, "server_cpu_s": server_cpu_s, "loop_cpu_s": answer["cpu_s"],
+            "client_cpu_s": subscribers.last_cpu_s - client_before,
+            "queued_s": queued_s(server.pid, subscribers.pid) - waited}
+
+
+def repoll(server, subscribers):
+    """Long polls: every subscriber polls again, and the server parks them all. The server's CPU for it, in s: the
+    other half of a long poll's cost per message, a whole HTTP request per subscriber."""
+    before = stats(server)["cpu_s"]
+    subscribers.repoll()
+    deadline = time.monotonic() + WAIT_S
+    while (found := stats(server))["subscribers"]["poll"] < subscribers.n:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{found['subscribers']['poll']} of {subscribers.n} polls parked within {WAIT_S} s")
+        time.sleep(REPOLL_CHECK_S)
+    return found["cpu_s"] - before
+
+
+def one(server_name, transport, n, repeats, message_bytes, cpus):
+    """A row of the fan-out table: `repeats` broadcasts after a first that warms both sides up."""
+    with servers.serve(server_name) as server, crowd.Crowd(server.url, transport, n) as subscribers:
+        runs = []
+        for attempt in range(repeats + 1):  # the first warms code paths, caches and buffers up, and is not kept
+            found = broadcast(server, subscribers, message_bytes)
+            repoll_s = repoll(server, subscribers) if transport == "poll" else 0.0
+            if attempt:
+                deliveries = found["deliveries"]
+                runs.append(found | {"first_s": min(deliveries, default=0) / 1000,
+                                     "last_s": max(deliveries, default=0) / 1000, "repoll_s": repoll_s})
+    row = model.fanout(n, runs, cpus)
+    shown = runs[-1]["deliveries"]
+    repoll_us = statistics.median(r["repoll_s"] for r in runs) / n * 1e6
+    return row | {"transport": transport, "server": server_name, "received": sum(len(r["deliveries"]) for r in runs),
+                  "expected": n * repeats, "repoll_us_per_delivery": repoll_us,
+                  "exchange_us_per_delivery": row["cpu_us_per_delivery"] + repoll_us,
+                  "timeline": (list(range(1, len(shown) + 1)), shown)}
+
+
+def run(plan):
+    """Every transport of TRANSPORTS at N = fanout_subscribers."""
+    return [one(server, transport, plan.fanout_subscribers, plan.repeats, plan.message_bytes, plan.limits.cpus)
+            for server, transport in TRANSPORTS]
+
+
+def table(rows):
+    headers = ["server", "transport", "N", "server µs/delivery", "+ re-poll µs", "client µs/delivery",
+               "predicted last (ms)", "measured last (ms)", "spread of repeats"]
+    return headers, [[row["server"], row["transport"], row["subscribers"], row["cpu_us_per_delivery"],
+                      row["repoll_us_per_delivery"] if row["transport"] == "poll" else "",
+                      row["client_cpu_us_per_delivery"], row["predicted_last_ms"], row["last_ms"],
+                      f"{row['spread']:.0%}"] for row in rows]

@@ -1,0 +1,125 @@
+"""Lesson 12's predictions: memory per connection, fan-out, the floor.
+
+Lesson 12's predictions, each from figures measured in the same run: memory(N) = M0 + N·m and the N that fit a
+budget; the i-th subscriber's delivery at i × D; the last one on k CPUs by the bottleneck law.
+"""
+
+import math
+import statistics
+
+
+def fit_line(xs, ys):
+    """Least squares y = a + b·x: (a, b)."""
+    if len(xs) < 2 or len(set(xs)) < 2:
+        raise ValueError(f"a line needs two different x at least, got {list(xs)}")
+    mean_x, mean_y = statistics.fmean(xs), statistics.fmean(ys)
+    b = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys)) / sum((x - mean_x) ** 2 for x in xs)
+    return mean_y - b * mean_x, b
+
+
+def step_slopes(ns, rss):
+    """ΔRSS / ΔN between each pair of neighbouring points: one estimate of m per step."""
+    return [(rss[i + 1] - rss[i]) / (ns[i + 1] - ns[i]) for i in range(len(ns) - 1)]
+
+
+# Student's t at 97.5 % for 1 to 10 degrees of freedom: a 95 % prediction interval's half-width in standard errors.
+T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
+
+
+def prediction_interval(xs, ys, x0):
+    """(prediction, half-width) of a least-squares line at x0: the 95 % interval a new point lies in, from the
+    fit's own residuals (s·t·sqrt(1 + 1/n + (x0 − x̄)² / Sxx), n − 2 degrees of freedom)."""
+    a, b = fit_line(xs, ys)
+    n = len(xs)
+    if n < 3:
+        raise ValueError(f"a prediction interval needs 3 points at least, got {n}")
+    residual = math.sqrt(sum((y - a - b * x) ** 2 for x, y in zip(xs, ys)) / (n - 2))
+    mean_x = statistics.fmean(xs)
+    sxx = sum((x - mean_x) ** 2 for x in xs)
+    t = T_975[min(n - 2, len(T_975)) - 1]
+    return a + b * x0, t * residual * math.sqrt(1 + 1 / n + (x0 - mean_x) ** 2 / sxx)
+
+
+def memory(ns, rss_bytes):
+    """The fit RSS(N) = M0 + N·m over every point but the last, and that fit's prediction of the last.
+
+    The last point is held out: the fit predicts it, the run measures it. The bounds are the run's noise: the
+    95 % prediction interval of the fit, from how far the fitted points themselves lie off their line.
+    """
+    ns, rss_bytes = list(ns), list(rss_bytes)
+    if len(ns) < 4:
+        raise ValueError(f"the memory fit needs 4 points at least (3 to fit, 1 to predict), got {len(ns)}")
+    m0, m = fit_line(ns[:-1], rss_bytes[:-1])
+    predicted, half = prediction_interval(ns[:-1], rss_bytes[:-1], ns[-1])
+    all_m0, all_m = fit_line(ns, rss_bytes)
+    return {
+        "ns": ns, "rss_bytes": rss_bytes, "m0_bytes": m0, "bytes_per_connection": m,
+        "kib_per_connection": m / 1024, "all_points_kib_per_connection": all_m / 1024, "all_points_m0_bytes": all_m0,
+        "predicted_last_bytes": predicted, "measured_last_bytes": rss_bytes[-1],
+        "last_low_bytes": predicted - half, "last_high_bytes": predicted + half,
+    }
+
+
+def n_max(budget_bytes, bytes_per_connection, m0_bytes=0.0):
+    """The most connections whose predicted RSS, M0 + N·m, fits `budget_bytes` (0 if M0 alone does not)."""
+    if bytes_per_connection <= 0:
+        return math.inf
+    return max(0, math.floor((budget_bytes - m0_bytes) / bytes_per_connection))
+
+
+def last_delivery_s(n, d_server_s, d_client_s, cpus):
+    """When the n-th subscriber gets the message: n × the bottleneck's demand per delivery.
+
+    The server sends and the client receives: two stations in series, each one thread. On k CPUs each station
+    does its n deliveries at best one after another, and the two share k CPUs: so the last one is at
+    n × max(D_server, D_client, (D_server + D_client) / k). On two free CPUs that is n × max(D_server, D_client);
+    on one, n × (D_server + D_client).
+    """
+    return n * max(d_server_s, d_client_s, (d_server_s + d_client_s) / cpus)
+
+
+def fanout(n, repeats, cpus):
+    """The prediction for one transport's broadcasts. `repeats`: one dict per broadcast to the same n subscribers,
+    {first_s, last_s, server_cpu_s, loop_cpu_s, client_cpu_s, queued_s}.
+
+    Each repeat predicts its own last delivery: its first (the fixed cost of any message: the publish request, a
+    wake-up) plus n × the bottleneck's D. The server's D lies between its broadcast loop's CPU (the least of its
+    work that comes before the last delivery) and all its CPU for the message. The highest adds the seconds both
+    waited for a CPU another program held. The bounds: the lowest and highest of the repeats' predictions,
+    widened by the measured lasts' own spread (the same broadcast, repeated, took that much more or less).
+    """
+    def predict(r, server_cpu_s, waited_s=0.0):
+        return r.get("first_s", 0.0) + last_delivery_s(n, server_cpu_s / n, r["client_cpu_s"] / n, cpus) + waited_s
+
+    central = [predict(r, r["server_cpu_s"]) for r in repeats]
+    lowest = [predict(r, min(r.get("loop_cpu_s", r["server_cpu_s"]), r["server_cpu_s"])) for r in repeats]
+    highest = [predict(r, r["server_cpu_s"], r.get("queued_s", 0.0)) for r in repeats]
+    lasts = [r["last_s"] for r in repeats]
+    last = statistics.median(lasts)
+    spread = (max(lasts) - min(lasts)) / last if last > 0 else 0.0
+    return {
+        "subscribers": n, "cpus": cpus,
+        "cpu_us_per_delivery": statistics.median(r["server_cpu_s"] for r in repeats) / n * 1e6,
+        "loop_us_per_delivery": statistics.median(r.get("loop_cpu_s", r["server_cpu_s"]) for r in repeats) / n * 1e6,
+        "client_cpu_us_per_delivery": statistics.median(r["client_cpu_s"] for r in repeats) / n * 1e6,
+        "queued_ms": statistics.median(r.get("queued_s", 0.0) for r in repeats) * 1000,
+        "first_ms": statistics.median(r.get("first_s", 0.0) for r in repeats) * 1000,
+        "last_ms": last * 1000, "predicted_last_ms": statistics.median(central) * 1000,
+        "low_ms": max(0.0, min(lowest) * (1 - spread) * 1000), "high_ms": max(highest) * (1 + spread) * 1000,
+        "spread": spread,
+    }
+
+
+def delivery_line(n, first_s, last_s):
+    """The predicted delivery of the i-th subscriber, i = 1..n: the first's, then D more each. (x, y in ms) to draw."""
+    return [1, n], [first_s * 1000, last_s * 1000]
+
+
+def floor_ratio(d_s, floor_s):
+    """How many times the floor's CPU per subscriber a broadcaster spends."""
+    return d_s / floor_s if floor_s > 0 else math.inf
+
+
+def time_to_reach(n, d_s):
+    """The time one CPU takes to send to n subscribers at D each: n × D."""
+    return n * d_s

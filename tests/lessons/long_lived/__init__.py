@@ -1,0 +1,1 @@
+"""Lesson 12, long-lived connections: its servers, subscribers, proxies and the browser page."""
