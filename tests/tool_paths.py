@@ -36,4 +36,7 @@ TOOLS_OFF_IN_BROWSER = {
         "tests/lessons/measuring/test_with_programs.py",  # ab's lines, wrk's timeout, wrk's errors: its last cell's claims
         "tests/test_benchtools.py",
     ),
+    "12-long-lived-connections": (
+        "tests/lessons/long_lived/test_proxy.py",  # section 6 through nginx_ws_proxy: Upgrade headers, read timeouts
+    ),
 }
