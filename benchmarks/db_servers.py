@@ -1,4 +1,6 @@
-"""Lesson 13's servers measured: the cluster's start, each front end's X against the bottleneck law, CPU per row, RSS.
+"""Lesson 13's servers measured against the bottleneck law.
+
+The cluster's start, each front end's X against the bottleneck law, CPU per row, RSS.
 
 Each run is a closed loop of N users on /query?ms=T. The prediction is the bottleneck law with the pool as a tier,
 X = min(N, slots, max_connections) / T, and the front end's CPU bound 1 / D, D its CPU per request measured in the

@@ -1,4 +1,6 @@
-"""Lesson 12's figures at full size: memory per connection, fan-out, the ladder and its floor.
+"""Lesson 12's figures at full size.
+
+Memory per connection, fan-out, the ladder and its floor.
 
 It runs the lesson's own parts (iolab.lessons.long_lived: sections 1, 3, 4 and 5) at the notebook's default
 sizes (10,000 subscribers) unless given others, then checks the lesson's claims on them. Run it under the shared

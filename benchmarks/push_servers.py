@@ -1,4 +1,6 @@
-"""Lesson 12's push servers measured: memory per connection, CPU per delivery, the floor.
+"""Lesson 12's push servers measured.
+
+Memory per connection, CPU per delivery, the floor.
 
 Three parts, each from this run's own figures:
   memory   server RSS against idle subscribers held (a least-squares slope over several N), per

@@ -1,4 +1,6 @@
-"""FastAPI under uvicorn in front of lesson 13's PostgreSQL: `def` with the sync driver, `async def` with a pool.
+"""FastAPI under uvicorn in front of lesson 13's PostgreSQL.
+
+`def` with the sync driver, `async def` with a pool.
 
 Besides fastapi_app's routes, it answers:
 

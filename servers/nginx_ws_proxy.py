@@ -1,4 +1,6 @@
-"""nginx in front of one lab push server: WebSockets, SSE and long polls through a proxy.
+"""nginx in front of one lab push server.
+
+WebSockets, SSE and long polls through a proxy.
 
 It starts --upstream (a lab server, tornado_push by default) and stops it with
 itself. --upgrade-headers on passes the Upgrade and Connection headers on, which

@@ -1,4 +1,4 @@
-"""Debian's pgbouncer in transaction mode in front of the lab's PostgreSQL, under the lab's contract.
+"""Debian's pgbouncer in transaction mode, under the lab's contract.
 
 Many clients share `--pool-size` server connections: a client holds one only
 for the length of a transaction (pool_mode = transaction), and up to

@@ -1,4 +1,6 @@
-"""Tornado in front of lesson 13's PostgreSQL: the blocking driver, a thread pool, or an async pool.
+"""Tornado in front of lesson 13's PostgreSQL.
+
+The blocking driver, a thread pool, or an async pool.
 
 Besides the contract's routes (tornado_app's handlers), it answers:
 

@@ -1,4 +1,4 @@
-"""One process of the websockets library's asyncio server pushing messages to WebSocket subscribers.
+"""The websockets library's server pushing to WebSocket subscribers.
 
 Routes besides the contract's `/` (every plain HTTP route is answered in process_request, which the
 library calls before the handshake; it closes the connection after each such answer):

@@ -1,4 +1,6 @@
-"""Lesson 13's front ends against a real PostgreSQL: every route with every driver, the pool's wait and timeout, faults.
+"""Lesson 13's front ends against a real PostgreSQL.
+
+Every route with every driver, the pool's wait and timeout, faults.
 
 The database's own figures (pool usage, waits) are checked against the client's clock in the same run.
 """

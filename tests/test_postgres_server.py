@@ -1,4 +1,4 @@
-"""The `postgres` launcher: a cluster that starts, answers, refuses the connection past its limit and leaves nothing.
+"""The postgres launcher: start, refuse past its limit, leave nothing.
 
 Nothing of it (wrapper, postmaster, every backend, its folder, its shared memory) survives the SIGKILL of the process
 that started it, run as root (PostgreSQL then runs as `postgres`) and as an unprivileged user.

@@ -1,4 +1,7 @@
-"""Lesson 12's push servers against the subscribers client: every transport, thousands held, slow consumers cut off."""
+"""Lesson 12's push servers against the subscribers client.
+
+Every transport, thousands held, slow consumers cut off.
+"""
 
 import json
 import os

@@ -1,1 +1,4 @@
-"""Lesson 13, a real database: its theory, parameters, claims and the runs against a real PostgreSQL."""
+"""Lesson 13's tests: a real database.
+
+Its theory, parameters, claims and the runs against a real PostgreSQL.
+"""

@@ -1,4 +1,7 @@
-"""Lesson 13's theory: the bottleneck law with the pool as a tier, Little on the pool, the wait past P."""
+"""Lesson 13's theory: the pool as a tier of the bottleneck law.
+
+The bottleneck law with the pool as a tier, Little on the pool, the wait past P.
+"""
 
 import pytest
 

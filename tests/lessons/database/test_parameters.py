@@ -1,4 +1,7 @@
-"""Lesson 13's parameters: the defaults and quick mode pass; a bad value is named with its value and range."""
+"""Lesson 13's parameters: defaults pass, bad values are named.
+
+The defaults and quick mode pass; a bad value is named with its value and range.
+"""
 
 from pathlib import Path
 

@@ -1,4 +1,7 @@
-"""Lesson 13's runs against a real PostgreSQL and tornado_db, at small sizes; skipped where PostgreSQL is missing."""
+"""Lesson 13's runs against a real PostgreSQL, at small sizes.
+
+Against tornado_db too; skipped where PostgreSQL is missing.
+"""
 
 import asyncio
 

@@ -1,1 +1,4 @@
-"""Lesson 12, long-lived connections: its servers, subscribers, proxies and the browser page."""
+"""Lesson 12's tests: long-lived connections.
+
+Its servers, subscribers, proxies and the browser page.
+"""

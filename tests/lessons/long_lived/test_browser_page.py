@@ -1,4 +1,7 @@
-"""Section 7 of lesson 12: the link a kernel prints, and the page opened through jupyter-server-proxy in Chromium."""
+"""Lesson 12's section 7: the page a kernel links to.
+
+The link a kernel prints, and the page opened through jupyter-server-proxy in Chromium.
+"""
 
 import json
 import os

@@ -1,4 +1,7 @@
-"""Lesson 12's parameters: the defaults pass, a bad value and a size the machine cannot hold are named."""
+"""Lesson 12's parameters: defaults pass, bad values are named.
+
+The defaults pass, a bad value and a size the machine cannot hold are named.
+"""
 
 import pytest
 

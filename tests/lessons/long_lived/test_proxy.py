@@ -1,4 +1,7 @@
-"""Section 6 of lesson 12: nginx_ws_proxy's headers and read timeout, and the section's claims."""
+"""Lesson 12's section 6: nginx_ws_proxy's headers and timeouts.
+
+Its headers and read timeout, and the section's claims.
+"""
 
 import socket
 import time

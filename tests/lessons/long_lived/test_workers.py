@@ -1,4 +1,7 @@
-"""Section 2 of lesson 12: sync workers hold one long poll each, and --timeout kills a parked one."""
+"""Lesson 12's section 2: sync workers hold one long poll each.
+
+And gunicorn's --timeout kills a parked one.
+"""
 
 import socket
 import time
