@@ -9,9 +9,9 @@ asked for, so a subscriber's receive time minus t is its delivery time
 
 import json
 import os
-import resource
 import time
 
+from iolab import environment
 from iolab.contract import BadParameter
 
 MIN_SIZE, MAX_SIZE = 64, 1024 * 1024  # a payload holds its JSON head; a message larger than a MiB teaches nothing more
@@ -40,15 +40,8 @@ def check_options(args):
         raise SystemExit(f"--max-buffer-kib must be between 1 and 1048576, got {args.max_buffer_kib}")
     if not 0.01 <= args.send_timeout_s <= 600:
         raise SystemExit(f"--send-timeout-s must be between 0.01 and 600, got {args.send_timeout_s}")
-    raise_file_limit()
+    environment.raise_file_limit()  # every subscriber is a file descriptor: the hard RLIMIT_NOFILE as our soft one
     return args
-
-
-def raise_file_limit():
-    """Every subscriber is a file descriptor: take the hard RLIMIT_NOFILE as our soft one."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft != hard:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 def parse_publish(query, hows):

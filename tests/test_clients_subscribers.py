@@ -7,8 +7,8 @@ import time
 import pytest
 
 from helpers import run_with_file_limits
-from iolab import load, push_floor, servers
-from iolab.clients import kinds, subscribers
+from iolab import environment, load, push_floor, servers
+from iolab.clients import kinds
 from iolab.params import ParameterError
 
 
@@ -42,9 +42,9 @@ def test_a_hard_file_limit_too_low_is_named_with_what_would_fit():
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard == resource.RLIM_INFINITY:
         pytest.skip("no hard RLIMIT_NOFILE here")
-    reason = subscribers.raise_file_limit(hard)
+    reason = environment.file_limit_reason(hard)
     assert f"hard RLIMIT_NOFILE is {hard}" in reason and f"at most {hard - 64}" in reason
-    assert subscribers.raise_file_limit(10) is None
+    assert environment.file_limit_reason(10) is None
 
 
 @pytest.mark.parametrize("transport", ["ws", "sse", "poll"])
@@ -70,11 +70,16 @@ def test_a_server_that_never_answers_ends_the_run_within_its_bounds():
 
 def test_the_floor_is_one_send_per_subscriber_and_every_byte_arrives():
     floor = push_floor.floor(connections=50, size=64, rounds=3)
-    assert floor["connections"] == 50 and len(floor["rounds_us"]) == 3
-    assert 0 < floor["us_per_send"] == sorted(floor["rounds_us"])[1]
+    assert floor["subscribers"] == 50 and len(floor["runs_us"]) == 3 and floor["frame_bytes"] == 64 + 2
+    assert 0 < floor["cpu_us_per_send"] == sorted(floor["runs_us"])[1] < 1000
     assert floor["received_bytes"] == floor["sent_bytes"] == 3 * 50 * (64 + 2)
-    with pytest.raises(ValueError, match="connections must be a whole number of at least 1, got 0"):
+    with pytest.raises(ValueError, match="connections must be a whole number of at least 1 and at most 20,000, got 0"):
         push_floor.floor(connections=0)
+
+
+def test_a_websocket_frame_carries_its_length():
+    assert push_floor.ws_frame(b"x" * 5) == b"\x81\x05xxxxx"
+    assert push_floor.ws_frame(b"x" * 300)[:4] == b"\x81\x7e\x01\x2c"
 
 
 def test_subscribers_spread_over_processes_are_numbered_across_them(push):

@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .contract import find_program
+from .contract import FDS_BESIDES_CONNECTIONS, find_program
 
 PACKAGES = ("tornado", "aiohttp", "requests", "matplotlib", "ipywidgets", "ipykernel", "papermill", "simpy", "psutil")
 OPTIONAL_TOOLS = {
@@ -313,6 +313,17 @@ def raise_file_limit(needed=None, pid=None):
             except (ValueError, PermissionError):  # capped lower (macOS's kern.maxfilesperproc), or not ours: kept
                 pass
     return limits()
+
+
+def file_limit_reason(connections, what="subscribers"):
+    """Raise the soft RLIMIT_NOFILE for `connections` connections in this process (raise_file_limit); the reason,
+    naming what would fit, when even the hard limit cannot hold them, else None."""
+    needed = connections + FDS_BESIDES_CONNECTIONS
+    _, hard = raise_file_limit(needed)
+    if hard != resource.RLIM_INFINITY and needed > hard:
+        return (f"{connections} {what} need about {needed} file descriptors in one process, and this machine's"
+                f" hard RLIMIT_NOFILE is {hard}: ask for at most {hard - FDS_BESIDES_CONNECTIONS}")
+    return None
 
 
 def files_open():

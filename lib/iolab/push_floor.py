@@ -6,26 +6,31 @@ meets: `connections` loopback connections whose other ends belong to a
 receiver process that waits in epoll and reads everything, as a subscriber
 client does. So the floor includes the kernel's work for the receiving side
 and the wakeups, and leaves out everything a server adds in Python. The
-sender's CPU (time.process_time, user and system) over each round of sends,
-divided by the connections, is the figure; the median round is the floor.
+sender is a process of its own (the caller's threads and sockets stay out of
+it): its thread's CPU (time.thread_time, user and system) over each round of
+sends, divided by the connections, is the figure; the median round is the
+floor. The receiver counts the bytes it read, so a round that lost some shows.
 
-    python -m iolab.push_floor [connections] [size]     # prints the floor as JSON
+    python -m iolab.push_floor [connections] [size] [rounds]     # prints the floor as JSON
 """
 
 import json
 import os
 import selectors
 import socket
+import statistics
 import subprocess
 import sys
 import time
 
+from . import environment
 from .children import python, read_until, spawn
 from .contract import LOOPBACK, die_with_parent
 
 READY = b"ready\n"
 SETTLE_S = 0.05  # between rounds: the receiver reads what the last round sent, and goes back to waiting
-TIMEOUT_S = 60.0
+TIMEOUT_S = 60.0  # any one wait (accepts, the receiver, the whole sender), 10,000 connections included
+LIMITS = {"connections": 20_000, "size": 1 << 20, "rounds": 20}  # the most of each a run may ask for
 
 
 def ws_frame(data):
@@ -38,17 +43,38 @@ def ws_frame(data):
     return bytes((0x81, 127)) + n.to_bytes(8, "big") + data
 
 
-def floor(connections=2000, size=64, rounds=7):
-    """{"connections", "size", "us_per_send" (the median round's CPU per send), "rounds_us", "received_bytes"}."""
-    from .clients.subscribers import raise_file_limit
+def send_to_all(sockets, frame):
+    """The floor: the same bytes to every subscriber, one system call each, nothing else."""
+    for sock in sockets:
+        sock.send(frame)
 
-    for name, value, low in (("connections", connections, 1), ("size", size, 1), ("rounds", rounds, 1)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ValueError(f"{name} must be a whole number of at least {low}, got {value!r}")
-    problem = raise_file_limit(connections)
+
+def floor(connections=2000, size=64, rounds=7, timeout_s=TIMEOUT_S):
+    """{"subscribers" (the connections), "size", "frame_bytes", "cpu_us_per_send" (the median round's CPU per send),
+    "runs_us" (each round's), "received_bytes", "sent_bytes"}: measured by a sender process of its own."""
+    for name, value in (("connections", connections), ("size", size), ("rounds", rounds)):
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= LIMITS[name]:
+            raise ValueError(f"{name} must be a whole number of at least 1 and at most {LIMITS[name]:,}, got {value!r}")
+    problem = environment.file_limit_reason(connections, "connections")  # the sender and receiver inherit it
     if problem:
         raise ValueError(problem)
-    frame = ws_frame(b"x" * size)
+    sender = spawn(python("-m", "iolab.push_floor", "send", str(connections), str(size), str(rounds)))
+    try:
+        out, _ = sender.communicate(timeout=timeout_s)
+    except BaseException:
+        sender.kill()
+        sender.wait()
+        raise
+    if sender.returncode != 0:
+        raise RuntimeError(f"the floor's sender exited with {sender.returncode}: {out.decode(errors='replace')[-500:]}")
+    return json.loads(out.decode().strip().splitlines()[-1])
+
+
+def send(connections, size, rounds):
+    """The sender: accept the receiver's connections, then `rounds` rounds of one send each; print the JSON."""
+    die_with_parent()
+    payload = json.dumps({"seq": 0, "t": time.monotonic()}).encode().ljust(size)[:size]  # a server's message
+    frame = ws_frame(payload)
     with socket.create_server((LOOPBACK, 0), backlog=min(connections, 4096)) as listener:
         port = listener.getsockname()[1]
         receiver = spawn(python("-m", "iolab.push_floor", "receive", str(port), str(connections)),
@@ -62,14 +88,12 @@ def floor(connections=2000, size=64, rounds=7):
                 senders.append(sender)
             if READY not in read_until(receiver.stdout, READY, TIMEOUT_S):
                 raise RuntimeError("the floor's receiver never said it was ready")
-            sends = [sender.send for sender in senders]
-            rounds_us = []
+            runs_us = []
             for _ in range(rounds):
                 time.sleep(SETTLE_S)
-                cpu = time.process_time()
-                for send in sends:
-                    send(frame)
-                rounds_us.append((time.process_time() - cpu) / connections * 1e6)
+                cpu = time.thread_time()
+                send_to_all(senders, frame)
+                runs_us.append((time.thread_time() - cpu) / connections * 1e6)
             time.sleep(SETTLE_S)
         finally:
             for sender in senders:
@@ -81,17 +105,14 @@ def floor(connections=2000, size=64, rounds=7):
                 receiver.kill()
                 receiver.wait()
                 receiver.stdout.close()
-    ordered = sorted(rounds_us)
-    return {"connections": connections, "size": size, "us_per_send": ordered[len(ordered) // 2],
-            "rounds_us": rounds_us, "received_bytes": received, "sent_bytes": rounds * connections * len(frame)}
+    print(json.dumps({"subscribers": connections, "size": size, "frame_bytes": len(frame),
+                      "cpu_us_per_send": statistics.median(runs_us), "runs_us": runs_us,
+                      "received_bytes": received, "sent_bytes": rounds * connections * len(frame)}), flush=True)
 
 
 def receive(port, connections):
     """The other ends: connect, say ready, then read everything in epoll until stdin closes; print the bytes read."""
     die_with_parent()
-    from .clients.subscribers import raise_file_limit
-
-    raise_file_limit(connections)
     sockets = [socket.create_connection((LOOPBACK, port)) for _ in range(connections)]
     selector = selectors.EpollSelector()
     for sock in sockets:
@@ -121,8 +142,11 @@ def receive(port, connections):
             received += len(data)
     print(received, flush=True)
 
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["receive"]:
         receive(int(sys.argv[2]), int(sys.argv[3]))
+    elif sys.argv[1:2] == ["send"]:
+        send(*[int(value) for value in sys.argv[2:5]])
     else:
-        print(json.dumps(floor(*[int(value) for value in sys.argv[1:3]])))
+        print(json.dumps(floor(*[int(value) for value in sys.argv[1:4]])))

@@ -247,9 +247,9 @@ class SubscribersOptions(Options):
                 f"slow must name one of the {spec.concurrency} subscribers (0 to {spec.concurrency - 1}),"
                 f" got {self.slow}"
             )
-        from .subscribers import raise_file_limit  # the soft limit up to the hard one, here and in the clients
+        from ..environment import file_limit_reason  # the soft limit up to the hard one, here and in the clients
 
-        problem = raise_file_limit(spec.concurrency // spec.processes + 1)
+        problem = file_limit_reason(spec.concurrency // spec.processes + 1)
         if problem:
             raise LoadParameterError(f"concurrency: {problem}")
 

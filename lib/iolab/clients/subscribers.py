@@ -27,21 +27,25 @@ body) and long polling (a keep-alive GET /poll?cursor=K, then the next).
 `slow` names one subscriber that stops reading once connected, with a small
 receive buffer (the slow consumer). Every wait is bounded: a connect by
 timeout_s, the run by max_duration_s after the go.
+
+held_subscribers.py holds the same subscribers open instead, asked over a
+pipe (the kind's held mode): Subscriptions is what both share.
 """
 
 import asyncio
 import base64
 import json
+import math
 import resource
 import socket
 import time
 import zlib
 from urllib.parse import urlsplit
 
-from .. import http1
-from ..contract import FDS_BESIDES_CONNECTIONS
+from .. import environment, http1
 
 TRANSPORTS = ("ws", "sse", "poll")
+PATHS = {"ws": "/ws", "sse": "/sse", "poll": "/poll"}
 SLOW_RCVBUF = 4096  # the slow subscriber's receive buffer: its kernel holds little, so the server's own buffer grows
 WS_KEY = base64.b64encode(b"iolab-subscriber").decode()  # any 16 bytes do; the server only hashes them
 PONG, CLOSE = 0xA, 0x8
@@ -49,25 +53,14 @@ SEQ_END = b"}"
 SLOW_DRAIN_S = 1.0  # at the end, how long the slow subscriber reads again to learn whether it was dropped
 
 
-def raise_file_limit(needed):
-    """Raise the soft RLIMIT_NOFILE to the hard one; the reason, when even that cannot hold `needed` descriptors."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft != hard:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    if hard != resource.RLIM_INFINITY and needed + FDS_BESIDES_CONNECTIONS > hard:
-        return (f"{needed} subscribers need about {needed + FDS_BESIDES_CONNECTIONS} file descriptors in one"
-                f" process, and this machine's hard RLIMIT_NOFILE is {hard}: ask for at most"
-                f" {hard - FDS_BESIDES_CONNECTIONS}")
-    return None
-
-
 class Subscriber(asyncio.Protocol):
-    """One connection: the request that subscribes, the answer's head, then messages, each a row."""
+    """One connection: the request that subscribes, the answer's head, then messages, each handed to its `run`
+    (a Subscriptions: the bounded Run below, or held_subscribers.Holder)."""
 
     def __init__(self, run, user):
         self.run = run
         self.user = user
-        self.connection = run.recorder.new_connection()
+        self.connection = run.new_connection()
         self.transport = None
         self.buffer = b""
         self.head_done = False
@@ -108,15 +101,11 @@ class Subscriber(asyncio.Protocol):
 
     # --- what every transport shares ---
     def message(self, payload, now):
-        """Record one message's row from its JSON head: {"seq": n, "t": publish time}."""
+        """Hand one message to the run, read from its JSON head: {"seq": n, "t": publish time}."""
         head = json.loads(payload[: payload.index(SEQ_END) + 1])
-        run = self.run
-        zero = run.recorder.time_zero
-        published = head["t"] - run.clock_offset - zero
-        run.recorder.add(published, published, now - zero, 200, len(payload), 0, self.user, self.connection)
-        run.last_seq = max(run.last_seq, head["seq"])
+        self.run.delivered(self, head["seq"], head["t"], len(payload), now)
         self.received += 1
-        if self.received >= run.messages:
+        if self.received >= self.run.messages:
             self.ended = True
             self.count_out()
 
@@ -130,10 +119,7 @@ class Subscriber(asyncio.Protocol):
         if self.ended:
             return
         self.ended = True
-        run = self.run
-        now = run.recorder.now()
-        run.recorder.add(now, now, now, 0, 0, run.recorder.error_code(kind), self.user, self.connection)
-        run.lost[kind] = run.lost.get(kind, 0) + run.messages - self.received
+        self.run.failed(self, kind)
         if not self.ready.done():
             self.ready.set_exception(ConnectionError(kind))
         self.count_out()
@@ -304,49 +290,65 @@ class PollSubscriber(Subscriber):
                     self.message(line, now)
             if self.ended:
                 return
-            self.transport.write(self.request())
+            if self.run.repoll_at_once:  # else the run tells it when: held_subscribers.Holder's `repoll`
+                self.poll()
         self.buffer = buffer
+
+    def poll(self):
+        """The next long poll, from the cursor of the last message it got."""
+        self.transport.write(self.request())
 
 
 KINDS = {"ws": WebSocketSubscriber, "sse": EventsSubscriber, "poll": PollSubscriber}
 
 
-class Run:
-    def __init__(self, spec, share, recorder):
-        parts = urlsplit(spec["url"])
+class Subscriptions:
+    """What a client process's subscribers share: the server, the transport, connecting one after another, and
+    what becomes of each message (`delivered`) and of a subscriber that ends early (`failed`).
+
+    Two kinds of run build on it: Run below (the client kind's bounded run, a row per message) and
+    held_subscribers.Holder (held until the driving process lets go, asked over a pipe)."""
+
+    messages = math.inf  # how many messages a subscriber waits for before it ends
+    repoll_at_once = True  # a long poll asks again as soon as it is answered
+    slow = None  # the user that stops reading once connected
+
+    def __init__(self, url, transport, compression, timeout_s):
+        parts = urlsplit(url)
         self.host, self.port = parts.hostname, parts.port
-        self.address = f"{parts.hostname}:{parts.port}"
-        self.path = {"ws": "/ws", "sse": "/sse", "poll": "/poll"}[spec["transport"]]
-        self.spec = spec
-        self.users = share["users"]
-        self.recorder = recorder
+        self.transport_name = transport  # ws, sse or poll
+        self.path = PATHS[transport]
+        self.kind = KINDS[transport]
+        self.compression = compression
+        self.timeout_s = timeout_s
         self.loop = asyncio.get_running_loop()
-        self.messages = spec["requests"] // spec["concurrency"]
-        self.compression = spec["compression"]
-        self.timeout_s = spec["timeout_s"]
-        # A payload's t is time.monotonic(); rows are on time.perf_counter(): on Linux both read CLOCK_MONOTONIC.
+        # A payload's t is time.monotonic(); `now` is time.perf_counter(): on Linux both read CLOCK_MONOTONIC.
         self.clock_offset = time.monotonic() - time.perf_counter()
         self.subscribers = []
-        self.waiting = 0
-        self.all_done = self.loop.create_future()
-        self.last_seq = 0
-        self.published = []
-        self.lost = {}  # error kind -> messages its subscribers will never get
+        self.lost = {}  # error kind -> messages (Run) or subscribers (Holder) lost with it
+
+    def new_connection(self):
+        return len(self.subscribers)
+
+    def delivered(self, subscriber, seq, t, size, now):
+        """A message arrived: `t` its publish time (monotonic), `now` its arrival (perf_counter)."""
+        raise NotImplementedError
+
+    def failed(self, subscriber, kind):
+        self.lost[kind] = self.lost.get(kind, 0) + 1
 
     def subscriber_done(self, subscriber):
-        self.waiting -= 1
-        self.recorder.in_flight = self.waiting
-        if self.waiting <= 0 and not self.all_done.done():
-            self.all_done.set_result(None)
+        pass
 
     async def connect(self, user):
-        subscriber = KINDS[self.spec["transport"]](self, user)
+        """One subscriber, connected and subscribed (the server holds it) before this returns; a failure is the
+        subscriber's (`failed`), not raised."""
+        subscriber = self.kind(self, user)
         self.subscribers.append(subscriber)
-        self.waiting += 1
         try:
             sock = socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET)
             sock.setblocking(False)
-            if user == self.spec["slow"]:
+            if user == self.slow:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SLOW_RCVBUF)  # before connect: the window
             await asyncio.wait_for(self.loop.sock_connect(sock, (self.host, self.port)), self.timeout_s)
             await self.loop.create_connection(lambda: subscriber, sock=sock)
@@ -355,14 +357,56 @@ class Run:
             if subscriber.transport is None:  # else the transport owns the socket; fail() aborts it
                 sock.close()
             subscriber.fail("timeout")
-            return
+            return subscriber
         except (ConnectionError, OSError) as error:
             if subscriber.transport is None:
                 sock.close()
             subscriber.fail("refused" if isinstance(error, ConnectionRefusedError) else "closed")
-            return
-        if user == self.spec["slow"]:
+            return subscriber
+        if user == self.slow:
             subscriber.transport.pause_reading()
+        return subscriber
+
+
+class Run(Subscriptions):
+    """The client kind's run: every subscriber waits for requests / concurrency messages, a row each."""
+
+    def __init__(self, spec, share, recorder):
+        super().__init__(spec["url"], spec["transport"], spec["compression"], spec["timeout_s"])
+        self.spec = spec
+        self.users = share["users"]
+        self.recorder = recorder
+        self.messages = spec["requests"] // spec["concurrency"]
+        self.slow = spec["slow"]
+        self.waiting = 0
+        self.all_done = self.loop.create_future()
+        self.last_seq = 0
+        self.published = []
+
+    def new_connection(self):
+        return self.recorder.new_connection()
+
+    def delivered(self, subscriber, seq, t, size, now):
+        zero = self.recorder.time_zero
+        published = t - self.clock_offset - zero
+        self.recorder.add(published, published, now - zero, 200, size, 0, subscriber.user, subscriber.connection)
+        self.last_seq = max(self.last_seq, seq)
+
+    def failed(self, subscriber, kind):
+        """A row with the error `kind`; the messages the subscriber will never get are lost with it."""
+        now = self.recorder.now()
+        self.recorder.add(now, now, now, 0, 0, self.recorder.error_code(kind), subscriber.user, subscriber.connection)
+        self.lost[kind] = self.lost.get(kind, 0) + self.messages - subscriber.received
+
+    def subscriber_done(self, subscriber):
+        self.waiting -= 1
+        self.recorder.in_flight = self.waiting
+        if self.waiting <= 0 and not self.all_done.done():
+            self.all_done.set_result(None)
+
+    async def connect(self, user):
+        self.waiting += 1
+        return await super().connect(user)
 
     async def run(self):
         started = time.perf_counter()
@@ -377,9 +421,9 @@ class Run:
         if self.spec["publish"] and self.spec["process"] == 0:
             publisher = asyncio.create_task(self.publish())
         self.recorder.in_flight = self.waiting
-        if self.spec["slow"] in self.users:
+        if self.slow in self.users:
             # The slow one stops reading: the run does not wait for its messages, only records whether it is dropped.
-            next(s for s in self.subscribers if s.user == self.spec["slow"]).count_out()
+            next(s for s in self.subscribers if s.user == self.slow).count_out()
         elif self.waiting <= 0 and not self.all_done.done():
             self.all_done.set_result(None)
         try:
@@ -407,7 +451,7 @@ class Run:
     async def hear_from_the_slow_one(self):
         """Let the stopped subscriber read again, briefly: what its kernel held arrives late, then the end of the
         connection if the server dropped it (a subscriber that does not read cannot see its connection close)."""
-        slow = next((s for s in self.subscribers if s.user == self.spec["slow"] and not s.ended), None)
+        slow = next((s for s in self.subscribers if s.user == self.slow and not s.ended), None)
         if slow is None or slow.transport is None:
             return
         slow.transport.resume_reading()
@@ -450,7 +494,7 @@ async def http_get(host, port, path, timeout_s):
 
 
 async def run(spec, share, recorder):
-    problem = raise_file_limit(len(share["users"]))
+    problem = environment.file_limit_reason(len(share["users"]))
     if problem:
         raise SystemExit(problem)
     return await Run(spec, share, recorder).run()

@@ -10,8 +10,9 @@ import time
 import psutil
 
 from iolab import servers, usage
+from iolab.clients.held_subscribers import Held
 
-from . import crowd, model
+from . import model
 from .memory import publish, stats
 
 # Each server's transports, in the lesson's order.
@@ -59,7 +60,7 @@ def repoll(server, subscribers):
 
 def one(server_name, transport, n, repeats, message_bytes, cpus):
     """A row of the fan-out table: `repeats` broadcasts after a first that warms both sides up."""
-    with servers.serve(server_name) as server, crowd.Crowd(server.url, transport, n) as subscribers:
+    with servers.serve(server_name) as server, Held(server.url, transport, n) as subscribers:
         runs = []
         for attempt in range(repeats + 1):  # the first warms code paths, caches and buffers up, and is not kept
             found = broadcast(server, subscribers, message_bytes)

@@ -6,9 +6,10 @@ the server's own figure for its loop; the floor, one bare send per subscriber, i
 
 import statistics
 
-from iolab import servers
+from iolab import push_floor, servers
+from iolab.clients.held_subscribers import Held
 
-from . import crowd, floor, model
+from . import model
 from .fanout import WAIT_S
 from .memory import publish
 
@@ -20,7 +21,7 @@ HOWS = (("tornado_push", ("loop", "await", "frame")), ("aiohttp_push", ("await",
 def rungs_of(server_name, hows, n, repeats, message_bytes):
     """One rung per broadcaster of one server: the median of its loop's CPU over `repeats` broadcasts, per delivery."""
     rungs = []
-    with servers.serve(server_name) as server, crowd.Crowd(server.url, "ws", n) as subscribers:
+    with servers.serve(server_name) as server, Held(server.url, "ws", n) as subscribers:
         for how in hows:
             runs = []
             for attempt in range(repeats + 1):  # the first warms the broadcaster up
@@ -36,7 +37,7 @@ def rungs_of(server_name, hows, n, repeats, message_bytes):
 def run(plan):
     """The floor over `subscribers` loopback connections, then every rung of HOWS over as many subscribers."""
     n = plan.subscribers
-    found_floor = floor.measure(n, plan.message_bytes, plan.repeats)
+    found_floor = push_floor.floor(n, plan.message_bytes, plan.repeats)
     rungs = [rung for server, hows in HOWS for rung in rungs_of(server, hows, n, plan.repeats, plan.message_bytes)]
     for rung in rungs:
         rung["floor_ratio"] = model.floor_ratio(rung["cpu_us_per_delivery"], found_floor["cpu_us_per_send"])

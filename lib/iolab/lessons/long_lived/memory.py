@@ -9,8 +9,9 @@ import time
 import urllib.request
 
 from iolab import servers
+from iolab.clients.held_subscribers import Held
 
-from . import crowd, model
+from . import model
 
 # (server, transport, compression): each server's WebSocket with compression off and on, and Tornado's other two.
 SERIES = (("tornado_push", "ws", False), ("aiohttp_push", "ws", False), ("websockets_push", "ws", False),
@@ -43,7 +44,7 @@ def series(server_name, transport, compression, steps, message_bytes):
     is)."""
     options = {"compression": "on"} if compression else {}
     with servers.serve(server_name, **options) as server, \
-            crowd.Crowd(server.url, transport, steps[0], compression=compression) as subscribers:
+            Held(server.url, transport, steps[0], compression=compression) as subscribers:
         ns, rss = [], []
         for n in steps:
             if n > subscribers.n:

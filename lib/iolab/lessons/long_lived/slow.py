@@ -10,8 +10,9 @@ import time
 import aiohttp
 
 from iolab import servers, stall
+from iolab.clients.held_subscribers import Held
 
-from . import crowd, model
+from . import model
 
 # (server, how, awaits each send?): the blocking broadcaster and the one that is not, on Tornado.
 # The one that does not await runs first: it shows when the kernel's buffers are full, which the other's prediction needs.
@@ -50,8 +51,8 @@ async def one(server_name, how, blocking, plan):
     size = plan.slow_message_kib * 1024
     options = {"max_buffer_kib": plan.max_buffer_kib, "send_timeout_s": plan.slow_seconds * 4}
     timeout = aiohttp.ClientTimeout(total=plan.slow_seconds * 4 + TIMEOUT_S)
-    with servers.serve(server_name, **options) as server, crowd.Crowd(server.url, "ws", 1) as stopped, \
-            crowd.Crowd(server.url, "ws", OTHERS) as others:
+    with servers.serve(server_name, **options) as server, Held(server.url, "ws", 1) as stopped, \
+            Held(server.url, "ws", OTHERS) as others:
         async with aiohttp.ClientSession(timeout=timeout, connector=aiohttp.TCPConnector(limit=0)) as session:
             await _publish_at(session, server.url, plan.slow_rate, BASELINE_S, size, how, [])
             baseline = others.deliveries()
