@@ -86,7 +86,8 @@ def fanout(n, repeats, cpus):
     wake-up) plus n × the bottleneck's D. The server's D lies between its broadcast loop's CPU (the least of its
     work that comes before the last delivery) and all its CPU for the message. The highest adds the seconds both
     waited for a CPU another program held. The bounds: the lowest and highest of the repeats' predictions,
-    widened by the measured lasts' own spread (the same broadcast, repeated, took that much more or less).
+    widened by the measured lasts' own spread (the same broadcast, repeated, took that much more or less), and
+    the lowest also by its own spread: the loop's CPU is itself measured, and repeats of the same loop differ.
     """
     def predict(r, server_cpu_s, waited_s=0.0):
         return r.get("first_s", 0.0) + last_delivery_s(n, server_cpu_s / n, r["client_cpu_s"] / n, cpus) + waited_s
@@ -97,6 +98,7 @@ def fanout(n, repeats, cpus):
     lasts = [r["last_s"] for r in repeats]
     last = statistics.median(lasts)
     spread = (max(lasts) - min(lasts)) / last if last > 0 else 0.0
+    low_spread = (max(lowest) - min(lowest)) / statistics.median(lowest) if min(lowest) > 0 else 0.0
     return {
         "subscribers": n, "cpus": cpus,
         "cpu_us_per_delivery": statistics.median(r["server_cpu_s"] for r in repeats) / n * 1e6,
@@ -105,7 +107,7 @@ def fanout(n, repeats, cpus):
         "queued_ms": statistics.median(r.get("queued_s", 0.0) for r in repeats) * 1000,
         "first_ms": statistics.median(r.get("first_s", 0.0) for r in repeats) * 1000,
         "last_ms": last * 1000, "predicted_last_ms": statistics.median(central) * 1000,
-        "low_ms": max(0.0, min(lowest) * (1 - spread) * 1000), "high_ms": max(highest) * (1 + spread) * 1000,
+        "low_ms": max(0.0, min(lowest) * (1 - spread - low_spread) * 1000), "high_ms": max(highest) * (1 + spread) * 1000,
         "spread": spread,
     }
 
