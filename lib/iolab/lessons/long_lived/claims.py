@@ -73,7 +73,7 @@ def name(row):
 
 
 def memory(claims, row):
-    """1. RSS(N) = M0 + N·m: the fit over the smaller N predicts the RSS at the largest, within the fit's 95 %
+    """1. RSS(N) = M0 + N·m: the fit over the smaller N predicts the RSS at the largest, within the fit's 99 %
     prediction interval (how far its own points lie off the line). 2. Uncompressed, the fit puts 10,000
     subscribers inside the budget (Binder's 2 GiB)."""
     n = row["ns"][-1]
@@ -105,7 +105,8 @@ def fanout(claims, row):
                   f"{label}: the last subscriber got it after {row['last_ms']:.1f} ms; predicted"
                   f" {row['predicted_last_ms']:.1f} ms: the first's {row.get('first_ms', 0):.1f} ms, then"
                   f" {row['loop_us_per_delivery']:.1f}-{row['cpu_us_per_delivery']:.1f} µs (server) and"
-                  f" {row['client_cpu_us_per_delivery']:.1f} µs (client) per delivery on {row['cpus']:g} CPU(s),"
+                  f" {row['client_cpu_us_per_delivery']:.1f} µs (client) per delivery on {row['cpus']:g} CPU(s)"
+                  f" ({row.get('burst_cpus', row['cpus']):g} for a burst this short),"
                   f" {row['queued_ms']:.1f} ms waiting for a CPU,"
                   f" within [{row['low_ms']:.1f}, {row['high_ms']:.1f}] ms")
 

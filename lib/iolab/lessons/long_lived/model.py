@@ -5,6 +5,7 @@ budget; the i-th subscriber's delivery at i × D; the last one on k CPUs by the 
 """
 
 import math
+import os
 import statistics
 
 
@@ -22,12 +23,15 @@ def step_slopes(ns, rss):
     return [(rss[i + 1] - rss[i]) / (ns[i + 1] - ns[i]) for i in range(len(ns) - 1)]
 
 
-# Student's t at 97.5 % for 1 to 10 degrees of freedom: a 95 % prediction interval's half-width in standard errors.
-T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
+# Student's t at 99.5 % for 1 to 10 degrees of freedom: a 99 % prediction interval's half-width in standard errors.
+# A run checks about six held-out points (servers × compression): at 99 % each, the chance that any one falls out
+# by chance alone is about 6 %, as for a single 95 % interval.
+T_995 = (63.657, 9.925, 5.841, 4.604, 4.032, 3.707, 3.499, 3.355, 3.250, 3.169)
+PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")  # RSS counts whole pages: no interval is narrower than one
 
 
 def prediction_interval(xs, ys, x0):
-    """(prediction, half-width) of a least-squares line at x0: the 95 % interval a new point lies in, from the
+    """(prediction, half-width) of a least-squares line at x0: the 99 % interval a new point lies in, from the
     fit's own residuals (s·t·sqrt(1 + 1/n + (x0 − x̄)² / Sxx), n − 2 degrees of freedom)."""
     a, b = fit_line(xs, ys)
     n = len(xs)
@@ -36,7 +40,7 @@ def prediction_interval(xs, ys, x0):
     residual = math.sqrt(sum((y - a - b * x) ** 2 for x, y in zip(xs, ys)) / (n - 2))
     mean_x = statistics.fmean(xs)
     sxx = sum((x - mean_x) ** 2 for x in xs)
-    t = T_975[min(n - 2, len(T_975)) - 1]
+    t = T_995[min(n - 2, len(T_995)) - 1]
     return a + b * x0, t * residual * math.sqrt(1 + 1 / n + (x0 - mean_x) ** 2 / sxx)
 
 
@@ -44,13 +48,15 @@ def memory(ns, rss_bytes):
     """The fit RSS(N) = M0 + N·m over every point but the last, and that fit's prediction of the last.
 
     The last point is held out: the fit predicts it, the run measures it. The bounds are the run's noise: the
-    95 % prediction interval of the fit, from how far the fitted points themselves lie off their line.
+    99 % prediction interval of the fit, from how far the fitted points themselves lie off their line, and
+    never narrower than a page.
     """
     ns, rss_bytes = list(ns), list(rss_bytes)
     if len(ns) < 4:
         raise ValueError(f"the memory fit needs 4 points at least (3 to fit, 1 to predict), got {len(ns)}")
     m0, m = fit_line(ns[:-1], rss_bytes[:-1])
     predicted, half = prediction_interval(ns[:-1], rss_bytes[:-1], ns[-1])
+    half = max(half, PAGE_BYTES)
     all_m0, all_m = fit_line(ns, rss_bytes)
     return {
         "ns": ns, "rss_bytes": rss_bytes, "m0_bytes": m0, "bytes_per_connection": m,
@@ -78,7 +84,7 @@ def last_delivery_s(n, d_server_s, d_client_s, cpus):
     return n * max(d_server_s, d_client_s, (d_server_s + d_client_s) / cpus)
 
 
-def fanout(n, repeats, cpus):
+def fanout(n, repeats, cpus, burst_cpus=None):
     """The prediction for one transport's broadcasts. `repeats`: one dict per broadcast to the same n subscribers,
     {first_s, last_s, server_cpu_s, loop_cpu_s, client_cpu_s, queued_s}.
 
@@ -88,19 +94,22 @@ def fanout(n, repeats, cpus):
     waited for a CPU another program held. The bounds: the lowest and highest of the repeats' predictions,
     widened by the measured lasts' own spread (the same broadcast, repeated, took that much more or less), and
     the lowest also by its own spread: the loop's CPU is itself measured, and repeats of the same loop differ.
+    `burst_cpus`: the most CPUs a broadcast this short may get (environment.cpus_within): under a CFS quota of one
+    CPU on two cores, server and client still run side by side for a few milliseconds, so the lowest uses it.
     """
-    def predict(r, server_cpu_s, waited_s=0.0):
+    def predict(r, server_cpu_s, waited_s=0.0, cpus=cpus):
         return r.get("first_s", 0.0) + last_delivery_s(n, server_cpu_s / n, r["client_cpu_s"] / n, cpus) + waited_s
 
     central = [predict(r, r["server_cpu_s"]) for r in repeats]
-    lowest = [predict(r, min(r.get("loop_cpu_s", r["server_cpu_s"]), r["server_cpu_s"])) for r in repeats]
+    lowest = [predict(r, min(r.get("loop_cpu_s", r["server_cpu_s"]), r["server_cpu_s"]), cpus=burst_cpus or cpus)
+              for r in repeats]
     highest = [predict(r, r["server_cpu_s"], r.get("queued_s", 0.0)) for r in repeats]
     lasts = [r["last_s"] for r in repeats]
     last = statistics.median(lasts)
     spread = (max(lasts) - min(lasts)) / last if last > 0 else 0.0
     low_spread = (max(lowest) - min(lowest)) / statistics.median(lowest) if min(lowest) > 0 else 0.0
     return {
-        "subscribers": n, "cpus": cpus,
+        "subscribers": n, "cpus": cpus, "burst_cpus": burst_cpus or cpus,
         "cpu_us_per_delivery": statistics.median(r["server_cpu_s"] for r in repeats) / n * 1e6,
         "loop_us_per_delivery": statistics.median(r.get("loop_cpu_s", r["server_cpu_s"]) for r in repeats) / n * 1e6,
         "client_cpu_us_per_delivery": statistics.median(r["client_cpu_s"] for r in repeats) / n * 1e6,
