@@ -33,11 +33,11 @@ CELL_TIMEOUT_S = 200
 # solutions=True, so running each here too would run it twice (about 3 of CI's minutes). Here run
 # the lessons without solutions, and one with, which keeps the instructor's own path
 # (solutions=True, solution() shown) run end to end; one more runs with solutions=False.
-# Every run here is without the optional programs (helpers.TOOLS_OFF), so these are lessons that call programs
+# Every run here is without the optional programs (helpers.TOOLS_OFF), so the not-attempted lessons call programs
 # and run with them in the browser: CI takes their path without the programs here (tool_paths.py). Without its
-# program, each not-attempted lesson skips its runs with the reason, so its run here is a few seconds.
+# program, each skips its runs with the reason, so its run here is a few seconds.
 WITH_SOLUTIONS = student_copies.WITH_SOLUTIONS
-INSTRUCTOR_LESSON = "06-workers-threads-processes"
+INSTRUCTOR_LESSON = "04-io-models"  # a short one: it runs in the browser too
 NOT_ATTEMPTED_LESSONS = ("10-slow-backend", "13-a-real-database")
 INSTRUCTOR_RUNS = [path for path in NOTEBOOKS if path not in WITH_SOLUTIONS or path.stem == INSTRUCTOR_LESSON]
 

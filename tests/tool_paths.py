@@ -23,6 +23,10 @@ TOOLS_OFF_IN_BROWSER = {
         "tests/lessons/sync_async/test_experiment.py",  # the listen queue read with ss, while the handler sleeps
         "tests/test_listening.py",
     ),
+    "06-workers-threads-processes": (
+        "tests/lessons/workers/test_measure.py",  # nginx + Tornado and nginx alone measured, nginx's own D
+        "tests/lessons/workers/test_lesson.py",  # the claims with nginx's figures, and Exercise 7 judged on them
+    ),
     "07-c10k": (
         "tests/lessons/c10k/test_scene.py",  # the wrk scene on four sync workers and Tornado, timeouts and all
         "tests/test_listening.py",  # ss on a real listener: the backlog the lesson reads

@@ -41,6 +41,20 @@ def test_every_configuration_answers_every_handler_and_refuses_a_bad_query(confi
         server.stop()
 
 
+def test_nginx_alone_and_in_front_of_tornado_is_measured_as_the_lesson_measures_it():
+    # The lesson's nginx cells, with nginx: CI runs lesson 06 in the browser without it (tests/tool_paths.py).
+    for config in (sweep.Config("tornado", 1), sweep.Config("nginx")):
+        server = started(config)
+        try:
+            run = measure.run(server, measure.handler_path("hello", 2, 2), 200, 4, "hello")
+        finally:
+            server.stop()
+        assert run.completed == 200 and run.errors == 0, run
+        assert run.server_demand_ms > 0 and run.client_demand_ms > 0, run
+        if config.kind == "tornado":  # nginx's own share of each request, which the lesson prints before Exercise 7
+            assert 0 < run.nginx_demand_ms < run.server_demand_ms, run
+
+
 def test_a_run_measures_the_demand_of_server_and_client():
     server = started(sweep.Config("sync"))
     try:
