@@ -65,6 +65,20 @@ def check_common(quick, solutions, results_path):
     return quick or quick_from_environment()
 
 
+def cell_values(cell, ranges, seconds, quick_sizes, cap=False):
+    """(quick, values): the parameters cell's values named in `ranges` and `seconds`, quick mode's sizes where it is
+    on (with `cap`, no larger than the cell's own), each checked against its (low, high); seconds may be fractions."""
+    quick = check_common(cell["quick"], cell["solutions"], cell["results_path"])
+    values = {name: cell[name] for name in [*ranges, *seconds]}
+    if quick:
+        values.update({name: min(values[name], size) if cap else size for name, size in quick_sizes.items()})
+    for name, (low, high) in ranges.items():
+        check_range(name, values[name], low, high)
+    for name, (low, high) in seconds.items():
+        check_range(name, values[name], low, high, integer=False)
+    return quick, values
+
+
 def write_results(results_path, results, default=None):
     """Write a lesson's `results` as JSON to the parameters cell's `results_path`, when it names one; return them.
 

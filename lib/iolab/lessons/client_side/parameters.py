@@ -5,7 +5,7 @@ Lesson 11's parameters, checked: each one out of range is named with its value a
 
 from dataclasses import dataclass
 
-from iolab.params import ParameterError, check_common, check_range
+from iolab.params import ParameterError, cell_values
 
 # Why each range: a round must last longer than the client's and the server's CPU for the same calls, so T has a
 # floor; calls above aiohttp's own 100 would add its limit (section 2) to section 1's; the rest keep a run short.
@@ -68,14 +68,7 @@ class Plan:
     @classmethod
     def from_cell(cls, cell):
         """The parameters cell's values (a dict such as globals()), checked; quick mode's sizes where it is on."""
-        quick = check_common(cell["quick"], cell["solutions"], cell["results_path"])
-        values = {name: cell[name] for name in [*RANGES, *SECONDS]}
-        if quick:
-            values.update(QUICK)
-        for name, (low, high) in RANGES.items():
-            check_range(name, values[name], low, high)
-        for name, (low, high) in SECONDS.items():
-            check_range(name, values[name], low, high, integer=False)
+        quick, values = cell_values(cell, RANGES, SECONDS, QUICK)
         for name in ("threads", "semaphore"):
             if values[name] >= values["calls"]:
                 raise ParameterError(f"{name} must be less than calls ({values['calls']}) so that some calls wait,"

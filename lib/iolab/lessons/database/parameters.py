@@ -8,7 +8,7 @@ import resource
 from dataclasses import dataclass
 
 from iolab import contract, environment
-from iolab.params import ParameterError, check_common, check_range
+from iolab.params import ParameterError, cell_values
 
 from . import model
 
@@ -67,14 +67,7 @@ class Plan:
     @classmethod
     def from_cell(cls, cell):
         """The parameters cell's values (a dict such as globals()), checked; quick mode's sizes where it is on."""
-        quick = check_common(cell["quick"], cell["solutions"], cell["results_path"])
-        values = {name: cell[name] for name in [*RANGES, *SECONDS]}
-        if quick:
-            values.update(QUICK)
-        for name, (low, high) in RANGES.items():
-            check_range(name, values[name], low, high)
-        for name, (low, high) in SECONDS.items():
-            check_range(name, values[name], low, high, integer=False)
+        quick, values = cell_values(cell, RANGES, SECONDS, QUICK)
         check_together(values)
         check_files(values)
         return cls(**values, quick=quick, solutions=cell["solutions"], results_path=cell["results_path"])

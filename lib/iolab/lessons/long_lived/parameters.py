@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import psutil
 
 from iolab import environment
-from iolab.params import ParameterError, check_common, check_range
+from iolab.params import ParameterError, cell_values
 
 # Why each range: below 100 subscribers the fixed cost of a process hides the slope; 10,000 is the lesson's figure.
 RANGES = {
@@ -93,14 +93,7 @@ class Plan:
     def from_cell(cls, cell, limits=None):
         """The parameters cell's values (a dict such as globals()), checked; quick mode's sizes where it is on.
         `limits`: this machine's (machine_limits() by default)."""
-        quick = check_common(cell["quick"], cell["solutions"], cell["results_path"])
-        values = {name: cell[name] for name in [*RANGES, *SECONDS]}
-        if quick:
-            values.update({name: min(values[name], size) for name, size in QUICK.items()})
-        for name, (low, high) in RANGES.items():
-            check_range(name, values[name], low, high)
-        for name, (low, high) in SECONDS.items():
-            check_range(name, values[name], low, high, integer=False)
+        quick, values = cell_values(cell, RANGES, SECONDS, QUICK, cap=True)
         if values["memory_points"] * 20 > values["compressed_subscribers"]:
             raise ParameterError(f"compressed_subscribers must be at least 20 × memory_points"
                                  f" ({values['memory_points'] * 20}) so each step adds 20 connections or more, got"
