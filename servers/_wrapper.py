@@ -121,6 +121,37 @@ def count_between(low, high):
     return count
 
 
+PORT_ATTEMPTS = 5  # a program that binds its own port may find the free one we picked taken a moment later
+
+
+def free_port(host):
+    """A port nobody listens on just now (the program binds it itself a moment later)."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.bind((host, 0))
+        return probe.getsockname()[1]
+
+
+def start_on_a_port(programs, name, host, port, start, ready, waiting_for="listen"):
+    """Start a program that binds its port itself (redis-server, postgres, pgbouncer cannot inherit ours) and return
+    (it, its port) once `ready(port)`; with port 0, on another free port if the one picked was taken in between.
+
+    `start(port)` starts it through `programs` and returns its Popen.
+    """
+    for _ in range(PORT_ATTEMPTS if port == 0 else 1):
+        chosen = port or free_port(host)
+        process = start(chosen)
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while process.poll() is None and time.monotonic() < deadline:
+            if ready(chosen):
+                return process, chosen
+            time.sleep(0.01)
+        if process.poll() is None:
+            raise SystemExit(f"{name} did not {waiting_for} on {host}:{chosen} within {READY_TIMEOUT_S} s")
+        programs.processes.remove(process)
+        log(f"{name} exited with code {process.returncode} on port {chosen} (taken?)")
+    raise SystemExit(f"{name} could not listen on {host}:{port or 'a free port'}; see its log above")
+
+
 def bind_listener(host, port):
     """A listening socket on host:port (port 0: the kernel picks one), for a program to inherit."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET

@@ -79,14 +79,18 @@ def make_app():
 
 
 async def main():
-    args = parse_args(__doc__.splitlines()[0])
+    await serve(make_app(), parse_args(__doc__.splitlines()[0]))
+
+
+async def serve(app, args, **runner_options):
+    """Serve `app` on args.host:args.port under the contract until SIGTERM (aiohttp_push serves through it too)."""
     die_with_parent()
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     # We bind the socket ourselves and hand it over: no window between learning a port and listening on it.
     listener = socket.create_server((args.host, args.port), family=family, backlog=1024)
     # No access log: writing a line per request costs more than hello world. A request still
     # waiting at SIGTERM gets a second to finish, not aiohttp's default minute.
-    runner = web.AppRunner(make_app(), access_log=None, shutdown_timeout=1.0)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0, **runner_options)
     await runner.setup()
     await web.SockSite(runner, listener).start()
     stopping = asyncio.Event()

@@ -12,14 +12,13 @@ so is one whose send takes longer than --send-timeout-s.
 
 import asyncio
 import json
-import signal
-import socket
 import time
 
 from aiohttp import web
 
 import _push
-from iolab.contract import HELLO_BODY, BadParameter, announce, die_with_parent, parse_args
+import aiohttp_app
+from iolab.contract import HELLO_BODY, BadParameter, parse_args
 
 HOWS = ("await", "tasks")
 
@@ -159,21 +158,9 @@ def make_app(args):
 
 async def main():
     args = _push.check_options(parse_args(__doc__.splitlines()[0], lambda parser: _push.add_options(parser, HOWS)))
-    die_with_parent()
-    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
-    listener = socket.create_server((args.host, args.port), family=family, backlog=1024)
     # handler_cancellation: an SSE handler learns that its subscriber left by being cancelled
     # (aiohttp/web_server.py:21 has it False by default, and nothing else tells a StreamResponse).
-    runner = web.AppRunner(make_app(args), access_log=None, shutdown_timeout=1.0, handler_cancellation=True)
-    await runner.setup()
-    await web.SockSite(runner, listener).start()
-    stopping = asyncio.Event()
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stopping.set)
-    announce(*listener.getsockname()[:2])
-    try:
-        await stopping.wait()
-    finally:
-        await runner.cleanup()
+    await aiohttp_app.serve(make_app(args), args, handler_cancellation=True)
 
 
 if __name__ == "__main__":

@@ -23,15 +23,12 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 
 import _wrapper
 from _wrapper import count_between
 from iolab import owned_folders, postgres
 from iolab.contract import FDS_BESIDES_CONNECTIONS, announce, find_program, log, parse_args, parse_listening
-from redis_server import free_port
 
-PORT_ATTEMPTS = 5
 MAX_CLIENTS = 100_000
 FOLDER_PREFIX = "iolab-pgbouncer-"
 
@@ -100,22 +97,14 @@ def own_database(programs):
 
 
 def start_pgbouncer(programs, program, folder, owner, db_port, args):
-    attempts = PORT_ATTEMPTS if args.port == 0 else 1
-    for _ in range(attempts):
-        port = args.port or free_port(args.host)
+    def start(port):
         config = write_config(folder, args.host, port, db_port, args)
-        bouncer = programs.start("pgbouncer", [program, config], cwd=folder, preexec_fn=postgres.die_with_us(),
-                                 **postgres.as_account(owner))
-        deadline = time.monotonic() + _wrapper.READY_TIMEOUT_S
-        while bouncer.poll() is None and time.monotonic() < deadline:
-            if accepts(args.host, port):
-                return port
-            time.sleep(0.01)
-        if bouncer.poll() is None:
-            raise SystemExit(f"pgbouncer did not listen on {args.host}:{port} within {_wrapper.READY_TIMEOUT_S} s")
-        programs.processes.remove(bouncer)
-        log(f"pgbouncer exited with code {bouncer.returncode} on port {port} (taken?)")
-    raise SystemExit(f"pgbouncer could not listen on {args.host}:{args.port or 'a free port'}; see its log above")
+        return programs.start("pgbouncer", [program, config], cwd=folder, preexec_fn=postgres.die_with_us(),
+                              **postgres.as_account(owner))
+
+    _, port = _wrapper.start_on_a_port(programs, "pgbouncer", args.host, args.port, start,
+                                       lambda port: accepts(args.host, port))
+    return port
 
 
 def main():

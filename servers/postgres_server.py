@@ -24,9 +24,7 @@ import _wrapper
 from _wrapper import count_between
 from iolab import owned_folders, postgres
 from iolab.contract import announce, log, parse_args
-from redis_server import free_port
 
-PORT_ATTEMPTS = 5
 INITDB_TIMEOUT_S = 60.0  # 0.46 s here; a cold disk on a shared machine may take far longer, but not for ever
 STOP_TIMEOUT_S = 2.0
 MAX_CONNECTIONS = 1000
@@ -84,27 +82,16 @@ def postgres_command(found, folder, host, port, args):
 
 def start_postgres(programs, found, folder, owner, args):
     """Start the postmaster and return (it, its port) once it accepts connections; another port if one was taken."""
-    attempts = PORT_ATTEMPTS if args.port == 0 else 1
     data = os.path.join(folder, "data")
-    for _ in range(attempts):
-        port = args.port or free_port(args.host)
-        began = time.monotonic()
-        postmaster = programs.start(
-            "postgres", postgres_command(found, folder, args.host, port, args), cwd=folder,
-            preexec_fn=postgres.die_with_us(), **postgres.as_account(owner),
-        )
-        deadline = began + _wrapper.READY_TIMEOUT_S
-        while postmaster.poll() is None and time.monotonic() < deadline:
-            if postgres.ready(data):
-                log(f"postgres accepted connections {time.monotonic() - began:.2f} s after it started, on port {port}")
-                return postmaster, port
-            time.sleep(0.01)
-        if postmaster.poll() is None:
-            raise SystemExit(f"postgres did not accept connections on {args.host}:{port} within"
-                             f" {_wrapper.READY_TIMEOUT_S} s")
-        programs.processes.remove(postmaster)
-        log(f"postgres exited with code {postmaster.returncode} on port {port} (taken?)")
-    raise SystemExit(f"postgres could not listen on {args.host}:{args.port or 'a free port'}; see its log above")
+    began = time.monotonic()
+    postmaster, port = _wrapper.start_on_a_port(
+        programs, "postgres", args.host, args.port,
+        lambda port: programs.start("postgres", postgres_command(found, folder, args.host, port, args), cwd=folder,
+                                    preexec_fn=postgres.die_with_us(), **postgres.as_account(owner)),
+        lambda port: postgres.ready(data), waiting_for="accept connections",
+    )
+    log(f"postgres accepted connections {time.monotonic() - began:.2f} s after it started, on port {port}")
+    return postmaster, port
 
 
 def stop_postgres(postmaster):

@@ -14,7 +14,6 @@ import os
 import shutil
 import socket
 import sys
-import time
 
 import _wrapper
 from _wrapper import count_between
@@ -22,7 +21,6 @@ from iolab import owned_folders
 from iolab.contract import announce, find_program, log, parse_args
 
 MAX_MEMORY_MB = 4096
-PORT_ATTEMPTS = 5
 
 
 def add_arguments(parser):
@@ -49,13 +47,6 @@ def redis_command(program, host, port, maxmemory_mb, directory):
     ]
 
 
-def free_port(host):
-    """A port nobody listens on just now (Redis binds it itself a moment later)."""
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
-        probe.bind((host, 0))
-        return probe.getsockname()[1]
-
-
 def answers_ping(host, port, timeout_s=0.5):
     """True when a Redis on host:port answers PING with PONG."""
     try:
@@ -68,20 +59,13 @@ def answers_ping(host, port, timeout_s=0.5):
 
 def start_redis(programs, program, args, directory):
     """Start redis-server and return its port once it answers PING; another port if the one picked was taken."""
-    attempts = PORT_ATTEMPTS if args.port == 0 else 1
-    for _ in range(attempts):
-        port = args.port or free_port(args.host)
-        redis = programs.start("redis-server", redis_command(program, args.host, port, args.maxmemory_mb, directory))
-        deadline = time.monotonic() + _wrapper.READY_TIMEOUT_S
-        while redis.poll() is None and time.monotonic() < deadline:
-            if answers_ping(args.host, port):
-                return port
-            time.sleep(0.01)
-        if redis.poll() is None:
-            raise SystemExit(f"redis-server did not answer PING on {args.host}:{port} within {_wrapper.READY_TIMEOUT_S} s")
-        programs.processes.remove(redis)
-        log(f"redis-server exited with code {redis.returncode} on port {port} (taken?)")
-    raise SystemExit(f"redis-server could not listen on {args.host}:{args.port or 'a free port'}; see its log above")
+    _, port = _wrapper.start_on_a_port(
+        programs, "redis-server", args.host, args.port,
+        lambda port: programs.start("redis-server", redis_command(program, args.host, port, args.maxmemory_mb,
+                                                                  directory)),
+        lambda port: answers_ping(args.host, port), waiting_for="answer PING",
+    )
+    return port
 
 
 def main():
