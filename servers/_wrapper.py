@@ -22,7 +22,15 @@ import subprocess
 import sys
 import time
 
-from iolab.contract import PARENT_ENV, announce, die_with_parent, exit_on_sigterm, log, parse_listening
+from iolab.contract import (
+    PARENT_ENV,
+    announce,
+    die_with_parent,
+    exit_on_sigterm,
+    log,
+    parse_listening,
+    wait_for_exit,
+)
 
 READY_TIMEOUT_S = 10.0  # the launcher's own deadline; a wrapper run by hand must not wait forever either
 STOP_TIMEOUT_S = 3.0
@@ -72,7 +80,7 @@ class Programs:
         deadline = time.monotonic() + STOP_TIMEOUT_S
         for process in self.processes:
             try:
-                process.wait(timeout=max(0.0, deadline - time.monotonic()))
+                wait_for_exit(process, max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 log(f"{describe(process)} did not stop within {STOP_TIMEOUT_S} s; killing the whole group")
                 self.take_the_group_down()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from . import registry
 from .children import python, read_until, spawn
-from .contract import LOOPBACK, check_loopback, parse_listening
+from .contract import LOOPBACK, check_loopback, parse_listening, wait_for_exit
 
 SERVERS_DIR = Path(os.environ.get("IOLAB_SERVERS_DIR", Path(__file__).resolve().parents[2] / "servers"))
 READY_TIMEOUT_S = 10.0
@@ -81,7 +81,7 @@ class Server:
         """SIGTERM the server's process group, SIGKILL it if it lingers, then reap."""
         _signal_group(self.process, signal.SIGTERM)
         try:
-            self.process.wait(timeout=STOP_GRACE_S)
+            wait_for_exit(self.process, STOP_GRACE_S)
         except subprocess.TimeoutExpired:
             pass
         # Kill the group even if the leader is gone: forked workers may remain.
