@@ -43,6 +43,9 @@ REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("[0-9][0-9]-*.ipynb"))  # the lessons; the glossary has a test of its own
 GLOSSARY = REPO / "notebooks" / "glossary.ipynb"
 SCREENSHOTS = REPO / "build" / "browser"
+# A lesson's page is photographed when its run failed. IOLAB_SCREENSHOTS=1 photographs every lesson, to look them over:
+# about 1.5 s a lesson, drawing every cell at full height.
+SCREENSHOT_EVERY_LESSON = os.environ.get("IOLAB_SCREENSHOTS") == "1"
 # Where the student copies go: under the lab's root, so that JupyterLab can open them.
 STUDENT_COPIES = SCREENSHOTS / "student-copies"
 MISSING = missing_browser_tools()
@@ -601,6 +604,7 @@ def run_in_browser(lab, page, path, screenshots=SCREENSHOTS, kernel_name="python
     started = time.monotonic()
     lesson = LessonInBrowser(page, lab, path, screenshots)
     try:
+        gave_up = True
         try:
             began = time.monotonic()
             open_lab(lab, page, path, kernel_name)
@@ -614,10 +618,12 @@ def run_in_browser(lab, page, path, screenshots=SCREENSHOTS, kernel_name="python
             lesson.check_no_news_prompt()
             lesson.check_play_animations()
             lesson.check_run_panels()
-        finally:  # what the page shows, also when a step above gave up
-            began = time.monotonic()
-            lesson.screenshot()
-            lesson.timings["screenshot"] = time.monotonic() - began
+            gave_up = False
+        finally:  # what the page shows where a step found a problem or gave up; every page, if asked
+            if gave_up or lesson.problems or SCREENSHOT_EVERY_LESSON:
+                began = time.monotonic()
+                lesson.screenshot()
+                lesson.timings["screenshot"] = time.monotonic() - began
         began = time.monotonic()
         kernels_left = [describe(kernel) for kernel in lesson.shut_down_kernel()]
         lesson.timings["shutdown"] = time.monotonic() - began
@@ -720,7 +726,10 @@ def test_the_checks_report_what_a_broken_notebook_shows(lab, page):
     kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
     notebook = {"nbformat": 4, "nbformat_minor": 5, "metadata": {"kernelspec": kernelspec}, "cells": cells}
     path.write_text(json.dumps(notebook))
+    picture = path.with_suffix(".png")
+    picture.unlink(missing_ok=True)
     lesson, left = run_in_browser(lab, page, path, screenshots=path.parent)
+    assert picture.exists() and picture.stat().st_size > 0, "a lesson with problems left no screenshot of its page"
     report = "\n".join(lesson.problems)
     expected = [
         "code cell 2 ('import sys') printed a traceback on stderr",
