@@ -8,8 +8,10 @@ import pytest
 from iolab.lessons.bank import measure as bank_measure
 from iolab.lessons.bank import model as bank
 
-# (requests, concurrency, delay_ms, threads): small, so the synchronous bank (requests x delay) stays short.
-PARAMETER_SETS = [(16, 4, 200, 2), (24, 6, 250, 3)]
+# (requests, concurrency, delay_ms, threads): small, so the synchronous bank (requests x delay) stays short. Quick
+# mode's (16, 4, 200, 2) is not here: lesson 01's own claims check the same bands on it, in the browser test (or
+# papermill's run of the filled-in copy, without a browser).
+PARAMETER_SETS = [(24, 6, 250, 3)]
 # 4 users of 100 ms: 40 req/s less the counter time each visit adds, which a loaded machine grows.
 TICKET_RPS_TOLERANCE = 0.25
 COUNTER_AT_MOST_MS = 100  # the empty visit costs far less than the 100 ms wait it is added to
