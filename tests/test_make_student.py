@@ -284,9 +284,10 @@ def test_usage_without_arguments():
 
 # --- a student copy, filled in as a student would, run for real ------------------------------------
 
-# One lesson also gets wrong answers (every kind of checker it has must say "incorrect") and none
-# (each must say "not attempted"); the others get only right ones, which keeps this slow test to
-# one run per lesson plus two.
+# One lesson also gets wrong answers (every kind of checker it has must say "incorrect"); the others get only right
+# ones, which keeps this slow test to one run per lesson plus one. No answers at all are run elsewhere: every exercise
+# of every lesson says "not attempted" to None (tests/lessons/test_exercises.py), and whole lessons run without
+# answers in test_binder_layout.py (lesson 00, as Binder serves it) and test_notebooks.py (10 and 13).
 WRONG_ANSWER_LESSON = "03-handler-ordering"
 STUDENT_RUN_TIMEOUT_S = 240
 
@@ -313,7 +314,7 @@ def run_student_copy(instructor_path, student_path, out_dir, answers="right"):
 WITH_SOLUTIONS = student_copies.WITH_SOLUTIONS
 WRONG_ANSWERS_IN = [path for path in WITH_SOLUTIONS if path.stem == WRONG_ANSWER_LESSON] or WITH_SOLUTIONS[:1]
 STUDENT_RUNS = [(path, "right") for path in WITH_SOLUTIONS] + [
-    (path, answers) for path in WRONG_ANSWERS_IN for answers in ("wrong", "missing")
+    (path, "wrong") for path in WRONG_ANSWERS_IN
 ]
 
 
