@@ -102,3 +102,26 @@ def test_a_slow_consumer_that_stalls_the_others_or_is_never_dropped_is_named():
     with pytest.raises(ClaimsFailed) as raised:
         claims.check_claims(found(slow_consumer=slow_runs(others_worst_ms=1500.0, dropped=0)))
     assert "how=loop: the others stay on time" in str(raised.value) and "no subscriber dropped" in str(raised.value)
+
+
+def test_a_stall_the_kernel_holds_whole_predicts_no_wait_and_no_drop(capsys):
+    # Few small messages: the kernel's buffers took them all, so neither broadcaster waited and no one was dropped.
+    held = {"buffers_filled": False, "piled_bytes": 0.0, "dropped": 0, "buffered_peak_bytes": 0,
+            "growth_bytes_per_s": None}
+    runs = slow_runs()["runs"]
+    runs[0] |= held | {"others_worst_ms": 4.0, "predicted_ms": 3.0, "opposite_ms": 2000.0}
+    runs[1] |= held | {"others_worst_ms": 5.0, "predicted_ms": 3.0, "opposite_ms": 2000.0}
+    claims.check_claims(found(slow_consumer={"runs": runs}))
+    said = capsys.readouterr().out
+    assert "how=await: the others stay on time beside a stopped subscriber" in said
+    assert "the stopped subscriber is kept: its kernel buffers never filled" in said
+    runs[1]["dropped"] = 1
+    with pytest.raises(ClaimsFailed, match="1 dropped, though only 0 KiB should have piled up"):
+        claims.check_claims(found(slow_consumer={"runs": runs}))
+
+
+def test_a_stall_that_piles_up_about_the_cap_is_not_judged(capsys):
+    runs = slow_runs()["runs"]
+    runs[1] |= {"buffers_filled": True, "piled_bytes": 1024 * 1024 + 100, "dropped": 0}
+    claims.check_claims(found(slow_consumer={"runs": runs}))
+    assert "within a message of the cap" in capsys.readouterr().out

@@ -104,11 +104,19 @@ async def run(plan):
     grow then), and goes on when the stall ends. So the others' worst is S less that time."""
     runs = [await one(server, how, blocking, plan) for server, how, blocking in RUNS]
     full = [r["full_after_s"] for r in runs if not r["blocking"] and r["full_after_s"] is not None]
+    # A stall whose messages all fit in the kernel's buffers (few, small or slow messages) fills nothing: no send
+    # waits, nothing piles up in the server, and no one is dropped.
+    filled = bool(full)
     for found in runs:
-        stalled_ms = found["stall_ms"] - (min(full) * 1000 if full else 0.0)
-        found["predicted_ms"], found["opposite_ms"] = ((stalled_ms, found["baseline_ms"]) if found["blocking"] else
+        stalled_ms = found["stall_ms"] - (min(full) * 1000 if filled else 0.0)
+        waits = found["blocking"] and filled
+        found["buffers_filled"] = filled
+        found["predicted_ms"], found["opposite_ms"] = ((stalled_ms, found["baseline_ms"]) if waits else
                                                        (found["baseline_ms"], stalled_ms))
-        found["kernel_kib"] = (min(full) * plan.slow_rate * plan.slow_message_kib) if full else None
+        found["kernel_kib"] = (min(full) * plan.slow_rate * plan.slow_message_kib) if filled else None
+        # What piles up in the server by the stall's end: every message after the kernel's buffers filled.
+        found["piled_bytes"] = ((plan.slow_seconds - min(full)) * plan.slow_rate * plan.slow_message_kib * 1024
+                                if filled else 0.0)
     return {"runs": runs}
 
 
@@ -135,3 +143,6 @@ def say(found):
                        if run["dropped"] else f"it was not dropped ({run['buffered_peak_bytes'] / 1024:,.0f} KiB at most)")
             print(f"  The kernel took {run['kernel_kib']:,.0f} KiB for the stopped one, {run['full_after_s']:.2f} s"
                   f" of messages, before the server's own buffer grew; {dropped}.")
+        elif not run["blocking"]:
+            print("  The kernel's buffers took every message of the stall: nothing piled up in the server, and no send"
+                  " had to wait.")
