@@ -80,3 +80,22 @@ def test_pgbouncer_past_its_pool_is_named():
     with pytest.raises(ClaimsFailed) as raised:
         claims.check_claims(run)
     assert "at most its pool of backends: 7 backends, outside [1, 5] backends" in str(raised.value)
+
+
+def test_a_pipeline_slowed_by_the_servers_cpu_and_a_busy_machine_is_predicted_with_them(capsys):
+    # The run in the browser that broke the old prediction (one round trip and our CPU, 3.70 ms): PostgreSQL's CPU
+    # and the waits for a CPU beside the browser make up the rest.
+    slow = {"ms": 6.73, "client_cpu_ms": 3.62, "server_cpu_ms": 1.2, "waited_ms": 1.6}
+    trips = {"statements": 100, "rtt_ms": 0.081, "one_by_one": {"ms": 9.0, "client_cpu_ms": 6.0},
+             "pipeline": slow, "executemany": {"ms": 0.8, "client_cpu_ms": 0.8}}
+    claims.check_claims(found(round_trips=trips))
+    assert "100 statements, pipeline: one round trip and the CPU, not n round trips" in capsys.readouterr().out
+    with pytest.raises(ClaimsFailed, match="pipeline: one round trip and the CPU"):
+        claims.check_claims(found(round_trips=trips | {"pipeline": slow | {"server_cpu_ms": 0.0, "waited_ms": 0.0}}))
+
+
+def test_a_pipeline_whose_cpu_outlasts_n_round_trips_is_not_judged(capsys):
+    trips = found()["round_trips"] | {"pipeline": {"ms": 12.0, "client_cpu_ms": 9.0, "server_cpu_ms": 2.0,
+                                                   "waited_ms": 0.5}}
+    claims.check_claims(found(round_trips=trips))
+    assert "this run cannot tell them apart" in capsys.readouterr().out
