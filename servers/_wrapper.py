@@ -43,13 +43,18 @@ class Programs:
         self.processes = []
         self.cleanup = cleanup
 
-    def start(self, name, argv, **popen):
-        """Start a program; its stdout goes to our stderr, since stdout belongs to the LISTENING line."""
+    def start(self, name, argv, done_with_its_children=False, **popen):
+        """Start a program; its stdout goes to our stderr, since stdout belongs to the LISTENING line.
+
+        `done_with_its_children`: once its children have exited, a stopping program has nothing left to do but look
+        for them again (gunicorn's arbiter looks every 100 ms), so stop() kills it then instead of waiting for it.
+        """
         popen.setdefault("stdout", sys.stderr)
         # A lab server started by a wrapper must know the wrapper is the parent it must not outlive.
         env = {**os.environ, PARENT_ENV: str(os.getpid()), **popen.pop("env", {})}
         process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, env=env, **popen)
         process.name = name
+        process.done_with_its_children = done_with_its_children
         self.processes.append(process)
         return process
 
@@ -79,6 +84,8 @@ class Programs:
                 process.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + STOP_TIMEOUT_S
         for process in self.processes:
+            if process.done_with_its_children and wait_for_its_children(process, deadline):
+                process.kill()
             try:
                 wait_for_exit(process, max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
@@ -90,6 +97,21 @@ class Programs:
         if self.cleanup:
             self.cleanup()
         os.killpg(os.getpgrp(), signal.SIGKILL)
+
+
+def wait_for_its_children(process, deadline, every_s=0.005):
+    """Whether every child of `process` has exited (and been reaped by it) before `deadline`, while it still runs.
+    False where Linux does not list a process's children (/proc/PID/task/PID/children)."""
+    listing = f"/proc/{process.pid}/task/{process.pid}/children"
+    while process.poll() is None and time.monotonic() < deadline:
+        try:
+            with open(listing) as children:
+                if not children.read().split():
+                    return True
+        except OSError:
+            return False
+        time.sleep(every_s)
+    return False
 
 
 @contextlib.contextmanager

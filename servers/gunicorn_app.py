@@ -83,6 +83,7 @@ def serve(args, app="wsgi_app:application", env=None, extra=(), pass_fds=()):
         gunicorn = programs.start(
             "gunicorn",
             gunicorn_command(listener.fileno(), args, app, extra),
+            done_with_its_children=True,
             pass_fds=[listener.fileno(), ready_to_write, *pass_fds],
             env={**(env or {}), READY_FD: str(ready_to_write)},
         )
