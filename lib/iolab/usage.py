@@ -96,6 +96,17 @@ def thread_times(process):
     return times
 
 
+def queued_ns(pid=None):
+    """Nanoseconds one thread has spent ready to run but waiting for a CPU (Linux schedstat), or None where the kernel
+    does not say: process `pid`'s main thread, or the calling thread (pid None)."""
+    path = "/proc/thread-self/schedstat" if pid is None else f"/proc/{pid}/schedstat"
+    try:
+        with open(path) as schedstat:
+            return int(schedstat.read().split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def queued_s(process):
     """Seconds the process's live threads have waited on a run queue (Linux schedstat); 0 where unknown."""
     return sum(waited for _, waited in thread_times(process).values()) / 1e9

@@ -12,7 +12,7 @@ import time
 
 import psutil
 
-from iolab import postgres
+from iolab import postgres, usage
 
 CONNECT_TIMEOUT_S = 10
 QUERY_TIMEOUT_MS = 30_000  # every session's statement_timeout: no query of this module runs longer
@@ -129,15 +129,9 @@ async def costs(driver, fetch, rows, repeats):
 
 # --- 6. Round trips -----------------------------------------------------------------------------------------------
 
-def scheduled_ms(path):
-    """(ms on a CPU, ms waiting for one) of the thread or process whose /proc schedstat is at `path`; (0, 0) where
-    Linux keeps none. On a CPU is up to date for another process only: for the thread reading it, time.thread_time."""
-    try:
-        with open(path) as schedstat:
-            on_cpu, waiting, _ = schedstat.read().split()
-    except (OSError, ValueError):
-        return 0.0, 0.0
-    return int(on_cpu) / 1e6, int(waiting) / 1e6
+def waited_ns(before, after):
+    """Nanoseconds waited for a CPU between two usage.queued_ns readings; 0 where the kernel did not say."""
+    return after - before if None not in (before, after) else 0
 
 
 async def round_trips(server, statements, repeats=3):
@@ -147,8 +141,8 @@ async def round_trips(server, statements, repeats=3):
 
     async with await psycopg.AsyncConnection.connect(session(server), autocommit=True) as connection:
         await connection.execute("create temporary table trips (k integer)")
-        backend = (await (await connection.execute("select pg_backend_pid()")).fetchone())[0]
-        server_stat = f"/proc/{backend}/schedstat"  # the backend is our child's child, on this machine
+        # The connection's backend process, our child's child on this machine: its CPU and its waits for a CPU.
+        backend = psutil.Process((await (await connection.execute("select pg_backend_pid()")).fetchone())[0])
         trips = []
         for _ in range(max(20, statements)):
             began = time.perf_counter()
@@ -174,14 +168,14 @@ async def round_trips(server, statements, repeats=3):
         for name, run in (("one_by_one", one_by_one), ("pipeline", pipeline), ("executemany", executemany)):
             times = []
             for _ in range(repeats):
-                ours, theirs = scheduled_ms("/proc/thread-self/schedstat"), scheduled_ms(server_stat)
+                ours, theirs, server_cpu = usage.queued_ns(), usage.queued_ns(backend.pid), usage.process_cpu_s(backend)
                 began, cpu = time.perf_counter(), time.thread_time()
                 await run()
                 wall, cpu = time.perf_counter() - began, time.thread_time() - cpu
-                ours_after, theirs_after = scheduled_ms("/proc/thread-self/schedstat"), scheduled_ms(server_stat)
+                waited = waited_ns(ours, usage.queued_ns()) + waited_ns(theirs, usage.queued_ns(backend.pid))
                 times.append({"ms": wall * 1000, "client_cpu_ms": cpu * 1000,
-                              "server_cpu_ms": theirs_after[0] - theirs[0],
-                              "waited_ms": ours_after[1] - ours[1] + theirs_after[1] - theirs[1]})
+                              "server_cpu_ms": (usage.process_cpu_s(backend) - server_cpu) * 1000,
+                              "waited_ms": waited / 1e6})
             found[name] = min(times, key=lambda one: one["ms"])  # the least disturbed of the repeats
     return found
 

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import psutil
 
-from iolab import contract, load, metrics
+from iolab import contract, load, metrics, usage
 from iolab.contract import check_loopback
 from iolab.http1 import AnswerReader, get_request
 
@@ -75,15 +75,6 @@ def pipelined_wait_s(url, first_path="/async-sleep?ms=300"):
         return time.perf_counter() - began
 
 
-def _queued_ns(pid):
-    """Nanoseconds the process's main thread has spent ready to run but waiting for a CPU (Linux), or None."""
-    try:
-        with open(f"/proc/{pid}/schedstat") as schedstat:
-            return int(schedstat.read().split()[1])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
 def cpu_demand_percent(pid, seconds=1.0):
     """(CPU used, time queued for a CPU) as percent of `seconds`, for process `pid`.
 
@@ -92,12 +83,12 @@ def cpu_demand_percent(pid, seconds=1.0):
     The queued time (None where the kernel does not say) is the rest of its demand.
     """
     process = psutil.Process(pid)
-    queued_before = _queued_ns(pid)
+    queued_before = usage.queued_ns(pid)
     used_before = sum(process.cpu_times()[:2])
     began = time.perf_counter()
     time.sleep(seconds)
     used = sum(process.cpu_times()[:2]) - used_before
-    queued_after = _queued_ns(pid)
+    queued_after = usage.queued_ns(pid)
     elapsed = time.perf_counter() - began
     queued = None if queued_before is None or queued_after is None else (queued_after - queued_before) / 1e9
     return used / elapsed * 100, None if queued is None else queued / elapsed * 100

@@ -14,6 +14,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from iolab import usage
 from iolab.children import python, spawn
 
 PEER_SCRIPT = Path(__file__).with_name("peer.py")
@@ -85,25 +86,16 @@ def _voluntary_switches():
     return resource.getrusage(who).ru_nvcsw
 
 
-def _queued_ns():
-    """Nanoseconds this thread has spent ready to run but waiting for a CPU (Linux schedstat), or None."""
-    try:
-        with open("/proc/thread-self/schedstat") as schedstat:
-            return int(schedstat.read().split()[1])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
 class Meter:
     """CPU time, time queued for a CPU and voluntary context switches of the calling thread, until stop()."""
 
     def __init__(self):
-        self._cpu, self._queued, self._switches = time.thread_time(), _queued_ns(), _voluntary_switches()
+        self._cpu, self._queued, self._switches = time.thread_time(), usage.queued_ns(), _voluntary_switches()
         self.cpu_ms = self.queued_ms = self.wakeups = None
 
     def stop(self):
         self.cpu_ms = (time.thread_time() - self._cpu) * 1000
-        queued = _queued_ns()
+        queued = usage.queued_ns()
         # On a busy machine a thread that never sleeps is still not always running:
         # the scheduler makes it queue. cpu_ms + queued_ms is how long it wanted a CPU.
         self.queued_ms = (queued - self._queued) / 1e6 if None not in (queued, self._queued) else None
