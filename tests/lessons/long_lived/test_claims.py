@@ -38,7 +38,8 @@ def ladder(frame_us=6.0):
 
 def slow_runs(others_worst_ms=5.0, dropped=1):
     common = {"server": "tornado_push", "stall_ms": 2000.0, "baseline_ms": 3.0, "cap_bytes": 1024 * 1024,
-              "buffered_peak_bytes": 1100 * 1024, "message_bytes": 16384}
+              "buffered_peak_bytes": 1100 * 1024, "message_bytes": 16384, "buffers_filled": True,
+              "piled_bytes": 1600 * 1024}
     return {"runs": [common | {"how": "await", "blocking": True, "others_worst_ms": 1800.0, "dropped": 0,
                                "predicted_ms": 1700.0, "opposite_ms": 3.0},
                      common | {"how": "loop", "blocking": False, "others_worst_ms": others_worst_ms,

@@ -159,7 +159,7 @@ def slow_consumer(claims, run):
     more than the cap. A stall the kernel's buffers hold whole makes no one wait, and drops no one."""
     label = f"{run['server']} how={run['how']}"
     right, wrong = run["predicted_ms"], run["opposite_ms"]
-    filled = run.get("buffers_filled", True)
+    filled = run["buffers_filled"]
     verb = "wait behind" if run["blocking"] and filled else "stay on time beside"
     claims.nearer(f"{label}: the others {verb} a stopped subscriber", run["others_worst_ms"], right, wrong, "ms")
     if run["blocking"]:
@@ -168,8 +168,8 @@ def slow_consumer(claims, run):
         claims.nearer(f"{label}: the stopped one's unsent bytes grow at rate × size", run["growth_bytes_per_s"] / 1024,
                       run["predicted_growth_bytes_per_s"] / 1024, 0.0, "KiB/s")
     cap_kib, held_kib = run["cap_bytes"] // 1024, run["buffered_peak_bytes"] / 1024
-    piled = run.get("piled_bytes")
-    if piled is None or piled > run["cap_bytes"] + run["message_bytes"]:
+    piled = run["piled_bytes"]
+    if piled > run["cap_bytes"] + run["message_bytes"]:
         claims.check(f"{label}: the stopped subscriber is dropped at its cap of {cap_kib} KiB",
                      run["dropped"] >= 1, f"{run['dropped']} dropped, at most {held_kib:.0f} KiB held", "≥ 1 dropped",
                      f"{label}: no subscriber dropped; the server held up to {held_kib:.0f} KiB for it against a cap"

@@ -106,17 +106,16 @@ async def run(plan):
     full = [r["full_after_s"] for r in runs if not r["blocking"] and r["full_after_s"] is not None]
     # A stall whose messages all fit in the kernel's buffers (few, small or slow messages) fills nothing: no send
     # waits, nothing piles up in the server, and no one is dropped.
-    filled = bool(full)
+    filled_after_s = min(full) if full else None
+    filled, kib_per_s = filled_after_s is not None, plan.slow_rate * plan.slow_message_kib
     for found in runs:
-        stalled_ms = found["stall_ms"] - (min(full) * 1000 if filled else 0.0)
-        waits = found["blocking"] and filled
+        stalled_ms = found["stall_ms"] - (filled_after_s * 1000 if filled else 0.0)
         found["buffers_filled"] = filled
-        found["predicted_ms"], found["opposite_ms"] = ((stalled_ms, found["baseline_ms"]) if waits else
-                                                       (found["baseline_ms"], stalled_ms))
-        found["kernel_kib"] = (min(full) * plan.slow_rate * plan.slow_message_kib) if filled else None
+        found["predicted_ms"], found["opposite_ms"] = ((stalled_ms, found["baseline_ms"]) if found["blocking"] and filled
+                                                       else (found["baseline_ms"], stalled_ms))
+        found["kernel_kib"] = filled_after_s * kib_per_s if filled else None
         # What piles up in the server by the stall's end: every message after the kernel's buffers filled.
-        found["piled_bytes"] = ((plan.slow_seconds - min(full)) * plan.slow_rate * plan.slow_message_kib * 1024
-                                if filled else 0.0)
+        found["piled_bytes"] = (plan.slow_seconds - filled_after_s) * kib_per_s * 1024 if filled else 0.0
     return {"runs": runs}
 
 
