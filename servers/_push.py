@@ -104,5 +104,7 @@ class Counts:
                 "published": self.published, "dropped": self.dropped, "buffered_bytes": buffered}
 
 
-def publish_answer(seq, subscribers, how, wall_s, cpu_s):
-    return json.dumps({"seq": seq, "subscribers": subscribers, "how": how, "wall_s": wall_s, "cpu_s": cpu_s}) + "\n"
+def publish_answer(seq, subscribers, how, wall_s, cpu_s, **more):
+    """/publish's answer: the broadcast's wall time and its thread's CPU (and any figure a server adds)."""
+    return json.dumps({"seq": seq, "subscribers": subscribers, "how": how, "wall_s": wall_s, "cpu_s": cpu_s,
+                       **more}) + "\n"

@@ -6,9 +6,11 @@ Routes besides the contract's `/`:
   /poll?cursor=K       a long poll, as Tornado's chat demo builds it: answers the messages after K
                        (one payload a line), or parks on a Condition until the next one
   /publish?size=B&how=H  one message of B bytes to every subscriber; H is loop (write_message, not
-                       awaited: the chat demo), await (each send awaited in turn) or frame (the frame
-                       encoded once, the same bytes written to every stream)
-  /stats               subscribers by transport, RSS, CPU, messages published, subscribers dropped
+                       awaited: the chat demo), await (each send awaited in turn), frame (the frame
+                       encoded once, the same bytes written to every stream) or floor (the floor itself:
+                       iolab.push_floor.send_to_all over the WebSocket subscribers' sockets, nothing else)
+  /stats               subscribers by transport, RSS, CPU, messages published, subscribers dropped, and
+                       this thread's CPU when it last answered a long poll
   /page                servers/push_page.html, the page a student's browser opens
   POST /echo, /echoes  the page's echo of each message it received, with our receive time
 A subscriber whose unsent bytes pass --max-buffer-kib is dropped; with how=await, so is one
@@ -28,9 +30,10 @@ import tornado.web
 import tornado.websocket
 
 import _push
+from iolab import push_floor
 from iolab.contract import HELLO_BODY, BadParameter, announce, die_with_parent, exit_on_sigterm, parse_args
 
-HOWS = ("loop", "await", "frame")
+HOWS = ("loop", "await", "frame", "floor")
 PAGE = Path(__file__).with_name("push_page.html")
 
 
@@ -45,6 +48,7 @@ class Hub:
         self.kept = []  # the last KEPT_FOR_POLLS (seq, payload) for long polls
         self.new_message = tornado.locks.Condition()  # the chat demo's: every parked poll waits on it
         self.polls_parked = 0
+        self.poll_answered_cpu_s = 0.0  # thread_time() as the last long poll was answered: the end of a poll's path
         self.echoes = []
 
     def by_transport(self):
@@ -74,7 +78,10 @@ class Hub:
         subscribers = list(self.subscribers.items())
         parked = self.polls_parked
         wall, cpu = time.perf_counter(), time.thread_time()
-        if how == "loop":
+        started_cpu = cpu
+        if how == "floor":
+            cpu_s = self.floor(text, subscribers)
+        elif how == "loop":
             event = _push.sse_event(text)
             for handler, (kind, _) in subscribers:
                 try:
@@ -122,10 +129,33 @@ class Hub:
                         continue
                     data = data[sent:]
                 self.queue(handler, target, data)
+        if how != "floor":
+            cpu_s = time.thread_time() - cpu
         # Long polls: the chat demo's notify_all; each parked handler answers when the loop wakes it.
         self.new_message.notify_all()
-        return _push.publish_answer(seq, len(subscribers) + parked, how, time.perf_counter() - wall,
-                                    time.thread_time() - cpu)
+        return _push.publish_answer(seq, len(subscribers) + parked, how, time.perf_counter() - wall, cpu_s,
+                                    cpu_at_start_s=started_cpu)
+
+    def floor(self, text, subscribers):
+        """The floor at this moment, to these subscribers: one bare send() of one frame to each WebSocket's socket
+        (push_floor.send_to_all, the loop the lesson shows). Only that loop is timed; a subscriber whose stream
+        still holds bytes, and every SSE one, gets the frame through its stream afterwards, in order."""
+        frame = _push.ws_frame(text.encode())
+        bare, queued = [], []
+        for handler, (kind, target) in subscribers:
+            ready = kind == "ws" and target._write_buffer._size == 0 and target.socket is not None
+            (bare if ready else queued).append((handler, kind, target))
+        sockets = [target.socket for _, _, target in bare]
+        cpu = time.thread_time()
+        try:
+            push_floor.send_to_all(sockets, frame)
+        except OSError as error:  # a full kernel buffer: the floor is measured only where every subscriber reads
+            raise RuntimeError(f"the floor needs every subscriber's kernel buffer free; one send failed: {error}") from error
+        cpu_s = time.thread_time() - cpu
+        event = chunk(_push.sse_event(text))
+        for handler, kind, target in queued:
+            self.queue(handler, target, frame if kind == "ws" else event)
+        return cpu_s
 
     def queue(self, handler, target, data):
         try:
@@ -243,6 +273,7 @@ class Poll(Base):
         if self.request.connection.stream.closed():
             return
         self.answer("\n".join(messages) + "\n")
+        self.hub.poll_answered_cpu_s = time.thread_time()
 
     def on_connection_close(self):
         waiting = getattr(self, "waiting", None)
@@ -259,8 +290,8 @@ class Publish(Base):
 class Stats(Base):
     def get(self):
         hub = self.hub
-        self.answer(json.dumps(hub.counts.stats(hub.by_transport(), hub.buffered())) + "\n",
-                    content_type="application/json")
+        found = hub.counts.stats(hub.by_transport(), hub.buffered()) | {"poll_answered_cpu_s": hub.poll_answered_cpu_s}
+        self.answer(json.dumps(found) + "\n", content_type="application/json")
 
 
 class Page(Base):

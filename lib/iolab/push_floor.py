@@ -46,7 +46,7 @@ def ws_frame(data):
 def send_to_all(sockets, frame):
     """The floor: the same bytes to every subscriber, one system call each, nothing else."""
     for sock in sockets:
-        sock.send(frame)
+        sock.sendall(frame)  # one send() whenever the frame fits the socket's buffer, as a subscriber that reads keeps it
 
 
 def floor(connections=2000, size=64, rounds=7, timeout_s=TIMEOUT_S):

@@ -454,7 +454,7 @@ SERVERS = {
         ServerInfo(
             "tornado_push", "tornado_push.py",
             "one thread, an event loop (Tornado) holding WebSocket, SSE and long-poll subscribers; /publish?how= loop,"
-            " await or frame",
+            " await, frame, or floor (one bare send() each)",
             routes=("/",),
             options=PUSH_OPTIONS,
             lesson="12-long-lived-connections",

@@ -13,8 +13,10 @@ def test_every_subscriber_gets_the_message_in_send_order_and_nothing_outlives_th
     with servers.serve("tornado_push") as server:
         with Held(server.url, kind, 30) as subscribers:
             assert memory.stats(server)["subscribers"][kind] == 30
-            found = fanout.broadcast(server, subscribers, 100)
+            found = fanout.broadcast(server, subscribers, 100, kind)
             assert len(found["deliveries"]) == 30 and found["client_cpu_s"] > 0
+            # The path ends at the last send, or the last poll answered: never past all the server did for it.
+            assert 0 < found["path_cpu_s"] <= found["server_cpu_s"]
             if kind == "poll":
                 # Answered and not yet polling again: the server holds none until the client is told.
                 assert memory.stats(server)["subscribers"]["poll"] == 0

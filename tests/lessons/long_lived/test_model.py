@@ -38,10 +38,39 @@ def test_last_delivery_is_the_bottleneck_on_two_cpus_and_the_sum_on_one():
     assert model.last_delivery_s(1000, 20e-6, 10e-6, cpus=1) == pytest.approx(0.030)
 
 
-def test_fanout_bounds_widen_by_the_spread_of_the_lasts():
-    repeats = [{"last_s": 0.030, "server_cpu_s": 0.020, "client_cpu_s": 0.010},
-               {"last_s": 0.033, "server_cpu_s": 0.022, "client_cpu_s": 0.010}]
-    row = model.fanout(1000, repeats, cpus=1)
-    assert row["predicted_last_ms"] == pytest.approx(31.0)
-    assert row["low_ms"] < 30.0 < row["high_ms"]
-    assert row["cpu_us_per_delivery"] == pytest.approx(21.0)
+def repeat(last_s, path_cpu_s, client_cpu_s=0.010, queued_s=0.0):
+    return {"last_s": last_s, "server_cpu_s": path_cpu_s * 1.2, "path_cpu_s": path_cpu_s,
+            "client_cpu_s": client_cpu_s, "queued_s": queued_s}
+
+
+def test_each_repeat_is_predicted_from_its_own_delivery_path_and_judged_by_the_median_ratio():
+    # On one CPU the last delivery waits for both sides' CPU: 20 + 10 ms, then 22 + 10 ms.
+    row = model.fanout(1000, [repeat(0.030, 0.020), repeat(0.0336, 0.022), repeat(0.0315, 0.020)], cpus=1)
+    assert row["ratios"] == pytest.approx([1.0, 1.05, 1.05])
+    assert row["judged_repeat"] in (1, 2) and row["predicted_last_ms"] in (pytest.approx(32.0), pytest.approx(30.0))
+    # The band: TOLERANCE widened by how far the repeats' ratios disagree (0.05), never by the server's other CPU.
+    assert row["width"] == pytest.approx(model.TOLERANCE + 0.05)
+    assert row["low_ms"] == pytest.approx(row["predicted_last_ms"] * (1 - row["width"]))
+    assert row["cpu_us_per_delivery"] == pytest.approx(24.0) and row["path_us_per_delivery"] == pytest.approx(20.0)
+    assert not row["is_bound"]
+
+
+def test_waits_for_each_other_on_one_cpu_do_not_widen_the_band_but_a_neighbours_do():
+    quiet = model.fanout(1000, [repeat(0.030, 0.020, queued_s=0.025)] * 3, cpus=1)
+    assert quiet["excess_wait_ms"] == 0.0  # 25 ms of waits, under the 30 ms the two sides owe each other
+    busy = model.fanout(1000, [repeat(0.045, 0.020, queued_s=0.045)] * 3, cpus=1)
+    assert busy["excess_wait_ms"] == pytest.approx(15.0)
+    assert busy["high_ms"] == pytest.approx(30.0 * (1 + model.TOLERANCE) + 15.0)
+
+
+def test_on_two_cpus_the_last_waits_for_the_slower_side_only():
+    row = model.fanout(1000, [repeat(0.0205, 0.020, client_cpu_s=0.012)] * 3, cpus=2)
+    assert row["predicted_last_ms"] == pytest.approx(20.0)
+    assert row["low_ms"] < 20.5 < row["high_ms"]
+
+
+def test_under_a_quota_a_short_burst_makes_the_band_a_bound_from_k_burst_to_k():
+    row = model.fanout(1000, [repeat(0.022, 0.020)] * 3, cpus=1, burst_cpus=2)
+    assert row["is_bound"]
+    assert row["low_ms"] == pytest.approx(20.0 * (1 - model.TOLERANCE))
+    assert row["predicted_last_ms"] == pytest.approx(30.0)

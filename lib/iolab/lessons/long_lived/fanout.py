@@ -1,7 +1,7 @@
 """Section 3: one message to N subscribers, per transport and server.
 
-Section 3: N subscribers of one transport hold a connection each; the lab publishes one message `repeats` times
-and reads each subscriber's delivery, the server's CPU (its /stats) and the client's (its process) per broadcast.
+N subscribers of one transport hold a connection each; the lab publishes one message `repeats` times and reads
+each subscriber's delivery, the server's CPU (its /stats, and its loop's own figure) and the client's per broadcast.
 """
 
 import statistics
@@ -27,20 +27,23 @@ def queued_s(*pids):
     return sum(usage.queued_s(psutil.Process(pid)) for pid in pids)
 
 
-def broadcast(server, subscribers, message_bytes):
-    """One message to every subscriber: {deliveries (ms, in send order), server_cpu_s, loop_cpu_s, client_cpu_s,
+def broadcast(server, subscribers, message_bytes, transport):
+    """One message to every subscriber: {deliveries (ms, in send order), server_cpu_s, path_cpu_s, client_cpu_s,
     queued_s}.
 
-    Both CPUs are read before the publish and after the last delivery, so each includes all its side did for this
-    message: frames built and written, or long polls answered; frames parsed, or answers read. The server's loop
-    alone (its /publish answer) is the least of it that lies before the last delivery. queued_s: the seconds
-    either waited for a CPU meanwhile, which another program took."""
+    Both CPUs are read before the publish and after the last delivery, so server_cpu_s holds all the server did for
+    this message. path_cpu_s is the part that lies before the last delivery: the broadcast loop (its /publish
+    answer), or for long polls the server's thread from the publish to its last answer. client_cpu_s is the
+    client's up to its last read. queued_s: the seconds either waited for a CPU meanwhile."""
     waited = queued_s(server.pid, subscribers.pid)
     server_before, client_before = stats(server)["cpu_s"], subscribers.cpu_s()
     answer = publish(server, message_bytes)
     deliveries = subscribers.wait_for(answer["seq"], WAIT_S)
-    server_cpu_s = stats(server)["cpu_s"] - server_before
-    return {"deliveries": deliveries, "server_cpu_s": server_cpu_s, "loop_cpu_s": answer["cpu_s"],
+    after = stats(server)
+    path_cpu_s = answer["cpu_s"]
+    if transport == "poll":  # every parked poll answers after the loop: the path ends at the last answer
+        path_cpu_s = after["poll_answered_cpu_s"] - answer["cpu_at_start_s"]
+    return {"deliveries": deliveries, "server_cpu_s": after["cpu_s"] - server_before, "path_cpu_s": path_cpu_s,
             "client_cpu_s": subscribers.last_cpu_s - client_before,
             "queued_s": queued_s(server.pid, subscribers.pid) - waited}
 
@@ -63,7 +66,7 @@ def one(server_name, transport, n, repeats, message_bytes, cpus):
     with servers.serve(server_name) as server, Held(server.url, transport, n) as subscribers:
         runs = []
         for attempt in range(repeats + 1):  # the first warms code paths, caches and buffers up, and is not kept
-            found = broadcast(server, subscribers, message_bytes)
+            found = broadcast(server, subscribers, message_bytes, transport)
             repoll_s = repoll(server, subscribers) if transport == "poll" else 0.0
             if attempt:
                 deliveries = found["deliveries"]
@@ -71,7 +74,7 @@ def one(server_name, transport, n, repeats, message_bytes, cpus):
                                      "last_s": max(deliveries, default=0) / 1000, "repoll_s": repoll_s})
     burst_s = statistics.median(r["last_s"] for r in runs)
     row = model.fanout(n, runs, cpus, burst_cpus=environment.cpus_within(burst_s))
-    shown = runs[-1]["deliveries"]
+    shown = runs[row["judged_repeat"]]["deliveries"]  # the figure draws the repeat the claim judges
     repoll_us = statistics.median(r["repoll_s"] for r in runs) / n * 1e6
     return row | {"transport": transport, "server": server_name, "received": sum(len(r["deliveries"]) for r in runs),
                   "expected": n * repeats, "repoll_us_per_delivery": repoll_us,
@@ -86,9 +89,9 @@ def run(plan):
 
 
 def table(rows):
-    headers = ["server", "transport", "N", "server µs/delivery", "+ re-poll µs", "client µs/delivery",
-               "predicted last (ms)", "measured last (ms)", "spread of repeats"]
-    return headers, [[row["server"], row["transport"], row["subscribers"], row["cpu_us_per_delivery"],
-                      row["repoll_us_per_delivery"] if row["transport"] == "poll" else "",
+    headers = ["server", "transport", "N", "server µs/delivery to its last send", "all its µs/delivery",
+               "+ re-poll µs", "client µs/delivery", "predicted last (ms)", "measured last (ms)", "spread of repeats"]
+    return headers, [[row["server"], row["transport"], row["subscribers"], row["path_us_per_delivery"],
+                      row["cpu_us_per_delivery"], row["repoll_us_per_delivery"] if row["transport"] == "poll" else "",
                       row["client_cpu_us_per_delivery"], row["predicted_last_ms"], row["last_ms"],
                       f"{row['spread']:.0%}"] for row in rows]

@@ -1,44 +1,53 @@
-"""Section 4: the ladder of broadcasters, against the floor.
+"""Section 4: each server's broadcasters against the floor, one bare send() per subscriber, at the same moments.
 
-Section 4: each server's broadcasters send to the same N WebSocket subscribers; each one's CPU per delivery is
-the server's own figure for its loop; the floor, one bare send per subscriber, is measured beside them.
+Each server's broadcasters send to the same N WebSocket subscribers; each one's CPU per delivery is the server's
+own figure for its loop. The floor is measured by Tornado's server too (`how=floor`: push_floor.send_to_all over
+its subscribers' sockets), to the same subscribers, taking its turn between the broadcasters.
 """
 
 import statistics
 
-from iolab import push_floor, servers
+from iolab import servers
 from iolab.clients.held_subscribers import Held
 
 from . import model
 from .fanout import WAIT_S
 from .memory import publish
 
-# Each server's broadcasters (the `how` of /publish), from the library's own to the hand-built `frame`.
-HOWS = (("tornado_push", ("loop", "await", "frame")), ("aiohttp_push", ("await", "tasks")),
+# Each server's broadcasters (the `how` of /publish), from the library's own to the hand-built `frame`. Tornado's
+# server also runs the floor, so the floor meets the receivers the hand-built one meets.
+HOWS = (("tornado_push", ("loop", "await", "frame", "floor")), ("aiohttp_push", ("await", "tasks")),
         ("websockets_push", ("broadcast", "await")))
+FLOOR = "floor"
 
 
-def rungs_of(server_name, hows, n, repeats, message_bytes):
-    """One rung per broadcaster of one server: the median of its loop's CPU over `repeats` broadcasts, per delivery."""
-    rungs = []
+def runs_of(server_name, hows, n, repeats, message_bytes):
+    """{how: each broadcast's CPU per delivery (µs)} for one server's broadcasters, `repeats` each. They take turns,
+    a round of every `how` after another, so a slower or faster moment of the machine falls on all of them."""
+    runs = {how: [] for how in hows}
     with servers.serve(server_name) as server, Held(server.url, "ws", n) as subscribers:
-        for how in hows:
-            runs = []
-            for attempt in range(repeats + 1):  # the first warms the broadcaster up
+        for attempt in range(repeats + 1):  # the first round warms each broadcaster up
+            for how in hows:
                 answer = publish(server, message_bytes, how)
                 subscribers.wait_for(answer["seq"], WAIT_S)
                 if attempt:
-                    runs.append(answer["cpu_s"] / n * 1e6)
-            rungs.append({"server": server_name, "how": how, "label": f"{server_name} how={how}", "subscribers": n,
-                          "runs_us": runs, "cpu_us_per_delivery": statistics.median(runs)})
-    return rungs
+                    runs[how].append(answer["cpu_s"] / n * 1e6)
+    return runs
 
 
 def run(plan):
-    """The floor over `subscribers` loopback connections, then every rung of HOWS over as many subscribers."""
+    """Every rung of HOWS and the floor, over `subscribers` WebSocket subscribers per server."""
     n = plan.subscribers
-    found_floor = push_floor.floor(n, plan.message_bytes, plan.repeats)
-    rungs = [rung for server, hows in HOWS for rung in rungs_of(server, hows, n, plan.repeats, plan.message_bytes)]
+    rungs, found_floor = [], None
+    for server_name, hows in HOWS:
+        for how, runs in runs_of(server_name, hows, n, plan.repeats, plan.message_bytes).items():
+            median = statistics.median(runs)
+            if how == FLOOR:
+                found_floor = {"server": server_name, "subscribers": n, "size": plan.message_bytes,
+                               "cpu_us_per_send": median, "runs_us": runs}
+                continue
+            rungs.append({"server": server_name, "how": how, "label": f"{server_name} how={how}", "subscribers": n,
+                          "runs_us": runs, "cpu_us_per_delivery": median})
     for rung in rungs:
         rung["floor_ratio"] = model.floor_ratio(rung["cpu_us_per_delivery"], found_floor["cpu_us_per_send"])
         rung["reach_ms"] = model.time_to_reach(n, rung["cpu_us_per_delivery"] * 1e-6) * 1000

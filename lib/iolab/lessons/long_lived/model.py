@@ -1,7 +1,7 @@
 """Lesson 12's predictions: memory per connection, fan-out, the floor.
 
-Lesson 12's predictions, each from figures measured in the same run: memory(N) = M0 + N·m and the N that fit a
-budget; the i-th subscriber's delivery at i × D; the last one on k CPUs by the bottleneck law.
+Each is built from figures measured in the same run: memory(N) = M0 + N·m and the N that fit a budget; the i-th
+subscriber's delivery at i × D; the last one on k CPUs by the bottleneck law.
 """
 
 import math
@@ -84,40 +84,56 @@ def last_delivery_s(n, d_server_s, d_client_s, cpus):
     return n * max(d_server_s, d_client_s, (d_server_s + d_client_s) / cpus)
 
 
+TOLERANCE = 0.2  # how near a prediction of a last delivery must come, before the repeats' own disagreement is added
+
+
+def self_wait_s(server_cpu_s, client_cpu_s, cpus):
+    """The seconds server and client wait for each other's CPU: on one CPU each waits while the other runs (their
+    sum), on two or more neither need wait. Waits past it were for CPUs another program held."""
+    return max(0.0, 2.0 - max(cpus, 1.0)) * (server_cpu_s + client_cpu_s)
+
+
 def fanout(n, repeats, cpus, burst_cpus=None):
     """The prediction for one transport's broadcasts. `repeats`: one dict per broadcast to the same n subscribers,
-    {first_s, last_s, server_cpu_s, loop_cpu_s, client_cpu_s, queued_s}.
+    {first_s, last_s, path_cpu_s, server_cpu_s, client_cpu_s, queued_s}.
 
-    Each repeat predicts its own last delivery: its first (the fixed cost of any message: the publish request, a
-    wake-up) plus n × the bottleneck's D. The server's D lies between its broadcast loop's CPU (the least of its
-    work that comes before the last delivery) and all its CPU for the message. The highest adds the seconds both
-    waited for a CPU another program held. The bounds: the lowest and highest of the repeats' predictions,
-    widened by the measured lasts' own spread (the same broadcast, repeated, took that much more or less), and
-    the lowest also by its own spread: the loop's CPU is itself measured, and repeats of the same loop differ.
-    `burst_cpus`: the most CPUs a broadcast this short may get (environment.cpus_within): under a CFS quota of one
-    CPU on two cores, server and client still run side by side for a few milliseconds, so the lowest uses it.
+    The last delivery waits only for the work on the delivery path: the server's CPU up to its last send
+    (path_cpu_s: its broadcast loop, or every long poll answered up to the last) and the client's CPU up to its last
+    read. Each repeat predicts its own: its first delivery (the fixed cost of any message) plus n × the
+    bottleneck's D, max(D_server, D_client, (D_server + D_client) / k). Each repeat is judged by its ratio,
+    measured over predicted, and the claim by their median, within TOLERANCE widened by how far the repeats' ratios
+    disagree (the noise of this run). Above, the band also takes the seconds they waited for CPUs another program
+    held (waits beyond their self_wait_s). `burst_cpus`: the most CPUs a burst this short may get under a CFS quota
+    (environment.cpus_within); the band then runs from k = burst_cpus to k = cpus, and is a bound, not a prediction.
     """
-    def predict(r, server_cpu_s, waited_s=0.0, cpus=cpus):
-        return r.get("first_s", 0.0) + last_delivery_s(n, server_cpu_s / n, r["client_cpu_s"] / n, cpus) + waited_s
+    burst = max(burst_cpus or cpus, cpus)
 
-    central = [predict(r, r["server_cpu_s"]) for r in repeats]
-    lowest = [predict(r, min(r.get("loop_cpu_s", r["server_cpu_s"]), r["server_cpu_s"]), cpus=burst_cpus or cpus)
-              for r in repeats]
-    highest = [predict(r, r["server_cpu_s"], r.get("queued_s", 0.0)) for r in repeats]
-    lasts = [r["last_s"] for r in repeats]
-    last = statistics.median(lasts)
-    spread = (max(lasts) - min(lasts)) / last if last > 0 else 0.0
-    low_spread = (max(lowest) - min(lowest)) / statistics.median(lowest) if min(lowest) > 0 else 0.0
+    def predict(r, k):
+        return r.get("first_s", 0.0) + last_delivery_s(n, r["path_cpu_s"] / n, r["client_cpu_s"] / n, k)
+
+    def excess_wait(r):
+        return max(0.0, r.get("queued_s", 0.0) - self_wait_s(r["path_cpu_s"], r["client_cpu_s"], burst))
+
+    central = [predict(r, cpus) for r in repeats]
+    ratios = [r["last_s"] / p for r, p in zip(repeats, central)]
+    middle = sorted(range(len(repeats)), key=lambda i: ratios[i])[(len(repeats) - 1) // 2]  # the median repeat
+    noise = max(ratios) - min(ratios)
+    width = TOLERANCE + noise
+    judged = repeats[middle]
     return {
-        "subscribers": n, "cpus": cpus, "burst_cpus": burst_cpus or cpus,
+        "subscribers": n, "cpus": cpus, "burst_cpus": burst, "is_bound": burst > cpus,
         "cpu_us_per_delivery": statistics.median(r["server_cpu_s"] for r in repeats) / n * 1e6,
-        "loop_us_per_delivery": statistics.median(r.get("loop_cpu_s", r["server_cpu_s"]) for r in repeats) / n * 1e6,
+        "path_us_per_delivery": statistics.median(r["path_cpu_s"] for r in repeats) / n * 1e6,
         "client_cpu_us_per_delivery": statistics.median(r["client_cpu_s"] for r in repeats) / n * 1e6,
         "queued_ms": statistics.median(r.get("queued_s", 0.0) for r in repeats) * 1000,
-        "first_ms": statistics.median(r.get("first_s", 0.0) for r in repeats) * 1000,
-        "last_ms": last * 1000, "predicted_last_ms": statistics.median(central) * 1000,
-        "low_ms": max(0.0, min(lowest) * (1 - spread - low_spread) * 1000), "high_ms": max(highest) * (1 + spread) * 1000,
-        "spread": spread,
+        "excess_wait_ms": excess_wait(judged) * 1000,
+        "first_ms": judged.get("first_s", 0.0) * 1000,
+        "ratios": ratios, "noise": noise, "width": width, "judged_repeat": middle,
+        "last_ms": judged["last_s"] * 1000, "predicted_last_ms": central[middle] * 1000,
+        "low_ms": max(0.0, predict(judged, burst) * (1 - width) * 1000),
+        "high_ms": (central[middle] * (1 + width) + excess_wait(judged)) * 1000,
+        "spread": (max(r["last_s"] for r in repeats) - min(r["last_s"] for r in repeats))
+        / statistics.median(r["last_s"] for r in repeats),
     }
 
 
