@@ -1,16 +1,19 @@
-"""The full lessons run N times in a row, as make regress runs them: every failure with its lesson, cell and values.
+"""The lessons run N times in a row, as make regress runs them: every failure, and how often each claim failed.
 
 Each lesson runs under papermill with the Makefile's regress arguments (quick,
 solutions, results_path, a per-cell timeout), optionally pinned to one CPU
-(`--taskset 0`) and beside a CPU hog (`--hog`), each lesson in turn under the
-shared measuring lock if `--lock` names it, so others can measure between two
-lessons. A lesson is killed at `--lesson-timeout` and no lesson starts past
-`--max-seconds`. The last line is JSON: per run and lesson, passed and seconds;
-for every failure, its lesson, the cell (index in the source notebook, and its
-first line), the error and the numbers its message carries.
+(`--taskset 0`) and beside CPU hogs (`--hogs 1` or `2`; `--hog` is one), each
+lesson in turn under the shared measuring lock if `--lock` names it, so others
+can measure between two lessons. A lesson is killed at `--lesson-timeout` and no
+lesson starts past `--max-seconds`. It reads every claim line the lesson printed
+(✓, ✗ or –) and tallies, per lesson and claim, the runs that judged it and the
+ones it failed in. The last line is JSON: per run and lesson, passed and
+seconds; for every failure, its lesson, the cell (index in the source notebook,
+and its first line), the error and the numbers its message carries; the tally.
 
     python benchmarks/regress_loop.py --runs 5 --lock /tmp/iolab-measure.lock
-    python benchmarks/regress_loop.py --runs 1 --lessons 02 --taskset 0 --hog
+    python benchmarks/regress_loop.py --runs 10 --quick --lessons 12 --taskset 0
+    python benchmarks/regress_loop.py --runs 1 --lessons 02 --taskset 0 --hogs 2
 """
 
 import argparse
@@ -82,6 +85,40 @@ def failure_of(executed, log_text=""):
     return {"cell": None, "first_line": "", "error": "no cell failed", "message": message, "values": numbers_in(message)}
 
 
+CLAIM_MARKS = ("✓", "✗", "–")
+# A claim line is "<mark> <claim>: <measured> within <bounds>" (or ", outside <bounds>", or ": skipped, <why>").
+FIGURES_START = re.compile(r"(: skipped, |, outside [\[(]| within [\[(≥])")
+
+
+def claim_lines(executed):
+    """Every claim line an executed notebook printed: [(mark, claim)], the claim with its numbers made '#', so the
+    same claim of two runs has one name."""
+    found = []
+    for cell in executed.get("cells", []):
+        for out in cell.get("outputs", []):
+            text = out.get("text", "")
+            for line in ("".join(text) if isinstance(text, list) else text).splitlines():
+                if line[:1] not in CLAIM_MARKS or line[1:2] != " ":
+                    continue
+                head = FIGURES_START.split(line[2:], maxsplit=1)[0]
+                if not line.startswith("–") and ": " in head:
+                    head = head.rsplit(": ", 1)[0]  # the measured figure follows the claim's last colon
+                found.append((line[0], NUMBER.sub("#", head)))
+    return found
+
+
+def tally(runs):
+    """{lesson: {claim: {"judged", "failed", "skipped"}}} over every run's claim lines."""
+    counts = {}
+    for run in runs:
+        for row in run["lessons"]:
+            for mark, claim in row.get("claims", []):
+                entry = counts.setdefault(row["lesson"], {}).setdefault(claim, {"judged": 0, "failed": 0, "skipped": 0})
+                entry["skipped" if mark == "–" else "judged"] += 1
+                entry["failed"] += mark == "✗"
+    return counts
+
+
 def log_tail(text, lines=3):
     return " | ".join(text.strip().splitlines()[-lines:])[-600:]
 
@@ -117,7 +154,11 @@ def run_lesson(notebook, out_dir, args, timeout_s):
     seconds = round(time.monotonic() - began, 1)
     log_text = log_path.read_text(errors="replace")
     passed = returncode == 0 and results.exists() and results.stat().st_size > 0
-    row = {"lesson": stem, "passed": passed, "seconds": seconds}
+    try:
+        claims = claim_lines(json.loads(executed.read_text()))
+    except (OSError, ValueError):
+        claims = []
+    row = {"lesson": stem, "passed": passed, "seconds": seconds, "claims": claims}
     if passed:
         return row
     try:
@@ -133,19 +174,17 @@ def run_lesson(notebook, out_dir, args, timeout_s):
 
 @contextlib.contextmanager
 def hogging(args):
-    """A CPU hog beside one lesson if --hog (pinned with it under --taskset); it also dies with this process."""
-    if not args.hog:
-        yield
-        return
+    """--hogs CPU hogs beside one lesson (pinned with it under --taskset); each also dies with this process."""
     command = children.python("-c", HOG)
     if args.taskset is not None:
         command = ["taskset", "-c", args.taskset] + command
-    hog = children.spawn(command, stdout=subprocess.DEVNULL)
+    hogs = [children.spawn(command, stdout=subprocess.DEVNULL) for _ in range(args.hogs)]
     try:
         yield
     finally:
-        hog.kill()
-        hog.wait()
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
 
 
 def chosen_notebooks(wanted):
@@ -161,7 +200,8 @@ def main():
     parser.add_argument("--lessons", default="", help="comma-separated lesson numbers or stems (default: all)")
     parser.add_argument("--quick", action="store_true", help="the lessons' small CI sizes instead of the full ones")
     parser.add_argument("--taskset", default=None, help="pin everything to this CPU list (taskset -c), e.g. 0")
-    parser.add_argument("--hog", action="store_true", help="run a CPU hog beside the lessons")
+    parser.add_argument("--hogs", type=int, default=0, help="CPU hogs to run beside the lessons (0, 1 or 2)")
+    parser.add_argument("--hog", action="store_const", const=1, dest="hogs", help="one CPU hog: --hogs 1")
     parser.add_argument("--lock", default=None, help="a lock file taken around each lesson (/tmp/iolab-measure.lock)")
     parser.add_argument("--cell-timeout", type=int, default=900, help="papermill's per-cell limit, as make regress")
     parser.add_argument("--lesson-timeout", type=float, default=1800, help="a lesson is killed past this many seconds")
@@ -170,6 +210,8 @@ def main():
     args = parser.parse_args()
     if not 1 <= args.runs <= 100:
         parser.error(f"--runs must be between 1 and 100, got {args.runs}")
+    if not 0 <= args.hogs <= 2 * (os.cpu_count() or 1):
+        parser.error(f"--hogs must be between 0 and twice the CPUs ({2 * (os.cpu_count() or 1)}), got {args.hogs}")
     notebooks = chosen_notebooks([w for w in args.lessons.split(",") if w])
     if not notebooks:
         parser.error(f"--lessons {args.lessons!r} names no notebook in {REPO / 'notebooks'}")
@@ -202,11 +244,21 @@ def main():
             break
     failures = [{"run": run["run"], "lesson": row["lesson"], "seconds": row["seconds"], **row["failure"]}
                 for run in runs for row in run["lessons"] if not row["passed"]]
+    counts = tally(runs)
+    for lesson, claims in counts.items():
+        failing = {claim: entry for claim, entry in claims.items() if entry["failed"]}
+        judged = sum(entry["judged"] for entry in claims.values())
+        print(f"{lesson}: {len(claims)} claims, {judged} judgements, {len(failing)} claim(s) failed at least once")
+        for claim, entry in failing.items():
+            print(f"  ✗ {entry['failed']} of {entry['judged']}: {claim}")
+    for run in runs:
+        for row in run["lessons"]:
+            row.pop("claims", None)  # the tally keeps what they said
     print(json.dumps({
-        "quick": args.quick, "taskset": args.taskset, "hog": args.hog, "cpus": len(os.sched_getaffinity(0)),
+        "quick": args.quick, "taskset": args.taskset, "hogs": args.hogs, "cpus": len(os.sched_getaffinity(0)),
         "runs": runs, "lessons_passed": sum(r["passed"] for run in runs for r in run["lessons"]),
         "lessons_run": sum(len(run["lessons"]) for run in runs), "failures": failures, "stopped": stopped,
-        "seconds": round(time.monotonic() - began, 1),
+        "seconds": round(time.monotonic() - began, 1), "claims": counts,
     }))
     sys.exit(0 if runs and not failures and not stopped else 1)
 

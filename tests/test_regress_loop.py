@@ -68,3 +68,19 @@ def test_a_run_that_stopped_before_any_cell_keeps_the_logs_last_lines():
 def test_numbers_in_a_message_leave_names_out():
     assert regress_loop.numbers_in("tornado_app2 at 200 users: 44% busy, not >= 0.8 (q3, -1.5e-3)") == \
         pytest.approx([200.0, 0.44, 0.8, -1.5e-3])
+
+
+def test_claim_lines_are_tallied_by_claim_whatever_their_figures():
+    def executed(*lines):
+        return {"cells": [{"cell_type": "code", "outputs": [{"output_type": "stream", "text": "\n".join(lines)}]}]}
+
+    first = executed("✓ tornado_push ws: the last of 800 at N × D: 17.7 ms within [11.6, 25.4] ms",
+                     "– your browser received every message: skipped, no browser here",
+                     "All 2 of this lesson's claims hold on this run.")
+    second = executed("✗ tornado_push ws: the last of 800 at N × D: 31.0 ms, outside [11.6, 25.4] ms",
+                      "– your browser received every message: skipped, no browser here")
+    assert regress_loop.claim_lines(first)[0] == ("✓", "tornado_push ws: the last of # at N × D")
+    runs = [{"lessons": [{"lesson": "12-long", "claims": regress_loop.claim_lines(nb)}]} for nb in (first, second)]
+    counts = regress_loop.tally(runs)["12-long"]
+    assert counts["tornado_push ws: the last of # at N × D"] == {"judged": 2, "failed": 1, "skipped": 0}
+    assert counts["your browser received every message"] == {"judged": 0, "failed": 0, "skipped": 2}
