@@ -85,9 +85,10 @@ def failure_of(executed, log_text=""):
     return {"cell": None, "first_line": "", "error": "no cell failed", "message": message, "values": numbers_in(message)}
 
 
-CLAIM_MARKS = ("✓", "✗", "–")
-# A claim line is "<mark> <claim>: <measured> within <bounds>" (or ", outside <bounds>", or ": skipped, <why>").
-FIGURES_START = re.compile(r"(: skipped, |, outside [\[(]| within [\[(≥])")
+CLAIM_MARKS = ("✓", "✗", "–", "⚠")  # holds, fails, skipped, excused (others held the CPUs)
+# A claim line is "<mark> <claim>: <measured> within <bounds>" (or ", outside <bounds>", ": skipped, <why>", or
+# ": not judged: <measured>, outside <bounds>; <why>").
+FIGURES_START = re.compile(r"(: skipped, |: not judged: |, outside [\[(]| within [\[(≥])")
 
 
 def claim_lines(executed):
@@ -101,20 +102,21 @@ def claim_lines(executed):
                 if line[:1] not in CLAIM_MARKS or line[1:2] != " ":
                     continue
                 head = FIGURES_START.split(line[2:], maxsplit=1)[0]
-                if not line.startswith("–") and ": " in head:
+                if line[0] in "✓✗" and ": " in head:
                     head = head.rsplit(": ", 1)[0]  # the measured figure follows the claim's last colon
                 found.append((line[0], NUMBER.sub("#", head)))
     return found
 
 
 def tally(runs):
-    """{lesson: {claim: {"judged", "failed", "skipped"}}} over every run's claim lines."""
+    """{lesson: {claim: {"judged", "failed", "excused", "skipped"}}} over every run's claim lines."""
     counts = {}
     for run in runs:
         for row in run["lessons"]:
             for mark, claim in row.get("claims", []):
-                entry = counts.setdefault(row["lesson"], {}).setdefault(claim, {"judged": 0, "failed": 0, "skipped": 0})
-                entry["skipped" if mark == "–" else "judged"] += 1
+                entry = counts.setdefault(row["lesson"], {}).setdefault(
+                    claim, {"judged": 0, "failed": 0, "excused": 0, "skipped": 0})
+                entry[{"–": "skipped", "⚠": "excused"}.get(mark, "judged")] += 1
                 entry["failed"] += mark == "✗"
     return counts
 
@@ -246,11 +248,13 @@ def main():
                 for run in runs for row in run["lessons"] if not row["passed"]]
     counts = tally(runs)
     for lesson, claims in counts.items():
-        failing = {claim: entry for claim, entry in claims.items() if entry["failed"]}
+        failing = {claim: entry for claim, entry in claims.items() if entry["failed"] or entry["excused"]}
         judged = sum(entry["judged"] for entry in claims.values())
-        print(f"{lesson}: {len(claims)} claims, {judged} judgements, {len(failing)} claim(s) failed at least once")
+        excused = sum(entry["excused"] for entry in claims.values())
+        print(f"{lesson}: {len(claims)} claims, {judged} judgements, {excused} excused,"
+              f" {sum(bool(e['failed']) for e in claims.values())} claim(s) failed at least once")
         for claim, entry in failing.items():
-            print(f"  ✗ {entry['failed']} of {entry['judged']}: {claim}")
+            print(f"  ✗ {entry['failed']} of {entry['judged']} judged, ⚠ {entry['excused']} excused: {claim}")
     for run in runs:
         for row in run["lessons"]:
             row.pop("claims", None)  # the tally keeps what they said

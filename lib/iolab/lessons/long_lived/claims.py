@@ -100,8 +100,8 @@ def fanout(claims, row):
         return
     kind = (f"a bound: k from {row['cpus']:g} to {row['burst_cpus']:g} CPUs, as a quota lets a burst this short"
             if row["is_bound"] else f"±{row['width']:.0%}")
-    claims.within(f"{label}: the last of {row['subscribers']} at N × max(D_server, D_client, ΣD / k)",
-                  row["last_ms"], row["low_ms"], row["high_ms"], "ms", 1,
+    claims.timing(f"{label}: the last of {row['subscribers']} at N × max(D_server, D_client, ΣD / k)",
+                  row["last_ms"], row["low_ms"], row["high_ms"], row.get("neighbours"), "ms", 1,
                   f"{label}: the last subscriber got it after {row['last_ms']:.1f} ms; predicted"
                   f" {row['predicted_last_ms']:.1f} ms: the first's {row['first_ms']:.1f} ms, then"
                   f" {row['path_us_per_delivery']:.1f} µs (server, up to its last send) and"

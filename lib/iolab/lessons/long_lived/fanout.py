@@ -9,7 +9,7 @@ import time
 
 import psutil
 
-from iolab import environment, servers, usage
+from iolab import environment, neighbours, servers, usage
 from iolab.clients.held_subscribers import Held
 
 from . import model
@@ -63,7 +63,8 @@ def repoll(server, subscribers):
 
 def one(server_name, transport, n, repeats, message_bytes, cpus):
     """A row of the fan-out table: `repeats` broadcasts after a first that warms both sides up."""
-    with servers.serve(server_name) as server, Held(server.url, transport, n) as subscribers:
+    with servers.serve(server_name) as server, Held(server.url, transport, n) as subscribers, \
+            neighbours.watching() as watch:
         runs = []
         for attempt in range(repeats + 1):  # the first warms code paths, caches and buffers up, and is not kept
             found = broadcast(server, subscribers, message_bytes, transport)
@@ -76,7 +77,8 @@ def one(server_name, transport, n, repeats, message_bytes, cpus):
     row = model.fanout(n, runs, cpus, burst_cpus=environment.cpus_within(burst_s))
     shown = runs[row["judged_repeat"]]["deliveries"]  # the figure draws the repeat the claim judges
     repoll_us = statistics.median(r["repoll_s"] for r in runs) / n * 1e6
-    return row | {"transport": transport, "server": server_name, "received": sum(len(r["deliveries"]) for r in runs),
+    return row | {"neighbours": watch.found.as_dict(),
+                  "transport": transport, "server": server_name, "received": sum(len(r["deliveries"]) for r in runs),
                   "expected": n * repeats, "repoll_us_per_delivery": repoll_us,
                   "exchange_us_per_delivery": row["cpu_us_per_delivery"] + repoll_us,
                   "timeline": (list(range(1, len(shown) + 1)), shown)}
@@ -90,8 +92,9 @@ def run(plan):
 
 def table(rows):
     headers = ["server", "transport", "N", "server µs/delivery to its last send", "all its µs/delivery",
-               "+ re-poll µs", "client µs/delivery", "predicted last (ms)", "measured last (ms)", "spread of repeats"]
+               "+ re-poll µs", "client µs/delivery", "predicted last (ms)", "measured last (ms)", "spread of repeats",
+               "others held the CPUs"]
     return headers, [[row["server"], row["transport"], row["subscribers"], row["path_us_per_delivery"],
                       row["cpu_us_per_delivery"], row["repoll_us_per_delivery"] if row["transport"] == "poll" else "",
                       row["client_cpu_us_per_delivery"], row["predicted_last_ms"], row["last_ms"],
-                      f"{row['spread']:.0%}"] for row in rows]
+                      f"{row['spread']:.0%}", f"{row['neighbours']['others_share']:.0%}"] for row in rows]
