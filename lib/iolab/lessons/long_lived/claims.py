@@ -98,9 +98,12 @@ def fanout(claims, row):
                      f"{row['received']} of {row['expected']}", "",
                      f"{label}: {row['received']} of {row['expected']} deliveries arrived")
         return
+    # A band wider than ±50% no longer predicts: the claim then says it is a bound, and why.
     kind = (f"a bound: k from {row['cpus']:g} to {row['burst_cpus']:g} CPUs, as a quota lets a burst this short"
-            if row["is_bound"] else f"±{row['width']:.0%}")
-    claims.timing(f"{label}: the last of {row['subscribers']} at N × max(D_server, D_client, ΣD / k)",
+            if row["is_bound"] else f"a bound: the repeats disagree by {row['noise']:.0%}" if row["width"] > 0.5
+            else f"±{row['width']:.0%}")
+    within = "within a bound of" if kind.startswith("a bound") else "at"
+    claims.timing(f"{label}: the last of {row['subscribers']} {within} N × max(D_server, D_client, ΣD / k)",
                   row["last_ms"], row["low_ms"], row["high_ms"], row.get("neighbours"), "ms", 1,
                   f"{label}: the last subscriber got it after {row['last_ms']:.1f} ms; predicted"
                   f" {row['predicted_last_ms']:.1f} ms: the first's {row['first_ms']:.1f} ms, then"
