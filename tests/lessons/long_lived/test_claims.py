@@ -86,8 +86,14 @@ def test_a_long_poll_cheaper_than_sse_is_named():
 
 def test_a_frame_broadcaster_far_above_the_floor_is_named():
     with pytest.raises(ClaimsFailed) as raised:
-        claims.check_claims(found(ladder=ladder(frame_us=9.0)))
-    assert "1.80× the floor's 5.00 µs" in str(raised.value)
+        claims.check_claims(found(ladder=ladder(frame_us=11.0)))
+    assert "2.20× the floor's 5.00 µs" in str(raised.value)
+
+
+def test_a_frame_broadcaster_above_a_library_is_named():
+    with pytest.raises(ClaimsFailed) as raised:
+        claims.check_claims(found(ladder=ladder(frame_us=31.0)))
+    assert "how=frame: 31.00 µs per delivery, not below tornado_push how=loop's 30.00 µs" in str(raised.value)
 
 
 def test_a_library_broadcaster_below_the_floor_in_every_run_is_named():

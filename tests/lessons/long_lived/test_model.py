@@ -48,11 +48,18 @@ def test_each_repeat_is_predicted_from_its_own_delivery_path_and_judged_by_the_m
     row = model.fanout(1000, [repeat(0.030, 0.020), repeat(0.0336, 0.022), repeat(0.0315, 0.020)], cpus=1)
     assert row["ratios"] == pytest.approx([1.0, 1.05, 1.05])
     assert row["judged_repeat"] in (1, 2) and row["predicted_last_ms"] in (pytest.approx(32.0), pytest.approx(30.0))
-    # The band: TOLERANCE widened by how far the repeats' ratios disagree (0.05), never by the server's other CPU.
-    assert row["width"] == pytest.approx(model.TOLERANCE + 0.05)
+    # The band: TOLERANCE widened by the nearest other repeat's distance (0), never by the server's other CPU.
+    assert row["width"] == pytest.approx(model.TOLERANCE)
     assert row["low_ms"] == pytest.approx(row["predicted_last_ms"] * (1 - row["width"]))
     assert row["cpu_us_per_delivery"] == pytest.approx(24.0) and row["path_us_per_delivery"] == pytest.approx(20.0)
     assert not row["is_bound"]
+
+
+def test_one_disturbed_repeat_does_not_widen_the_band_but_two_that_disagree_do():
+    steady = model.fanout(1000, [repeat(0.030, 0.020), repeat(0.0303, 0.020), repeat(0.045, 0.020)], cpus=1)
+    assert steady["judged_repeat"] == 1 and steady["noise"] == pytest.approx(0.01)
+    scattered = model.fanout(1000, [repeat(0.024, 0.020), repeat(0.030, 0.020), repeat(0.036, 0.020)], cpus=1)
+    assert scattered["noise"] == pytest.approx(0.2) and scattered["width"] == pytest.approx(model.TOLERANCE + 0.2)
 
 
 def test_waits_for_each_other_on_one_cpu_do_not_widen_the_band_but_a_neighbours_do():

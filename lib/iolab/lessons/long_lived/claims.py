@@ -7,7 +7,9 @@ from iolab.claims import Claims
 
 LESSON = "12-long-lived-connections"
 MIB = 2**20
-FRAME_WITHIN = 1.5  # the hand-built broadcaster is the floor's loop plus a lookup per subscriber
+# The hand-built broadcaster is the floor's loop plus a lookup and a check per subscriber: that bookkeeping costs less
+# than the send itself (measured on one CPU: 0.25-0.57 of it), so it stays under twice the floor.
+FRAME_WITHIN = 2.0
 # Sections 2, 6 and 7: each module's add_claims(claims, result), with the results key it reads.
 OTHERS = (("long_poll_workers", "workers", "long polls on sync workers"), ("proxy", "proxy", "through a proxy"),
           ("browser", "browser", "the browser as a subscriber"))
@@ -132,7 +134,8 @@ def long_poll(claims, rows):
 
 def ladder(claims, found):
     """5. No library's broadcaster spends less than the floor (one send per subscriber): its highest run is not
-    below the floor's lowest; the hand-built one that frames once is within 1.5× of it (the rounds' median ratio)."""
+    below the floor's lowest. The hand-built one that frames once is the lowest rung (below every library's
+    median), and adds less per subscriber than one more send: under twice the floor (the rounds' median ratio)."""
     floor = found["floor"]
     lowest = min(floor["runs_us"])
     for rung in found["rungs"]:
@@ -149,10 +152,18 @@ def ladder(claims, found):
         if rung["how"] == "frame":
             # Round by round: the two took turns over the same subscribers, so each pair met the same moment.
             ratio = statistics.median(ours / theirs for ours, theirs in zip(rung["runs_us"], floor["runs_us"]))
-            claims.within(f"{label}: within {FRAME_WITHIN}× the floor", ratio, 0, FRAME_WITHIN, "× the floor", 2,
+            claims.within(f"{label}: adds less than one more send(): within {FRAME_WITHIN:g}× the floor", ratio, 0,
+                          FRAME_WITHIN, "× the floor", 2,
                           f"{label}: {rung['cpu_us_per_delivery']:.2f} µs per delivery is {ratio:.2f}× the floor's"
                           f" {floor['cpu_us_per_send']:.2f} µs (the median of the rounds' ratios), more than"
-                          f" {FRAME_WITHIN}×")
+                          f" {FRAME_WITHIN:g}×")
+            libraries = {other["label"]: other["cpu_us_per_delivery"] for other in found["rungs"] if other is not rung}
+            cheapest = min(libraries, key=libraries.get, default=None)
+            if cheapest:
+                claims.within(f"{label}: the lowest rung, below every library's broadcaster",
+                              rung["cpu_us_per_delivery"], 0, libraries[cheapest], "µs", 2,
+                              f"{label}: {rung['cpu_us_per_delivery']:.2f} µs per delivery, not below {cheapest}'s"
+                              f" {libraries[cheapest]:.2f} µs")
 
 
 def slow_consumer(claims, run):

@@ -101,10 +101,11 @@ def fanout(n, repeats, cpus, burst_cpus=None):
     (path_cpu_s: its broadcast loop, or every long poll answered up to the last) and the client's CPU up to its last
     read. Each repeat predicts its own: its first delivery (the fixed cost of any message) plus n × the
     bottleneck's D, max(D_server, D_client, (D_server + D_client) / k). Each repeat is judged by its ratio,
-    measured over predicted, and the claim by their median, within TOLERANCE widened by how far the repeats' ratios
-    disagree (the noise of this run). Above, the band also takes the seconds they waited for CPUs another program
-    held (waits beyond their self_wait_s). `burst_cpus`: the most CPUs a burst this short may get under a CFS quota
-    (environment.cpus_within); the band then runs from k = burst_cpus to k = cpus, and is a bound, not a prediction.
+    measured over predicted, and the claim by their median, within TOLERANCE widened by the run's noise: how far
+    the nearest other repeat's ratio lies from the median's. Above, the band also takes the seconds they waited for
+    CPUs another program held (waits beyond their self_wait_s). `burst_cpus`: the most CPUs a burst this short may
+    get under a CFS quota (environment.cpus_within); the band then runs from k = burst_cpus to k = cpus, and is a
+    bound, not a prediction.
     """
     burst = max(burst_cpus or cpus, cpus)
 
@@ -116,8 +117,12 @@ def fanout(n, repeats, cpus, burst_cpus=None):
 
     central = [predict(r, cpus) for r in repeats]
     ratios = [r["last_s"] / p for r, p in zip(repeats, central)]
-    middle = sorted(range(len(repeats)), key=lambda i: ratios[i])[(len(repeats) - 1) // 2]  # the median repeat
-    noise = max(ratios) - min(ratios)
+    order = sorted(range(len(repeats)), key=lambda i: ratios[i])
+    place = (len(repeats) - 1) // 2
+    middle = order[place]  # the median repeat
+    # The run's noise: how far the judged repeat's nearest other repeat lies from it. One repeat a scheduler or a
+    # collector disturbed lies far off; the nearest one says how repeatable the judged one was.
+    noise = min(abs(ratios[order[j]] - ratios[middle]) for j in (place - 1, place + 1) if 0 <= j < len(repeats))
     width = TOLERANCE + noise
     judged = repeats[middle]
     return {
