@@ -57,6 +57,7 @@ lab: $(VENV_STAMP)
 
 test: $(VENV_STAMP)
 	$(BIN)/ruff check lib servers tests tools benchmarks
+	$(BIN)/mypy
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Executes every lesson, keeps going past a failure, and fails at the end naming each one.

@@ -1,4 +1,4 @@
 """iolab: learning synchronous vs asynchronous IO by measuring it.
 
-iolab: real servers, real clients and live plots for learning synchronous vs asynchronous IO.
+Real servers, real clients and live plots.
 """

@@ -1,9 +1,12 @@
 """ApacheBench and wrk, run on loopback and parsed.
 
-ApacheBench and wrk, run against loopback and parsed into numbers, when they are installed.
+Each runs only where it is installed; its report comes back as numbers.
 """
 
+import os
 import re
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 from .children import run
@@ -12,24 +15,24 @@ from .contract import check_loopback, find_program
 PACKAGES = {"ab": "apache2-utils", "wrk": "wrk"}
 
 
-def missing_reason(tool):
+def missing_reason(tool: str) -> str | None:
     """None if `tool` is on PATH, else a sentence saying what is missing and how to get it."""
     if find_program(tool):
         return None
     return f"{tool} is not installed (Debian package {PACKAGES.get(tool, tool)}), so this comparison is skipped"
 
 
-def _checked(url):
+def _checked(url: str) -> str:
     check_loopback(urlsplit(url).hostname or "")
     return url
 
 
-def _number(pattern, text, cast=float):
+def _number(pattern: str, text: str, cast: Callable[[str], float] = float) -> float | None:
     match = re.search(pattern, text, re.MULTILINE)
     return cast(match.group(1)) if match else None
 
 
-def parse_ab(text):
+def parse_ab(text: str) -> dict[str, Any]:
     """ab's report as a dict with the same names as metrics.Summary where they mean the same thing."""
     percentiles = {int(p): int(ms) for p, ms in re.findall(r"^\s+(\d+)%\s+(\d+)", text, re.MULTILINE)}
     per_request = re.findall(r"^Time per request:\s+([\d.]+) \[ms\]", text, re.MULTILINE)
@@ -45,7 +48,9 @@ def parse_ab(text):
     }
 
 
-def ab_output(url, requests, concurrency, keep_alive=False, timeout_s=30, deadline_s=600):
+def ab_output(
+    url: str, requests: int, concurrency: int, keep_alive: bool = False, timeout_s: float = 30, deadline_s: float = 600
+) -> str:
     """What `ab -q -n requests -c concurrency [-k] -s timeout url` prints, killed if it runs past `deadline_s`.
 
     The one place ab runs; a failure raises RuntimeError with the end of ab's stderr.
@@ -59,7 +64,9 @@ def ab_output(url, requests, concurrency, keep_alive=False, timeout_s=30, deadli
     return completed.stdout
 
 
-def run_ab(url, requests, concurrency, keep_alive=False, timeout_s=30, deadline_s=600):
+def run_ab(
+    url: str, requests: int, concurrency: int, keep_alive: bool = False, timeout_s: float = 30, deadline_s: float = 600
+) -> dict[str, Any]:
     """ab's report (parse_ab) of a run of ab_output's arguments."""
     return parse_ab(ab_output(url, requests, concurrency, keep_alive, timeout_s, deadline_s))
 
@@ -67,7 +74,7 @@ def run_ab(url, requests, concurrency, keep_alive=False, timeout_s=30, deadline_
 _UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 6e4}
 
 
-def parse_wrk(text):
+def parse_wrk(text: str) -> dict[str, Any]:
     """wrk's report: requests per second, request count, latency in ms (mean, max, percentiles with --latency), socket errors.
 
     `timeouts` counts answers that came slower than --timeout: wrk counts them in
@@ -89,7 +96,15 @@ def parse_wrk(text):
     }
 
 
-def wrk_output(url, connections, duration_s, threads=1, script=None, timeout_s=10, latency=False):
+def wrk_output(
+    url: str,
+    connections: int,
+    duration_s: float,
+    threads: int = 1,
+    script: str | os.PathLike[str] | None = None,
+    timeout_s: float = 10,
+    latency: bool = False,
+) -> str:
     """What `wrk -t threads -c connections -d duration [-s script] [--latency] --timeout timeout url` prints.
 
     The one place wrk runs, bounded in time; a failure raises RuntimeError with the end of wrk's stderr.
@@ -105,6 +120,14 @@ def wrk_output(url, connections, duration_s, threads=1, script=None, timeout_s=1
     return completed.stdout
 
 
-def run_wrk(url, connections, duration_s, threads=1, script=None, timeout_s=10, latency=False):
+def run_wrk(
+    url: str,
+    connections: int,
+    duration_s: float,
+    threads: int = 1,
+    script: str | os.PathLike[str] | None = None,
+    timeout_s: float = 10,
+    latency: bool = False,
+) -> dict[str, Any]:
     """wrk's report (parse_wrk) of a run of wrk_output's arguments."""
     return parse_wrk(wrk_output(url, connections, duration_s, threads, script, timeout_s, latency))

@@ -5,19 +5,21 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Collection
 from pathlib import Path
+from typing import Any
 
 ROOT = Path("/sys/fs/cgroup")
 PERIOD_US = 100_000  # the kernel's default CFS period, which Kubernetes (and so Binder) uses too
 SETTLE_S = 5.0
 
 
-def version():
+def version() -> int:
     """2 for the unified hierarchy (cgroup v2), else 1."""
     return 2 if (ROOT / "cgroup.controllers").is_file() else 1
 
 
-def own_group(controller):
+def own_group(controller: str) -> str:
     """This process's group path of a v1 controller, or of the v2 hierarchy ('' as the controller)."""
     for line in Path("/proc/self/cgroup").read_text().splitlines():
         _, controllers, path = line.split(":", 2)
@@ -26,7 +28,7 @@ def own_group(controller):
     return "/"
 
 
-def why_not(controllers=("cpu", "memory")):
+def why_not(controllers: Collection[str] = ("cpu", "memory")) -> str | None:
     """None if this process can make a cgroup limited by `controllers` here, else the reason."""
     if not sys.platform.startswith("linux"):
         return f"cgroups are Linux's; this is {sys.platform}"
@@ -34,7 +36,7 @@ def why_not(controllers=("cpu", "memory")):
         return "making a cgroup needs root (run it as root, or in a container started with a CPU and memory limit)"
     if version() == 2:
         available = (ROOT / "cgroup.controllers").read_text().split()
-        missing = set(controllers) - set(available)
+        missing: Collection[str] = set(controllers) - set(available)
         return f"cgroup v2 without the {', '.join(sorted(missing))} controller" if missing else None
     wanted = [*controllers, "cpuacct"] if "cpu" in controllers else list(controllers)
     missing = [c for c in wanted if not (ROOT / c).is_dir()]
@@ -51,7 +53,7 @@ class LimitedGroup:
     group, which kills the process with the highest oom_score there, not necessarily the one that crossed.
     """
 
-    def __init__(self, name, cpus, memory_bytes):
+    def __init__(self, name: str, cpus: float | None, memory_bytes: int) -> None:
         self.version = version()
         if self.version == 2:
             own = ROOT / own_group("").lstrip("/")
@@ -62,8 +64,8 @@ class LimitedGroup:
             self.dirs = {c: ROOT / c / own_group(c).lstrip("/") / name for c in controllers}
         self.cpus, self.memory_bytes = cpus, memory_bytes
 
-    def create(self):
-        made = []
+    def create(self) -> "LimitedGroup":
+        made: list[Path] = []
         try:
             for directory in self.dirs.values():
                 directory.mkdir()
@@ -94,37 +96,37 @@ class LimitedGroup:
             raise
         return self
 
-    def __enter__(self):
+    def __enter__(self) -> "LimitedGroup":
         return self.create()
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.remove()
 
-    def enter(self):
+    def enter(self) -> None:
         """Move the calling process into the group (called in the child, before it runs the lesson)."""
         self.add(os.getpid())
 
-    def add(self, pid):
+    def add(self, pid: int) -> None:
         """Move process `pid` into the group; what it touches from now on is charged here."""
         for directory in self.dirs.values():
             (directory / "cgroup.procs").write_text(str(pid))
 
-    def pids(self):
-        found = set()
+    def pids(self) -> set[int]:
+        found: set[int] = set()
         for directory in self.dirs.values():
             with contextlib.suppress(OSError):
                 found |= {int(p) for p in (directory / "cgroup.procs").read_text().split()}
         return found
 
-    def _memory_dir(self):
+    def _memory_dir(self) -> Path:
         return self.dirs["all" if self.version == 2 else "memory"]
 
-    def memory_bytes_used(self):
+    def memory_bytes_used(self) -> int:
         """Bytes charged to the group now."""
         name = "memory.current" if self.version == 2 else "memory.usage_in_bytes"
         return int((self._memory_dir() / name).read_text())
 
-    def oom_kills(self):
+    def oom_kills(self) -> int | None:
         """How many processes the OOM killer has killed in this group (None where the kernel does not say)."""
         name = "memory.events" if self.version == 2 else "memory.oom_control"
         with contextlib.suppress(OSError):
@@ -134,7 +136,7 @@ class LimitedGroup:
                     return int(value)
         return None
 
-    def figures(self):
+    def figures(self) -> dict[str, Any]:
         """Peak memory, CPU seconds used, times and seconds throttled, so far."""
         if self.version == 2:
             group = self.dirs["all"]
@@ -148,7 +150,7 @@ class LimitedGroup:
                 "cpu_s": int((self.dirs["cpuacct"] / "cpuacct.usage").read_text()) / 1e9,
                 "throttled": int(stat.get("nr_throttled", 0)), "throttled_s": int(stat.get("throttled_time", 0)) / 1e9}
 
-    def remove(self):
+    def remove(self) -> None:
         """Stop anything left in the group (only what this run started can be in it), then remove the group."""
         deadline = time.monotonic() + SETTLE_S
         while (left := self.pids()) and time.monotonic() < deadline:

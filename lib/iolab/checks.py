@@ -7,6 +7,8 @@ import math
 import numbers
 import os
 import re
+from collections.abc import Callable, MutableMapping, Sequence
+from typing import Any
 
 CORRECT = "correct"
 INCORRECT = "incorrect"
@@ -18,13 +20,13 @@ DISABLE_ENV = "IOLAB_SOLUTIONS_DISABLED"
 _disabled_by_call = False
 
 
-def disable_solutions():
+def disable_solutions() -> None:
     """Make every solution() in this process say that solutions are disabled."""
     global _disabled_by_call
     _disabled_by_call = True
 
 
-def solutions_disabled():
+def solutions_disabled() -> bool:
     """True in a student copy: set by disable_solutions() or IOLAB_SOLUTIONS_DISABLED=1."""
     return _disabled_by_call or os.environ.get(DISABLE_ENV, "").strip().lower() not in ("", "0", "false", "no")
 
@@ -32,11 +34,11 @@ def solutions_disabled():
 class Status(str):
     """A status string that a notebook does not echo: check() has already printed the verdict."""
 
-    def _ipython_display_(self):
+    def _ipython_display_(self) -> None:
         pass
 
 
-def is_missing(answer):
+def is_missing(answer: object) -> bool:
     return answer is None or answer is Ellipsis
 
 
@@ -44,22 +46,22 @@ class Exercise:
     """One question. Subclasses set the class attributes and implement judge()."""
 
     prompt = ""  # the question, for listings and error messages
-    hint_text = "No hint for this one: re-read the cell above."  # a string or a list of successive hints
+    hint_text: str | Sequence[str] = "No hint for this one: re-read the cell above."  # a string or a list of successive hints
     solution_text = "No written solution for this one."
     not_attempted_text = "set the answer variable (it is None) and run the check again."
     correct_text = ""  # optional: what a right answer should make the student notice
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.name = type(self).__name__.lower()
         self.status = Status(NOT_ATTEMPTED)
-        self.message = None
+        self.message: str | None = None
         self._hints_shown = 0
 
-    def judge(self, answer, **context):
+    def judge(self, answer: Any, **context: Any) -> tuple[bool, str]:
         """Return (ok, explanation) for an answer that is not missing."""
         raise NotImplementedError
 
-    def check(self, answer=None, **context):
+    def check(self, answer: Any = None, **context: Any) -> Status:
         """Print Correct / Incorrect: <why> / Not attempted: <what to do>, keep and return the status."""
         if is_missing(answer):
             status, message = NOT_ATTEMPTED, f"Not attempted: {self.not_attempted_text}"
@@ -71,7 +73,7 @@ class Exercise:
         print(message)
         return self.status
 
-    def hint(self, number=None):
+    def hint(self, number: int | None = None) -> None:
         """Print the next hint (or hint `number`, counting from 1)."""
         hints = [self.hint_text] if isinstance(self.hint_text, str) else list(self.hint_text)
         index = (number - 1) if number else min(self._hints_shown, len(hints) - 1)
@@ -80,29 +82,29 @@ class Exercise:
         label = f"Hint {index + 1}/{len(hints)}" if len(hints) > 1 else "Hint"
         print(f"{label}: {hints[index]}")
 
-    def solution(self):
+    def solution(self) -> None:
         if solutions_disabled():
             print("Solutions are disabled in this copy of the lab. Try hint(), or ask your instructor.")
         else:
             print(f"Solution: {self.solution_text}")
 
-    def reset(self):
+    def reset(self) -> None:
         self.status, self.message = Status(NOT_ATTEMPTED), None
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}: {self.status}>"
 
 
-def _format(value, unit=""):
+def _format(value: object, unit: str = "") -> str:
     text = f"{value:.4g}" if isinstance(value, float) else str(value)
     return f"{text} {unit}".rstrip()
 
 
-def _close(a, b, rel_tol, abs_tol):
+def _close(a: float, b: float, rel_tol: float, abs_tol: float) -> bool:
     return math.isclose(a, b, rel_tol=rel_tol, abs_tol=abs_tol)
 
 
-def _as_number(answer):
+def _as_number(answer: object) -> float | None:
     """A real number, or None for strings, booleans and other things that only look like one."""
     if isinstance(answer, bool) or not isinstance(answer, numbers.Real):
         return None
@@ -118,19 +120,19 @@ class NumberExercise(Exercise):
     explained as that mistake.
     """
 
-    expected = None  # a number, or override expected() to compute it
+    expected: Any = None  # a number, or override expected() to compute it
     rel_tol = 0.05
     abs_tol = 0.0
     unit = ""
-    mistakes = {}  # {likely wrong answer: "why it is wrong"}
+    mistakes: dict[float, str] = {}  # {likely wrong answer: "why it is wrong"}
     # What a wrong answer with no known mistake hears; a lesson sets its own words.
     too_high_text = "more than the answer: a better guess is lower."
     too_low_text = "less than the answer: a better guess is higher."
 
-    def expected_value(self):
+    def expected_value(self) -> float:
         return self.expected() if callable(self.expected) else self.expected
 
-    def judge(self, answer, **context):
+    def judge(self, answer: Any, **context: Any) -> tuple[bool, str]:
         value = _as_number(answer)
         if value is None:
             return False, f"the answer should be a number{' in ' + self.unit if self.unit else ''}, got {answer!r}."
@@ -144,17 +146,18 @@ class NumberExercise(Exercise):
         return False, f"{_format(answer, self.unit)}: {direction}"
 
 
-def _normalise(choice):
+def _normalise(choice: object) -> object:
     return re.sub(r"\s+", "", choice).lower() if isinstance(choice, str) else choice
 
 
 class ChoiceExercise(Exercise):
     """One of a fixed set of choices. `choices` maps each choice to why it is wrong (ignored for the right one)."""
 
-    choices = {}  # {choice: "why this choice is wrong"}; a list works when there is nothing to say
-    correct = None
+    # {choice: "why this choice is wrong"}; a list works when there is nothing to say
+    choices: dict[str, str] | Sequence[str] = {}
+    correct: str | None = None
 
-    def judge(self, answer, **context):
+    def judge(self, answer: Any, **context: Any) -> tuple[bool, str]:
         choices = self.choices if isinstance(self.choices, dict) else dict.fromkeys(self.choices, "")
         by_key = {_normalise(choice): choice for choice in choices}
         choice = by_key.get(_normalise(answer))
@@ -180,21 +183,21 @@ class PredictThenMeasure(Exercise):
     quantity = "the measurement"
     off_text = ""  # appended to a wrong prediction: what to reconsider
 
-    def __init__(self, measure=None):
+    def __init__(self, measure: Callable[..., float] | None = None) -> None:
         super().__init__()
         if measure is not None:
-            self.measure = measure
-        self.measured = None
-        self.prediction = None
+            self.measure = measure  # type: ignore[method-assign]  # an instance's own experiment
+        self.measured: float | None = None
+        self.prediction: float | None = None
         # What this run's machine added that no prediction could know (a peer the
         # scheduler ran late, say): measure() may set it, in the measurement's unit.
         self.allowance = 0.0
         self.allowance_text = ""
 
-    def measure(self, **context):
+    def measure(self, **context: Any) -> float:
         raise NotImplementedError("this exercise needs a measure function: pass measure= or override measure()")
 
-    def judge(self, answer, **context):
+    def judge(self, answer: Any, **context: Any) -> tuple[bool, str]:
         value = _as_number(answer)
         if value is None:
             return False, f"the prediction should be a number{' in ' + self.unit if self.unit else ''}, got {answer!r}."
@@ -213,7 +216,7 @@ class PredictThenMeasure(Exercise):
         return False, f"{both}: more than {tolerance} too {off}. {self.off_text}".rstrip()
 
 
-def statuses_of(namespace):
+def statuses_of(namespace: MutableMapping[str, Any]) -> dict[str, str]:
     """{"q1": status, ...} for the exercises bound to q1, q2, ... in a lesson module's namespace."""
     found = {
         name: value
@@ -225,7 +228,7 @@ def statuses_of(namespace):
     return {name: str(found[name].status) for name in sorted(found, key=lambda n: int(n[1:]))}
 
 
-def bind(namespace):
+def bind(namespace: MutableMapping[str, Any]) -> None:
     """Bind a lesson's exercises as q1, q2, ... in the order its classes are defined, and give it statuses().
 
     A lesson's exercises module ends with `checks.bind(globals())`: defining the

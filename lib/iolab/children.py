@@ -6,7 +6,9 @@ import selectors
 import subprocess
 import sys
 import time
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import IO, Any
 
 from .contract import PARENT_ENV
 
@@ -16,7 +18,15 @@ from .contract import PARENT_ENV
 _spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="iolab-spawner")
 
 
-def spawn(argv, *, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=None, own_group=False, new_session=False):
+def spawn(
+    argv: Iterable[object],
+    *,
+    stdin: int | IO[Any] | None = subprocess.DEVNULL,
+    stdout: int | IO[Any] | None = subprocess.PIPE,
+    stderr: int | IO[Any] | None = None,
+    own_group: bool = False,
+    new_session: bool = False,
+) -> subprocess.Popen[bytes]:
     """Start `argv` as a child of this process and return its Popen.
 
     The child learns our pid from its environment (contract.PARENT_ENV); a child
@@ -39,7 +49,7 @@ def spawn(argv, *, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=None
 
 
 @contextlib.contextmanager
-def environment(**variables):
+def environment(**variables: object) -> Iterator[None]:
     """Set environment variables for the children started inside the block (each copies ours), then restore ours."""
     saved = {name: os.environ.get(name) for name in variables}
     os.environ.update({name: str(value) for name, value in variables.items()})
@@ -53,17 +63,17 @@ def environment(**variables):
                 os.environ[name] = value
 
 
-def python(*argv):
+def python(*argv: object) -> list[str]:
     """The command line that runs this interpreter on `argv` (a script's path, or "-m", module)."""
     return [sys.executable, *map(str, argv)]
 
 
-def run(argv, timeout_s):
+def run(argv: Iterable[object], timeout_s: float) -> subprocess.CompletedProcess[str]:
     """Run a program that ends by itself (wrk, ab, ss) to its end, bounded by `timeout_s`: its CompletedProcess."""
     return subprocess.run([str(part) for part in argv], capture_output=True, text=True, timeout=timeout_s)
 
 
-def read_until(pipe, marker, timeout_s):
+def read_until(pipe: IO[bytes], marker: bytes, timeout_s: float) -> bytes:
     """What a child wrote to `pipe` up to `marker`, or all it wrote before closing it; never waits past `timeout_s`.
 
     Raises TimeoutError when neither the marker nor the end came in time.

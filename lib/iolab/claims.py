@@ -1,6 +1,7 @@
 """A lesson's closing claims: each one checked against this run's bounds, printed on a line of its own."""
 
 import math
+from typing import Any
 
 HOLDS, FAILS, SKIPPED, EXCUSED = "✓", "✗", "–", "⚠"
 
@@ -16,16 +17,25 @@ class Claims:
     failure raised at the end carries each failed claim's own message (the values that broke it).
     """
 
-    def __init__(self, lesson):
+    def __init__(self, lesson: str) -> None:
         self.lesson = lesson
-        self.rows = []  # (mark, claim, measured, bounds, message)
+        self.rows: list[tuple[str, str, str, str, str]] = []  # (mark, claim, measured, bounds, message)
 
-    def check(self, claim, holds, measured="", bounds="", message=""):
+    def check(self, claim: str, holds: Any, measured: str = "", bounds: str = "", message: str = "") -> bool:
         """Record `claim` (what the lesson said) with what this run measured and the bounds it was held to."""
         self.rows.append((HOLDS if holds else FAILS, claim, measured, bounds, "" if holds else (message or claim)))
         return bool(holds)
 
-    def within(self, claim, value, lowest, highest, unit="", digits=1, message=""):
+    def within(
+        self,
+        claim: str,
+        value: float,
+        lowest: float,
+        highest: float,
+        unit: str = "",
+        digits: int = 1,
+        message: str = "",
+    ) -> bool:
         """A claim that `value` lies in [lowest, highest]: the common case, with the figures written for it."""
         holds = not math.isnan(value) and lowest <= value <= highest
         fmt = f"{{:.{digits}f}}"
@@ -33,7 +43,7 @@ class Claims:
         bounds = f"[{fmt.format(lowest)}, {fmt.format(highest)}]" + (f" {unit}" if unit else "")
         return self.check(claim, holds, measured, bounds, message or f"{claim}: {measured}, outside {bounds}")
 
-    def nearer(self, claim, measured, right, wrong, unit="", spec=".4g"):
+    def nearer(self, claim: str, measured: float, right: float, wrong: float, unit: str = "", spec: str = ".4g") -> bool:
         """A claim that `measured` lies nearer `right` (its prediction) than `wrong` (the opposite one)."""
         unit = f" {unit}" if unit else ""
         middle = format((right + wrong) / 2, spec)
@@ -43,7 +53,8 @@ class Claims:
                           f"{side}{unit}, nearer the predicted {right_} than {wrong_}",
                           f"{claim}: measured {measured_}{unit}, predicted {right_}{unit}, the opposite {wrong_}{unit}")
 
-    def timing(self, claim, value, lowest, highest, neighbours=None, unit="", digits=1, message=""):
+    def timing(self, claim: str, value: float, lowest: float, highest: float, neighbours: Any = None, unit: str = "",
+               digits: int = 1, message: str = "") -> bool:
         """A claim about time, judged as within(); but one that fails while others held the CPUs longer than its
         margin (the band's half-width over its middle) is not failed: it is excused, with the figures that excuse
         it. `neighbours`: the run's iolab.neighbours.Neighbours, or its as_dict(); on a quiet run it changes nothing."""
@@ -62,16 +73,16 @@ class Claims:
                           f" of {margin:.0%}: rerun it when the machine is quieter"))
         return False
 
-    def skip(self, claim, reason):
+    def skip(self, claim: str, reason: str) -> None:
         """A claim this run could not check (a tool missing, a part not run), with the reason."""
         self.rows.append((SKIPPED, claim, "", "", reason))
 
-    def failed(self):
+    def failed(self) -> list[tuple[str, str, str, str, str]]:
         return [row for row in self.rows if row[0] == FAILS]
 
-    def lines(self):
+    def lines(self) -> list[str]:
         """One line per claim: the mark, the claim, what was measured and the bounds (or why it was skipped)."""
-        out = []
+        out: list[str] = []
         for mark, claim, measured, bounds, message in self.rows:
             if mark == SKIPPED:
                 out.append(f"{mark} {claim}: skipped, {message}")
@@ -84,7 +95,7 @@ class Claims:
             out.append(f"{mark} {claim}" + (f": {figures}" if figures else ""))
         return out
 
-    def report(self):
+    def report(self) -> int:
         """Print every claim, then raise ClaimsFailed naming each that failed, or return the number that held."""
         for line in self.lines():
             print(line)

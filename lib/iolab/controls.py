@@ -1,11 +1,12 @@
 """Sliders and a Run button that replay an experiment live.
 
-Sliders and a Run button that replay an experiment on the live dashboard; inert, and harmless, under
-papermill.
+Each run draws on the live dashboard; the panel is inert, and harmless, under papermill.
 """
 
 import time
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
+from typing import Any
 
 import ipywidgets as widgets
 from IPython import get_ipython
@@ -16,7 +17,14 @@ from . import live, load, metrics, registry, servers, theory
 LIMITS = {"concurrency": (1, 200), "requests": (1, 2000), "delay_ms": (0, 3000)}
 
 
-def run_panel(experiment, concurrency=40, requests=200, delay_ms=1000, modes=None, note=""):
+def run_panel(
+    experiment: Callable[..., object],
+    concurrency: int = 40,
+    requests: int = 200,
+    delay_ms: int = 1000,
+    modes: Iterable[str] | None = None,
+    note: str = "",
+) -> widgets.VBox:
     """Show sliders for concurrency, requests and delay (and a mode menu if `modes`), and a Run button.
 
     Pressing Run calls `experiment(concurrency=, requests=, delay_ms=, mode=, image=)`,
@@ -44,7 +52,7 @@ def run_panel(experiment, concurrency=40, requests=200, delay_ms=1000, modes=Non
 
     gate = RunGate()
 
-    def on_run(_):
+    def on_run(_: object) -> None:
         if not gate.try_start(click_sent_at()):
             return  # pressed again while the last run went: that press is spent
         values = {name: slider.value for name, slider in sliders.items()}
@@ -78,27 +86,27 @@ class RunGate:
     read on the page's clock, which therefore need not agree with the kernel's.
     """
 
-    def __init__(self, clock=time.monotonic):
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.clock = clock
         self.running = False
-        self.started = None  # kernel clock
-        self.start_sent = None  # page clock, seconds since the epoch; None when unknown
-        self.busy_until = None  # page clock: a press sent before this was sent while the last run went
+        self.started: float | None = None  # kernel clock
+        self.start_sent: float | None = None  # page clock, seconds since the epoch; None when unknown
+        self.busy_until: float | None = None  # page clock: a press sent before this was sent while the last run went
 
-    def try_start(self, sent_at):
+    def try_start(self, sent_at: float | None) -> bool:
         """Whether a press sent at `sent_at` (page clock, or None if unknown) starts a run now."""
         if self.running or (sent_at is not None and self.busy_until is not None and sent_at < self.busy_until):
             return False
         self.running, self.started, self.start_sent = True, self.clock(), sent_at
         return True
 
-    def end(self):
+    def end(self) -> None:
         self.running = False
         if self.start_sent is not None:
-            self.busy_until = self.start_sent + (self.clock() - self.started)
+            self.busy_until = self.start_sent + (self.clock() - self.started)  # type: ignore[operator]  # set with it
 
 
-def click_sent_at():
+def click_sent_at() -> float | None:
     """When the page sent the message the kernel is handling (seconds since the epoch, by the page's clock), or None."""
     kernel = getattr(get_ipython(), "kernel", None)
     if kernel is None or not hasattr(kernel, "get_parent"):
@@ -113,7 +121,9 @@ def click_sent_at():
     return date.timestamp() if isinstance(date, datetime) else None
 
 
-def load_experiment(server_name="tornado_app", workers_by_mode=None, max_duration_s=600):
+def load_experiment(
+    server_name: str = "tornado_app", workers_by_mode: Mapping[str, int | None] | None = None, max_duration_s: float = 600
+) -> Callable[..., str]:
     """An `experiment` for run_panel: a fresh server per press, a bounded load run, the dashboard in the panel.
 
     `workers_by_mode` maps each route to how many requests the server can wait on
@@ -126,19 +136,19 @@ def load_experiment(server_name="tornado_app", workers_by_mode=None, max_duratio
     """
     workers_by_mode = workers_by_mode or {"async-sleep": None, "sync-sleep": registry.get(server_name).at_once()}
 
-    def experiment(concurrency, requests, delay_ms, mode, image):
+    def experiment(concurrency: int, requests: int, delay_ms: int, mode: str, image: Any) -> str:
         service_s = max(delay_ms, 1) / 1000
         workers = workers_by_mode.get(mode)
         blocking = workers is not None
         ceiling = metrics.little_bound(concurrency, service_s, workers=workers)
 
-        def predicted(result):
+        def predicted(result: load.LoadResult) -> theory.Prediction:
             # Over the seconds the CPU counters were open, as the lessons predict, so that the
             # optimistic bound is not made tight by the start and end of the run.
             window_s = getattr(result.usage, "wall_s", None)
             return theory.predict_run(metrics.summarize(result), delay_ms, blocking, threads=workers or 1, window_s=window_s)
 
-        def measured_bounds(result):
+        def measured_bounds(result: load.LoadResult) -> live.Bounds:
             return predicted(result).lines()
 
         with servers.serve(server_name) as server:

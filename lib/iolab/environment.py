@@ -8,6 +8,7 @@ import resource
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .contract import FDS_BESIDES_CONNECTIONS, find_program
 
@@ -26,7 +27,7 @@ DEBIAN_PACKAGES = {"ab": "apache2-utils", "wrk": "wrk", "nginx": "nginx", "strac
 MIN_FILES = 1024  # lesson 07 wants thousands; below this even lesson 02 is cramped
 
 
-def where():
+def where() -> str:
     """'Binder', 'JupyterHub' or 'local', from the variables each sets."""
     if "BINDER_LAUNCH_HOST" in os.environ or "BINDER_REPO_URL" in os.environ:
         return "Binder"
@@ -35,7 +36,7 @@ def where():
     return "local"
 
 
-def affinity_cores():
+def affinity_cores() -> int:
     """The CPUs this process may be scheduled on: 1 under `taskset -c 0`; every core of the node in a container."""
     try:
         return len(os.sched_getaffinity(0))
@@ -68,16 +69,16 @@ class GroupMemory:
     peak: int | None
 
 
-def _read(path):
+def _read(path: str | Path) -> str | None:
     try:
         return Path(path).read_text().strip()
     except (OSError, UnicodeDecodeError):
         return None
 
 
-def _stat(path):
+def _stat(path: str | Path) -> dict[str, int]:
     """A flat `key value` file (cpu.stat) as {key: int}."""
-    found = {}
+    found: dict[str, int] = {}
     for line in (_read(path) or "").splitlines():
         key, _, value = line.partition(" ")
         if value.strip().isdigit():
@@ -88,9 +89,9 @@ def _stat(path):
 class Cgroups:
     """This process's cgroups, under `root` (/sys/fs/cgroup) as /proc/self/cgroup names them; a fake tree in tests."""
 
-    def __init__(self, root="/sys/fs/cgroup", self_cgroup="/proc/self/cgroup"):
+    def __init__(self, root: str | Path = "/sys/fs/cgroup", self_cgroup: str | Path = "/proc/self/cgroup") -> None:
         self.root = Path(root)
-        self.own = {}  # controller -> this process's group path; "" for the v2 hierarchy
+        self.own: dict[str, str] = {}  # controller -> this process's group path; "" for the v2 hierarchy
         for line in (_read(self_cgroup) or "").splitlines():
             if line.count(":") < 2:
                 continue  # not a cgroup line
@@ -99,7 +100,7 @@ class Cgroups:
                 self.own[controller] = path
 
     @property
-    def version(self):
+    def version(self) -> int | None:
         """2 on a unified hierarchy, 1 where v1 controllers are mounted, None where no cgroup filesystem is readable."""
         if (self.root / "cgroup.controllers").is_file():
             return 2
@@ -107,7 +108,7 @@ class Cgroups:
             return 1
         return None
 
-    def _v1_mount(self, controller):
+    def _v1_mount(self, controller: str) -> Path | None:
         if not self.root.is_dir():
             return None
         for mount in sorted(self.root.iterdir()):  # "cpu", or a shared mount such as "cpu,cpuacct"
@@ -115,8 +116,9 @@ class Cgroups:
                 return mount
         return None
 
-    def groups(self, controller):
+    def groups(self, controller: str) -> list[Path]:
         """This process's group of `controller` and its ancestors, innermost first (limits apply all the way up)."""
+        mount: Path | None
         if self.version == 2:
             mount, path = self.root, self.own.get("", "/")
         else:
@@ -133,8 +135,10 @@ class Cgroups:
             chain.append(chain[-1].parent)
         return chain
 
-    def _quota_of(self, group):
+    def _quota_of(self, group: Path) -> float | None:
         """CPUs a group's CFS quota allows (quota / period), or None if it sets none."""
+        quota: str | None
+        period: str | None
         if self.version == 2:
             quota, _, period = (_read(group / "cpu.max") or "max").partition(" ")
             if quota == "max" or not quota.isdigit() or not period.strip().isdigit():
@@ -145,12 +149,12 @@ class Cgroups:
             return None  # -1: no quota
         return int(quota) / int(period)
 
-    def quota_group(self):
+    def quota_group(self) -> tuple[float, Path] | tuple[None, None]:
         """(CPUs, group) of the tightest CFS quota on this process's groups, or (None, None) if none is set."""
         quotas = [(q, g) for g in self.groups("cpu") if (q := self._quota_of(g)) is not None]
         return min(quotas, key=lambda found: found[0]) if quotas else (None, None)
 
-    def quota_period_s(self):
+    def quota_period_s(self) -> float | None:
         """The period, in seconds, of the tightest CFS quota (the quota is given afresh every period), or None."""
         _, group = self.quota_group()
         if group is None:
@@ -161,17 +165,17 @@ class Cgroups:
             period = _read(group / "cpu.cfs_period_us") or ""
         return int(period) / 1e6 if period.isdigit() else None
 
-    def cpu_quota(self):
+    def cpu_quota(self) -> float | None:
         """CPUs the container's CFS quota allows, as a float (1.5 for a quota of 1.5 CPUs), or None without one."""
         return self.quota_group()[0]
 
-    def memory_limit_bytes(self):
+    def memory_limit_bytes(self) -> int | None:
         """The tightest memory limit on this process's groups (memory.max, memory.limit_in_bytes), or None."""
         name = "memory.max" if self.version == 2 else "memory.limit_in_bytes"
         limits = [int(v) for g in self.groups("memory") if (v := _read(g / name)) and v.isdigit() and int(v) < UNLIMITED]
         return min(limits) if limits else None
 
-    def container(self):
+    def container(self) -> Path | None:
         """The group that stands for 'this container': the one with the quota, else this process's own."""
         _, group = self.quota_group()
         if group is not None:
@@ -179,7 +183,7 @@ class Cgroups:
         own = self.groups("cpu")
         return own[0] if own else None
 
-    def cpu_files(self):
+    def cpu_files(self) -> tuple[Path, float, Path] | None:
         """(usage file, its unit in seconds, cpu.stat file) of the container's CPU, or None where no cgroup tells it.
 
         Found once, so a reader that samples them many times a second reads two small files and nothing else.
@@ -199,12 +203,12 @@ class Cgroups:
             usage = self.groups("cpuacct")[0] / "cpuacct.usage"
         return usage, 1e-9, group / "cpu.stat"
 
-    def cpu(self):
+    def cpu(self) -> GroupCpu | None:
         """The container's GroupCpu now, or None where no cgroup tells it."""
         files = self.cpu_files()
         return read_group_cpu(files, self.version) if files else None
 
-    def memory(self):
+    def memory(self) -> GroupMemory | None:
         """This process's memory group's GroupMemory now, or None where no cgroup tells it."""
         own = self.groups("memory")
         if not own:
@@ -217,7 +221,7 @@ class Cgroups:
         return GroupMemory(int(current), int(peak) if peak and peak.isdigit() else None)
 
 
-def read_group_cpu(files, version):
+def read_group_cpu(files: tuple[Path, float, Path], version: int | None) -> GroupCpu | None:
     """The GroupCpu that Cgroups.cpu_files() point at, read now; None where they say nothing."""
     usage, unit, stat_file = files
     stat = _stat(stat_file)
@@ -233,11 +237,11 @@ def read_group_cpu(files, version):
                     stat.get("throttled_time", 0) / 1e9)
 
 
-def cgroups():
+def cgroups() -> Cgroups:
     return Cgroups()
 
 
-def usable_cpus(cpus=None):
+def usable_cpus(cpus: float | None = None) -> float:
     """The CPUs this kernel may use, as a float: min(affinity, CFS quota / period). 1.0 under a 1-CPU quota, 0.5
     under half of one, however many cores the node has. `cpus`: a CPU count to use instead of the affinity."""
     affinity = affinity_cores() if cpus is None else cpus
@@ -245,7 +249,7 @@ def usable_cpus(cpus=None):
     return float(min(affinity, quota)) if quota is not None else float(affinity)
 
 
-def cpus_within(seconds, cpus=None):
+def cpus_within(seconds: float, cpus: float | None = None) -> float:
     """The most CPU seconds per second a window of `seconds` can get: usable_cpus(), but a CFS quota is handed out
     per period, so a short window may also catch the unused rest of the period before it (up to one period's
     quota more), at most the affinity's cores. The ceiling of a short run under a quota; its prediction stays
@@ -258,27 +262,27 @@ def cpus_within(seconds, cpus=None):
     return float(min(affinity, quota * (1 + period / seconds)))
 
 
-def usable_cores():
+def usable_cores() -> int:
     """Whole CPUs worth a process of their own: usable_cpus() rounded up, at least 1 (how many client processes)."""
     return max(1, math.ceil(usable_cpus() - 1e-9))
 
 
-def memory_limit_bytes():
+def memory_limit_bytes() -> int | None:
     """The container's memory limit (cgroup v1 or v2), or None where none is set."""
     return cgroups().memory_limit_bytes()
 
 
-def cpu_use():
+def cpu_use() -> GroupCpu | None:
     """The container's GroupCpu (its CPU seconds and throttling so far), or None where no cgroup tells it."""
     return cgroups().cpu()
 
 
-def memory_use():
+def memory_use() -> GroupMemory | None:
     """The container's GroupMemory (bytes now, and at its peak), or None where no cgroup tells it."""
     return cgroups().memory()
 
 
-def throttled_between(before, after):
+def throttled_between(before: GroupCpu | None, after: GroupCpu | None) -> tuple[int, float]:
     """(times throttled, seconds throttled) between two cpu_use() readings; (0, 0.0) where either is None."""
     if before is None or after is None:
         return 0, 0.0
@@ -290,14 +294,14 @@ def throttled_between(before, after):
 # thousands. Any process may raise its own soft limit up to the hard one without privilege.
 
 
-def raise_file_limit(needed=None, pid=None):
+def raise_file_limit(needed: int | None = None, pid: int | None = None) -> tuple[int, int]:
     """Raise the soft RLIMIT_NOFILE of this process (or of process `pid`, one of ours) to its hard limit; returns
     (soft, hard).
 
     No privilege is needed. With `needed`, only when the soft limit is below it. Every process started afterwards
     (a server, a client) inherits the raised limit: a child gets its parent's limits at fork.
     """
-    def limits():
+    def limits() -> tuple[int, int]:
         return resource.getrlimit(resource.RLIMIT_NOFILE) if pid is None else resource.prlimit(pid, resource.RLIMIT_NOFILE)
 
     soft, hard = limits()
@@ -315,7 +319,7 @@ def raise_file_limit(needed=None, pid=None):
     return limits()
 
 
-def file_limit_reason(connections, what="subscribers"):
+def file_limit_reason(connections: int, what: str = "subscribers") -> str | None:
     """Raise the soft RLIMIT_NOFILE for `connections` connections in this process (raise_file_limit); the reason,
     naming what would fit, when even the hard limit cannot hold them, else None."""
     needed = connections + FDS_BESIDES_CONNECTIONS
@@ -326,7 +330,7 @@ def file_limit_reason(connections, what="subscribers"):
     return None
 
 
-def files_open():
+def files_open() -> int:
     """How many descriptors this process has open now."""
     try:
         return len(os.listdir("/proc/self/fd"))
@@ -334,8 +338,8 @@ def files_open():
         return 3
 
 
-def versions():
-    found = {"python": platform.python_version()}
+def versions() -> dict[str, str | None]:
+    found: dict[str, str | None] = {"python": platform.python_version()}
     for package in PACKAGES:
         try:
             found[package] = importlib.metadata.version(package)
@@ -344,12 +348,12 @@ def versions():
     return found
 
 
-def tools():
+def tools() -> dict[str, str | None]:
     """{tool: path or None} for the optional command-line tools."""
     return {tool: find_program(tool) for tool in OPTIONAL_TOOLS}
 
 
-def report():
+def report() -> dict[str, Any]:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     return {
         "where": where(),
@@ -365,9 +369,9 @@ def report():
     }
 
 
-def problems(found):
+def problems(found: dict[str, Any]) -> list[str]:
     """What would stop the lessons from running, as sentences; an empty list means all is well."""
-    issues = []
+    issues: list[str] = []
     if sys.version_info < (3, 11):  # noqa: UP036 (a kernel from another Python can still import lib/)
         issues.append(f"Python {found['versions']['python']} is too old: the lab needs 3.11 or newer")
     issues += [f"{name} is not installed: run `make lab` again" for name, v in found["versions"].items() if v is None]

@@ -4,12 +4,17 @@ import contextlib
 import random
 import socket
 import time
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from . import registry
 from .contract import check_loopback
 from .http1 import statuses
+
+if TYPE_CHECKING:  # annotations only: the servers module starts them, this one only talks to them
+    from .servers import Server
 
 # The servers whose HTTP parsing the lab wrote (or, for threaded_app, hardened) itself: these must be
 # strict. Every other server in the registry is someone else's code, so its leniency is recorded, not failed.
@@ -34,12 +39,14 @@ class Case:
     data: bytes
 
 
-def _get(*header_lines, target=b"/", version=b"HTTP/1.1", method=b"GET", body=b""):
+def _get(
+    *header_lines: bytes, target: bytes = b"/", version: bytes = b"HTTP/1.1", method: bytes = b"GET", body: bytes = b""
+) -> bytes:
     head = method + b" " + target + b" " + version + b"\r\n" + b"".join(line + b"\r\n" for line in header_lines)
     return head + b"\r\n" + body
 
 
-def fixed_cases():
+def fixed_cases() -> list[Case]:
     """The hand-written corpus: each line is one trick a parser has been caught by."""
     host = b"Host: lab"
     chunked = b"Transfer-Encoding: chunked"
@@ -132,11 +139,11 @@ def fixed_cases():
 _INTERESTING = b"\x00\r\n \t:;,\x7f\xff-+0x9aF"
 
 
-def mutated_cases(count, seed=0):
+def mutated_cases(count: int, seed: int = 0) -> list[Case]:
     """`count` seeded random mutations (flip, insert, delete, duplicate a line) of a valid POST and a GET behind it."""
     rng = random.Random(seed)
     original = VALID_POST + SMUGGLED
-    cases = []
+    cases: list[Case] = []
     for index in range(count):
         data = bytearray(original)
         for _ in range(rng.randint(1, 3)):
@@ -156,7 +163,7 @@ def mutated_cases(count, seed=0):
     return cases
 
 
-def corpus(mutations=60, seed=0):
+def corpus(mutations: int = 60, seed: int = 0) -> list[Case]:
     """The fixed corpus plus `mutations` seeded random mutations."""
     return fixed_cases() + mutated_cases(mutations, seed)
 
@@ -173,7 +180,7 @@ class Verdict:
     reason: str = ""
 
 
-def reference(data):
+def reference(data: bytes) -> Verdict:
     """h11's reading of `data`, as a server would read it, answering each request with an empty 200 to go on."""
     import h11  # installed with the lab (uvicorn and httpx use it); imported here so the core does not need it
 
@@ -206,18 +213,18 @@ def reference(data):
 class Outcome:
     """The final statuses a server sent for one case, in order, and whether it closed within the bound."""
 
-    statuses: list
+    statuses: list[int]
     closed: bool
     seconds: float
     error: str = ""
 
 
-def http_servers():
+def http_servers() -> list[str]:
     """The registry's servers whose port speaks HTTP (Redis's speaks its own protocol, so no HTTP request judges it)."""
     return registry.names(protocol="http")
 
 
-def send_case(host, port, data, bound_s=ANSWER_BOUND_S, half_close=True):
+def send_case(host: str, port: int, data: bytes, bound_s: float = ANSWER_BOUND_S, half_close: bool = True) -> Outcome:
     """Send `data` on a new connection and read what comes back until the server closes, or `bound_s` has passed.
 
     Some servers drop a request whose client has said it will send nothing more (aiohttp, nginx
@@ -260,7 +267,7 @@ def send_case(host, port, data, bound_s=ANSWER_BOUND_S, half_close=True):
     return Outcome(statuses(raw), True, time.monotonic() - began)
 
 
-def next_client_served(host, port, bound_s=ANSWER_BOUND_S):
+def next_client_served(host: str, port: int, bound_s: float = ANSWER_BOUND_S) -> bool:
     """True when a fresh client's `GET /` gets a 200 within `bound_s`."""
     outcome = send_case(host, port, b"GET / HTTP/1.1\r\nHost: lab\r\nConnection: close\r\n\r\n", bound_s, half_close=False)
     return outcome.statuses[:1] == [200]
@@ -276,17 +283,17 @@ class Report:
     server: str
     own: bool
     tried: int = 0
-    crashed: list = field(default_factory=list)
-    hung: list = field(default_factory=list)
-    lenient: list = field(default_factory=list)  # 2xx to bytes h11 rejects or has not finished
-    deaf_after: list = field(default_factory=list)  # the next client was not served after these
+    crashed: list[str] = field(default_factory=list)
+    hung: list[str] = field(default_factory=list)
+    lenient: list[tuple[str, str]] = field(default_factory=list)  # 2xx to bytes h11 rejects or has not finished
+    deaf_after: list[str] = field(default_factory=list)  # the next client was not served after these
     seconds: float = 0.0
 
     @property
-    def strict(self):
+    def strict(self) -> bool:
         return not (self.crashed or self.hung or self.lenient or self.deaf_after)
 
-    def row(self):
+    def row(self) -> dict[str, Any]:
         return {
             "server": self.server, "ours": self.own, "cases": self.tried, "crashes": len(self.crashed),
             "hangs": len(self.hung), "lenient_2xx": len(self.lenient), "next_client_failed": len(self.deaf_after),
@@ -294,18 +301,18 @@ class Report:
         }
 
 
-def lenient_answers(outcome, verdict):
+def lenient_answers(outcome: Outcome, verdict: Verdict) -> list[int]:
     """The 2xx answers that go past what the reference accepted: the root of request smuggling."""
     return [status for status in outcome.statuses[verdict.accepted :] if 200 <= status < 300]
 
 
-def try_one(server, case):
+def try_one(server: "Server", case: Case) -> tuple[Case, Outcome, bool]:
     """(case, outcome, served) for one case: its answer, and whether a fresh client is served afterwards."""
     outcome = send_case(server.host, server.port, case.data)
     return case, outcome, next_client_served(server.host, server.port)
 
 
-def fuzz(server, cases, workers=4):
+def fuzz(server: "Server", cases: Iterable[Case], workers: int = 4) -> Report:
     """Run every case against a running server (`servers.start`'s Server), `workers` at a time; returns a Report."""
     report = Report(server.name, server.name in OWN_HTTP)
     began = time.monotonic()
@@ -330,7 +337,7 @@ def fuzz(server, cases, workers=4):
 TABLE_HEADERS = ["server", "ours", "cases", "crashes", "hangs", "lenient 2xx", "next client failed", "lenient to"]
 
 
-def table_rows(reports):
+def table_rows(reports: Iterable[Report]) -> list[list[Any]]:
     return [
         [r.server, "yes" if r.own else "no", r.tried, len(r.crashed), len(r.hung), len(r.lenient), len(r.deaf_after),
          ", ".join(name for name, _ in r.lenient[:3]) + (" ..." if len(r.lenient) > 3 else "")]

@@ -4,8 +4,13 @@ GET requests as bytes, answers cut apart by Content-Length (standard library onl
 """
 
 import re
+import socket
 import time
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
+
+if TYPE_CHECKING:  # for annotations only: the processes that read answers off a blocking socket never import it
+    import asyncio
 
 HEADER_END = b"\r\n\r\n"
 CONTENT_LENGTH = (b"Content-Length:", b"content-length:")  # (the usual spelling, lower case)
@@ -25,7 +30,17 @@ class ProtocolError(ValueError):
     """The server's bytes are not an HTTP/1.1 answer this client can read (no Content-Length, a bad status line)."""
 
 
-def get_request(url, keep_alive=True, path=None):
+class AnswerOwner(Protocol):
+    """What an AnswerProtocol reports to: each answer, a broken stream, the connection's end."""
+
+    def answered(self, status: int, length: int, closes: bool, body: bytes | None) -> None: ...
+
+    def broken(self, error: ProtocolError) -> None: ...
+
+    def lost(self, protocol: "AnswerProtocol", error: Exception | None) -> None: ...
+
+
+def get_request(url: str, keep_alive: bool = True, path: str | None = None) -> bytes:
     """The bytes of a GET for `url` (or for `path` on the url's server); a bare path ("/cpu?ms=5") goes to Host: lab."""
     if url.startswith("/"):
         host, target = "lab", path or url
@@ -36,7 +51,7 @@ def get_request(url, keep_alive=True, path=None):
     return f"GET {target} HTTP/1.1\r\nHost: {host}\r\n".encode() + close + b"\r\n"
 
 
-def header(data, start, header_end, spellings, missing=None):
+def header(data: bytes, start: int, header_end: int, spellings: tuple[bytes, bytes], missing: bytes | None = None) -> bytes:
     """The value of a header between start and header_end, however it is spelled; `missing` if there is none
     (for Content-Length, an error)."""
     usual, name = spellings
@@ -51,14 +66,14 @@ def header(data, start, header_end, spellings, missing=None):
     return head[at : line_end if line_end > 0 else len(head)].strip()
 
 
-def closes(data, start, header_end):
+def closes(data: bytes, start: int, header_end: int) -> bool:
     """True when the answer whose head lies between start and header_end says the server will close the connection."""
     if data.startswith(b"HTTP/1.0 ", start):
         return header(data, start, header_end, CONNECTION, b"").lower() != b"keep-alive"
     return header(data, start, header_end, CONNECTION, b"").lower() == b"close"
 
 
-def answer_length(data, start=0):
+def answer_length(data: bytes, start: int = 0) -> int:
     """Bytes of the complete answer at `start` of `data`, head and body, or 0 while it is incomplete."""
     header_end = data.find(HEADER_END, start)
     if header_end < 0:
@@ -67,12 +82,12 @@ def answer_length(data, start=0):
     return end - start if len(data) >= end else 0
 
 
-def statuses(raw):
+def statuses(raw: bytes) -> list[int]:
     """The final (non-1xx) status codes of the answers in `raw`, in order, as far as they can be told apart.
 
     Lenient on purpose, for servers under attack: a chunked answer or one read to the close ends the list.
     """
-    found = []
+    found: list[int] = []
     rest = raw
     while rest.startswith(b"HTTP/"):
         end = rest.find(b"\r\n\r\n")
@@ -83,7 +98,7 @@ def statuses(raw):
             status = int(lines[0].split(b" ")[1])
         except (IndexError, ValueError):
             break
-        headers = {}
+        headers: dict[bytes, bytes] = {}
         for line in lines[1:]:
             name, _, value = line.partition(b":")
             headers[name.strip().lower()] = value.strip()
@@ -100,17 +115,17 @@ def statuses(raw):
 class AnswerReader:
     """Reads HTTP/1.1 answers one at a time off a blocking socket, keeping any bytes of the next one (pipelining)."""
 
-    def __init__(self, sock):
+    def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.buffer = b""
 
-    def _fill(self):
+    def _fill(self) -> None:
         chunk = self.sock.recv(65536)
         if not chunk:
             raise EOFError(f"server closed the connection with {len(self.buffer)} bytes unread")
         self.buffer += chunk
 
-    def read(self, head_only=False):
+    def read(self, head_only: bool = False) -> tuple[int, dict[str, str], str]:
         """(status, headers with lower-case names, body text) of the next answer; `head_only` for a HEAD's answer."""
         while HEADER_END not in self.buffer:
             self._fill()
@@ -124,11 +139,11 @@ class AnswerReader:
         body, self.buffer = self.buffer[:length], self.buffer[length:]
         return status, headers, body.decode()
 
-    def body(self):
+    def body(self) -> str:
         """The next answer's body text."""
         return self.read()[2]
 
-    def closed_by_server(self, wait_s=10.0):
+    def closed_by_server(self, wait_s: float = 10.0) -> bool:
         """True once the server has closed its end (recv returns b'' or the connection was reset)."""
         self.sock.settimeout(wait_s)
         try:
@@ -153,29 +168,29 @@ class AnswerProtocol:
 
     keep_bodies = False
 
-    def __init__(self, owner):
+    def __init__(self, owner: AnswerOwner) -> None:
         self.owner = owner
         self.answered = owner.answered
-        self.transport = None
+        self.transport: asyncio.BaseTransport | None = None
         self.buffer = b""
         self.read_at = 0.0  # time.perf_counter() when the bytes being parsed arrived: the answers' end time
         # The last read that held exactly one whole answer, and what it was cut into. A server answering the same
         # route sends the same bytes until its Date header ticks: such a read is that answer again, found by one
         # comparison instead of four searches (its bytes decide every argument of answered()). Against nginx this
         # took the raw client's Python work per answer from 1.9 to 0.7 us.
-        self.last_read = None
-        self.last_answer = None
+        self.last_read: bytes | None = None
+        self.last_answer: tuple[int, int, bool, bytes | None] | None = None
 
-    def connection_made(self, transport):
+    def connection_made(self, transport: "asyncio.BaseTransport") -> None:
         self.transport = transport
 
-    def data_received(self, data):
+    def data_received(self, data: bytes) -> None:
         # The hot path of every raw client: a few searches per answer, every other case in header().
         self.read_at = time.perf_counter()
         if self.buffer:
             data = self.buffer + data
         elif data == self.last_read:
-            self.answered(*self.last_answer)
+            self.answered(*self.last_answer)  # type: ignore[misc]  # set together with last_read
             return
         find = data.find
         start = 0
@@ -213,16 +228,16 @@ class AnswerProtocol:
             return
         self.buffer = data[start:] if start < size else b""
 
-    def eof_received(self):
+    def eof_received(self) -> None:
         return None  # let the transport close itself; connection_lost follows
 
-    def pause_writing(self):
+    def pause_writing(self) -> None:
         pass  # the clients write one small request at a time: nothing to hold back
 
-    def resume_writing(self):
+    def resume_writing(self) -> None:
         pass
 
-    def connection_lost(self, error):
+    def connection_lost(self, error: Exception | None) -> None:
         self.owner.lost(self, error)
 
 

@@ -9,14 +9,14 @@ from .children import run
 from .contract import find_program
 
 
-def _read(path, default=None):
+def _read(path: str, default: str | None = None) -> str | None:
     try:
         return Path(path).read_text()
     except OSError:
         return default
 
 
-def tcp_counter(name):
+def tcp_counter(name: str) -> int | None:
     """A machine-wide TcpExt counter from /proc/net/netstat (Linux), or None where it is unknown."""
     lines = [line.split() for line in (_read("/proc/net/netstat", "") or "").splitlines() if line.startswith("TcpExt:")]
     if len(lines) < 2 or name not in lines[0]:
@@ -24,23 +24,23 @@ def tcp_counter(name):
     return int(lines[1][lines[0].index(name)])
 
 
-def listen_drops():
+def listen_drops() -> int | None:
     """Connection attempts this machine's TCP dropped because a listening socket's accept queue was full (Linux's
     TcpExt ListenDrops, for every socket), or None where unknown. Each one waits for TCP to retry: 1 s, then 2 s."""
     return tcp_counter("ListenDrops")
 
 
-def listen_overflows():
+def listen_overflows() -> int | None:
     """TcpExt ListenOverflows: connections dropped, machine-wide, because an accept queue was full; None where unknown."""
     return tcp_counter("ListenOverflows")
 
 
-def somaxconn():
+def somaxconn() -> int:
     """The kernel's ceiling on any listen() backlog (net.core.somaxconn)."""
     return int((_read("/proc/sys/net/core/somaxconn") or "4096").strip())
 
 
-def listen_queue(port):
+def listen_queue(port: int) -> tuple[int, int | None, str] | None:
     """(waiting, backlog, line) of the socket listening on `port`, or None if there is none.
 
     waiting is Recv-Q, handshakes the kernel has completed that the server has
@@ -62,7 +62,7 @@ def listen_queue(port):
     return None
 
 
-def listen_backlog(port):
+def listen_backlog(port: int) -> int | None:
     """The backlog the kernel gave the listener on `port` (min of what it asked and somaxconn), from `ss`; None without ss."""
     found = listen_queue(port) if find_program("ss") else None
     return found[1] if found else None

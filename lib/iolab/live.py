@@ -5,14 +5,25 @@ Latency per request, throughput against its bound, requests in flight; draws, ne
 
 import io
 import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from IPython.display import Image, display
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 from PIL import Image as PILImage
 
 from . import figures, metrics
 from .clients.aggregate import Aggregate
 from .figures import render  # lesson notebooks call live.render; figures owns it
+
+if TYPE_CHECKING:  # annotations only: a dashboard draws what load ran
+    from .load import LoadResult, LoadRun, Sample
+
+# One bound (req/s), or several by label; NaN and None are drawn as nothing.
+Bounds = float | dict[str, float] | dict[str, float | None] | None
 
 REFRESH_HZ = 6  # the design asks for 5 Hz or more while a run is going
 COLORS = {"ok": "#1f77b4", "error": "#d62728", "bound": "#2ca02c", "flight": "#9467bd"}
@@ -24,7 +35,7 @@ PANELS = (
 )
 
 
-def bin_width(horizon_s):
+def bin_width(horizon_s: float) -> float:
     """About 20 bars whatever the run's length, on round numbers."""
     for width in (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30):
         if horizon_s / width <= 25:
@@ -32,7 +43,9 @@ def bin_width(horizon_s):
     return 60
 
 
-def latency_points(samples, width, until_s):
+def latency_points(
+    samples: "Aggregate | Sequence[Sample]", width: float, until_s: float
+) -> tuple[np.ndarray, np.ndarray, int]:
     """(ok, failed) arrays of (sent at s, latency ms): one point per request, or for an Aggregate one per bin of
     `width` (its mean latency, and its worst where the bin had failures); and how many failed."""
     if isinstance(samples, Aggregate):
@@ -48,13 +61,13 @@ def latency_points(samples, width, until_s):
     return ok, bad, len(bad)
 
 
-def _horizon(samples):
+def _horizon(samples: "Aggregate | Sequence[Sample]") -> float:
     if isinstance(samples, Aggregate):
         return max(0.5, samples.last_end)
     return max([0.5] + [sample.end for sample in samples])
 
 
-def bound_lines(bound_rps):
+def bound_lines(bound_rps: Bounds) -> list[tuple[str, float]]:
     """[(label, req/s), ...] from a single bound (a number) or several ({label: req/s}); NaN and None are left out."""
     if not bound_rps:
         return []
@@ -62,7 +75,7 @@ def bound_lines(bound_rps):
     return [(label, value) for label, value in items if value is not None and value == value]
 
 
-def draw_bounds(axes, bound_rps):
+def draw_bounds(axes: Axes, bound_rps: Bounds) -> None:
     """Dashed lines for the bounds on the throughput axes; between the lowest and highest, a shaded band."""
     lines = bound_lines(bound_rps)
     for index, (label, value) in enumerate(sorted(lines, key=lambda line: -line[1])):
@@ -74,7 +87,7 @@ def draw_bounds(axes, bound_rps):
         axes.legend(loc="lower right", fontsize=8)
 
 
-def dashboard_figure(samples, title, bound_rps=None):
+def dashboard_figure(samples: "Aggregate | Sequence[Sample]", title: str, bound_rps: Bounds = None) -> Figure:
     """The finished run as a static figure: one dot per request (per time bin when aggregated), throughput per bin,
     exact requests in flight."""
     figure, (latency_axes, throughput_axes, flight_axes) = figures.subplots(1, 3, figsize=(11, 3.4), layout="constrained")
@@ -110,11 +123,13 @@ class LiveFigure:
     redrawn only when the data outgrows their limits, which then double.
     """
 
-    def __init__(self, title, bound_rps=None, horizon_s=2.0, concurrency=1, aggregated=False):
+    def __init__(
+        self, title: str, bound_rps: Bounds = None, horizon_s: float = 2.0, concurrency: int = 1, aggregated: bool = False
+    ) -> None:
         self.title = title
         self.bound_rps = bound_rps
         self.figure = figures.figure(figsize=(11, 3.4), dpi=72)
-        self.canvas = self.figure.canvas  # Agg, whose buffer the frames are copied from
+        self.canvas = cast(FigureCanvasAgg, self.figure.canvas)  # Agg, whose buffer the frames are copied from
         self.figure.subplots_adjust(left=0.06, right=0.985, bottom=0.16, top=0.8, wspace=0.3)
         self.axes = self.figure.subplots(1, 3)
         latency_axes, throughput_axes, flight_axes = self.axes
@@ -134,16 +149,16 @@ class LiveFigure:
             "rate": max([10] + [value for _, value in bound_lines(bound_rps)]) * 1.25,
             "flight": max(concurrency * 1.15, 2),
         }
-        self._background = None
+        self._background: Any = None
 
-    def _grow(self, name, needed):
+    def _grow(self, name: str, needed: float) -> bool:
         if needed <= self.limits[name]:
             return False
         while self.limits[name] < needed:
             self.limits[name] *= 2
         return True
 
-    def _draw_axes(self):
+    def _draw_axes(self) -> None:
         latency_axes, throughput_axes, flight_axes = self.axes
         for axes in self.axes:
             axes.set_xlim(0, self.limits["time"])
@@ -154,7 +169,13 @@ class LiveFigure:
         self.canvas.draw()
         self._background = self.canvas.copy_from_bbox(self.figure.bbox)
 
-    def frame(self, samples, now_s, in_flight_history, note=""):
+    def frame(
+        self,
+        samples: "Aggregate | Sequence[Sample]",
+        now_s: float,
+        in_flight_history: Sequence[tuple[float, int]],
+        note: str = "",
+    ) -> bytes:
         """PNG bytes of the run so far: `samples` a list of Sample or an Aggregate."""
         width = bin_width(self.limits["time"])
         good, bad, _ = latency_points(samples, width, now_s)
@@ -195,17 +216,23 @@ class Dashboard:
     from inside a widget's Output area, an Image widget's value can.
     """
 
-    def __init__(self, title, bound_rps=None, image=None, final_bounds=None):
+    def __init__(
+        self,
+        title: str,
+        bound_rps: Bounds = None,
+        image: Any = None,
+        final_bounds: "Callable[[LoadResult], Bounds] | None" = None,
+    ) -> None:
         self.title = title
         self.bound_rps = bound_rps
         # final_bounds(result) -> bounds for the last frame, once the run has measured what they need (its CPU).
         self.final_bounds = final_bounds
         self.image = image
         self.frames = 0
-        self.frame_times = []  # when each live frame was shown, for checking the refresh rate
-        self._handle = None
+        self.frame_times: list[float] = []  # when each live frame was shown, for checking the refresh rate
+        self._handle: Any = None
 
-    def _show(self, png):
+    def _show(self, png: bytes) -> None:
         if self.image is not None:
             self.image.value = png
         elif self._handle is None:
@@ -214,10 +241,10 @@ class Dashboard:
             self._handle.update(Image(data=png, format="png"))
         self.frames += 1
 
-    def follow(self, run):
+    def follow(self, run: "LoadRun") -> "LoadResult":
         """Draw `run` until it ends, then draw its final frame and return its LoadResult."""
         figure = LiveFigure(self.title, self.bound_rps, concurrency=run.spec.concurrency, aggregated=run.spec.aggregated)
-        history = []
+        history: list[tuple[float, int]] = []
         period = 1 / REFRESH_HZ
         while not run.done():
             began = time.monotonic()
@@ -231,7 +258,7 @@ class Dashboard:
         self.show(result)
         return result
 
-    def show(self, result):
+    def show(self, result: "LoadResult") -> None:
         """The finished run, with exact in-flight counts and its headline figures in the title."""
         summary = metrics.summarize(result)
         note = f" — {summary.rps:.2f} req/s, mean {summary.mean_ms:.0f} ms, {summary.errors} errors"
@@ -239,9 +266,12 @@ class Dashboard:
         # First, where nobody can miss it: the figures may describe errors, or the client rather than the server.
         heading = ("WARNING: " + "; ".join(warnings) + "\n" if warnings else "") + self.title + note
         bounds = self.final_bounds(result) if self.final_bounds else self.bound_rps
-        self._show(render(dashboard_figure(result.samples, heading, bounds)).data)
+        samples = cast("Aggregate | list[Sample]", result.samples)  # load.LoadResult says: one or the other
+        self._show(render(dashboard_figure(samples, heading, bounds)).data)
 
 
-def follow(run, title, bound_rps=None, final_bounds=None):
+def follow(
+    run: "LoadRun", title: str, bound_rps: Bounds = None, final_bounds: "Callable[[LoadResult], Bounds] | None" = None
+) -> "LoadResult":
     """Shorthand: a new Dashboard following `run`; returns the LoadResult. Bounds are a number or {label: req/s}."""
     return Dashboard(title, bound_rps, final_bounds=final_bounds).follow(run)

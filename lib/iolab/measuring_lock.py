@@ -2,10 +2,12 @@
 
 import contextlib
 import fcntl
+import os
+from collections.abc import Iterator
 
 
 @contextlib.contextmanager
-def held(path):
+def held(path: str | os.PathLike[str] | None) -> Iterator[None]:
     """Hold an exclusive flock on `path` (no lock when `path` is empty) while the block runs.
 
     The same lock as `flock PATH command` in a shell, so a benchmark and a hand-run command queue behind each other.

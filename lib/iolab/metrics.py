@@ -2,11 +2,16 @@
 
 import math
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, cast
 
 from .clients.aggregate import Aggregate, SortedLatenciesMs
-from .percentiles import percentile  # also read as metrics.percentile by the lessons and notebooks
-from .usage import per_run_figures
+from .percentiles import Ranked, percentile  # also read as metrics.percentile by the lessons and notebooks
+from .usage import RunUsage, per_run_figures
+
+if TYPE_CHECKING:  # load imports this module
+    from .load import LoadResult, Sample
 
 AB_PERCENTAGES = (50, 66, 75, 80, 90, 95, 98, 99, 100)
 # A client process running or waiting to run this share of a run or more hardly ever waited for the server: it may
@@ -22,7 +27,7 @@ class Summary:
     concurrency: int
     completed: int
     errors: int
-    error_kinds: dict
+    error_kinds: dict[str, int]
     duration_s: float
     rps: float
     mean_ms: float
@@ -34,7 +39,7 @@ class Summary:
     ab_time_per_request_ms: float
     # ab's "Time per request ... across all concurrent requests": total time / n.
     ab_time_per_request_all_ms: float
-    ab_percentiles: dict = field(default_factory=dict)
+    ab_percentiles: dict[int, int] = field(default_factory=dict)
     # Where latencies are measured from: "send" (when each request left) or "intended" (when its schedule meant it to).
     latency_from: str = "send"
     # Mean requests in flight: the sum of latencies over the run's length, which is rps x mean latency. Little's law
@@ -54,12 +59,12 @@ class Summary:
     client_processes: int = 1  # the load client's processes, each one busy thread at most
 
     @property
-    def client_utilization(self):
+    def client_utilization(self) -> float:
         """The share of the run a client process spent on a CPU (its CPU seconds per second, per process)."""
         return self.client_demand_ms * self.rps / 1000 / max(self.client_processes, 1)
 
     @property
-    def client_runnable(self):
+    def client_runnable(self) -> float:
         """The share of the run a client process was on a CPU or waiting for one: near 1, it never waited for the
         server, so the client, not the server, set the pace. (A wait for a CPU counts: on a shared CPU it is time
         the client wanted and the server or another program had.)"""
@@ -67,7 +72,7 @@ class Summary:
         share = (self.client_demand_ms + queued) * self.rps / 1000 / max(self.client_processes, 1)
         return min(1.0, share) if math.isfinite(share) else math.nan  # NaN when the client was not measured
 
-    def client_took_the_cpus(self):
+    def client_took_the_cpus(self) -> bool:
         """True when the server and the client together kept the server's CPUs busy, and the client spent more CPU
         per request than the server: on a shared machine the client then set the pace (one CPU, most of all)."""
         client = self.client_utilization * max(self.client_processes, 1)
@@ -75,9 +80,9 @@ class Summary:
             return False
         return self.utilization + client >= CLIENT_SATURATED * self.cores and self.client_demand_ms > self.demand_ms
 
-    def warnings(self):
+    def warnings(self) -> list[str]:
         """What makes this run's figures suspect, as sentences: non-2xx answers, failed requests, a saturated client."""
-        found = []
+        found: list[str] = []
         answered_badly = sum(count for kind, count in self.error_kinds.items() if kind.startswith("status "))
         failed = self.errors - answered_badly
         if answered_badly:
@@ -98,19 +103,19 @@ class Summary:
             )
         return found
 
-    def headline(self):
+    def headline(self) -> str:
         """The run in one line, its warnings first: what a report must not bury in a footnote."""
         figures = f"{self.rps:,.1f} req/s, mean {self.mean_ms:.3g} ms, p99 {self.p99_ms:.3g} ms, {self.completed} requests"
         warnings = self.warnings()
         return ("WARNING: " + "; ".join(warnings) + ". " + figures) if warnings else figures
 
-    def as_dict(self, *keys):
+    def as_dict(self, *keys: str) -> dict[str, Any]:
         """The named figures (all of them by default), e.g. for a notebook's results JSON."""
         values = {name: getattr(self, name) for name in self.__dataclass_fields__}
         return {name: values[name] for name in keys} if keys else values
 
 
-def line_fit(xs, ys):
+def line_fit(xs: Iterable[float], ys: Iterable[float]) -> tuple[float, float, float, float]:
     """(slope, intercept, the slope's standard error, the points' scatter about the line) of a least-squares line.
 
     The two noise figures come from the points' own scatter: how well this run's readings pin the slope down,
@@ -126,14 +131,14 @@ def line_fit(xs, ys):
     return slope, intercept, scatter / math.sqrt(spread_x) if spread_x > 0 else math.inf, scatter
 
 
-def corrected_for_omission(latencies, expected_interval):
+def corrected_for_omission(latencies: Iterable[float], expected_interval: float) -> list[float]:
     """HdrHistogram's corrected recording: each latency, plus for one longer than the expected interval the
     requests a client on schedule would have sent meanwhile (the latency less 1, 2, ... intervals, down to one
     interval). Returns the values sorted. The same rule as HdrHistogram's recordValueWithExpectedInterval.
     """
     if not expected_interval > 0:
         raise ValueError(f"expected_interval must be positive, got {expected_interval!r}")
-    corrected = []
+    corrected: list[float] = []
     for value in latencies:
         corrected.append(value)
         missing = value - expected_interval
@@ -144,23 +149,23 @@ def corrected_for_omission(latencies, expected_interval):
     return corrected
 
 
-def ab_percentile_table(sorted_latencies_ms):
+def ab_percentile_table(sorted_latencies_ms: Ranked) -> dict[int, int]:
     """ab's "Percentage of the requests served within a certain time" table, indexed the way ab indexes it."""
     done = len(sorted_latencies_ms)
     if not done:
         return {}
-    table = {}
+    table: dict[int, int] = {}
     for percentage in AB_PERCENTAGES:
         index = done - 1 if percentage >= 100 else done * percentage // 100
         table[percentage] = round(sorted_latencies_ms[index])
     return table
 
 
-def error_kinds(samples):
+def error_kinds(samples: "Aggregate | Iterable[Sample]") -> dict[str, int]:
     """Transport errors by kind, and answers that were not 2xx by status, e.g. {"refused": 3, "status 500": 1}."""
     if isinstance(samples, Aggregate):
         return dict(samples.error_kinds)
-    kinds = Counter()
+    kinds: Counter[str] = Counter()
     for sample in samples:
         if sample.error:
             kinds[sample.error] += 1
@@ -169,7 +174,7 @@ def error_kinds(samples):
     return dict(kinds)
 
 
-def sorted_latencies_ms(samples, latency_from="send"):
+def sorted_latencies_ms(samples: "Aggregate | Iterable[Sample]", latency_from: str = "send") -> Ranked:
     """Latencies in ms, smallest first: a list, or for an Aggregate its histogram read by rank (len and [i] alike)."""
     if latency_from not in ("send", "intended"):
         raise ValueError(f"latency_from must be 'send' or 'intended', got {latency_from!r}")
@@ -180,14 +185,14 @@ def sorted_latencies_ms(samples, latency_from="send"):
     return sorted(sample.latency * 1000 for sample in samples)
 
 
-def summarize(result, latency_from="send", usage=None):
+def summarize(result: "LoadResult", latency_from: str = "send", usage: RunUsage | None = None) -> Summary:
     """Summarize a LoadResult (samples or aggregate alike). ab divides by every request it finished, failed or not; so do we.
 
     `latency_from="intended"` measures each latency from when the schedule meant
     the request to leave, as an open loop's users would feel it. `usage` (a
     usage.RunUsage) defaults to the one the run measured, if it did.
     """
-    samples = result.samples
+    samples = cast("Aggregate | list[Sample]", result.samples)  # load.LoadResult says: one or the other
     done = len(samples)
     latencies_ms = sorted_latencies_ms(samples, latency_from)
     total_s = result.duration_s
@@ -217,13 +222,15 @@ def summarize(result, latency_from="send", usage=None):
     )
 
 
-def _mean(sorted_latencies):
+def _mean(sorted_latencies: Ranked) -> float:
     if isinstance(sorted_latencies, SortedLatenciesMs):
         return sorted_latencies.mean()
-    return sum(sorted_latencies) / len(sorted_latencies)
+    return sum(cast("list[float]", sorted_latencies)) / len(sorted_latencies)
 
 
-def throughput_over_time(samples, bin_s=0.25, until_s=None):
+def throughput_over_time(
+    samples: "Aggregate | Sequence[Sample]", bin_s: float = 0.25, until_s: float | None = None
+) -> tuple[list[float], list[float]]:
     """Completions per second in consecutive bins of `bin_s`: returns (bin start times, rates)."""
     if isinstance(samples, Aggregate):
         end = until_s if until_s is not None else samples.last_end
@@ -237,7 +244,9 @@ def throughput_over_time(samples, bin_s=0.25, until_s=None):
     return [i * bin_s for i in range(bins)], [count / bin_s for count in counts]
 
 
-def in_flight_over_time(samples, step_s=0.05, until_s=None):
+def in_flight_over_time(
+    samples: "Aggregate | Sequence[Sample]", step_s: float = 0.05, until_s: float | None = None
+) -> tuple[list[float], list[int]]:
     """How many requests were between send and answer at each step: returns (times, counts)."""
     if isinstance(samples, Aggregate):
         end = until_s if until_s is not None else samples.last_end
@@ -257,7 +266,7 @@ def in_flight_over_time(samples, step_s=0.05, until_s=None):
     return times, counts
 
 
-def little_bound(concurrency, service_s, workers=None):
+def little_bound(concurrency: int, service_s: float, workers: int | None = None) -> float:
     """Little's law for a closed loop: at most min(concurrency, workers) requests finish every service time.
 
     `workers` is how many requests the server can serve at once while they wait:

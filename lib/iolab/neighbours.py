@@ -18,8 +18,10 @@ it was not, each over the run's own window:
 import contextlib
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -59,12 +61,12 @@ class Neighbours:
     others_cpu_share: float = 0.0  # of the window × our CPUs, the CPU time that was not ours
 
     @property
-    def others_share(self):
+    def others_share(self) -> float:
         """The share of the window others held our CPUs: their CPU time, steal, or throttling, the largest. Our own
         processes waiting for each other (a server and its client on one CPU) is not counted."""
         return max(self.others_cpu_share, self.steal_share, self.throttled_s / self.seconds if self.seconds > 0 else 0.0)
 
-    def describe(self):
+    def describe(self) -> str:
         """One line a student reads: how much of this run others held, and from what."""
         parts = [f"their CPU {self.others_cpu_share:.0%}"]
         if self.pressure_share is not None:
@@ -76,11 +78,11 @@ class Neighbours:
         figures = "; ".join(parts) or "no reading on this machine"
         return f"others held the CPUs {self.others_share:.0%} of this run ({figures})"
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self) | {"others_share": self.others_share}
 
 
-def pressure_file():
+def pressure_file() -> tuple[Path | None, str]:
     """(the cpu.pressure this process's cgroup keeps, "cgroup"), or (the host's, "host"), or (None, "none")."""
     for line in _text(Path("/proc/self/cgroup")).splitlines():
         if line.startswith("0::") and line[3:].strip() not in ("", "/"):
@@ -91,7 +93,7 @@ def pressure_file():
     return (HOST_PRESSURE, "host") if HOST_PRESSURE.is_file() else (None, "none")
 
 
-def read(root=None):
+def read(root: psutil.Process | None = None) -> Reading:
     """The counters now. `root`: the process whose tree's waits count as our own (this one by default)."""
     path, source = pressure_file()
     pressure = None
@@ -105,7 +107,7 @@ def read(root=None):
                    group.throttled if group else 0, group.throttled_s if group else 0.0, waits_s, busy_s, own_cpu_s)
 
 
-def between(before, after):
+def between(before: Reading, after: Reading) -> Neighbours:
     """Neighbours over the window from one Reading to a later one."""
     seconds = max(after.at_s - before.at_s, 1e-9)
     pressure = None
@@ -125,7 +127,7 @@ class Watch:
 
 
 @contextlib.contextmanager
-def watching(root=None):
+def watching(root: psutil.Process | None = None) -> Iterator[Watch]:
     """Read the neighbours over the block; `root` as for read()."""
     watch = Watch()
     before = read(root)
@@ -135,7 +137,7 @@ def watching(root=None):
         watch.found = between(before, read(root))
 
 
-def own_s(root=None):
+def own_s(root: psutil.Process | None = None) -> tuple[float, float]:
     """(seconds waited for a CPU, CPU seconds) so far of `root` (this process by default) and its descendants,
     with the CPU of the children it has reaped. A child that ended unreaped inside the window takes its figures with
     it: its CPU then counts as others', its waits are lost."""
@@ -155,7 +157,7 @@ def own_s(root=None):
     return waits, cpu + reaped
 
 
-def _cpu_s():
+def _cpu_s() -> tuple[float, float]:
     """(CPU seconds the kernel counted busy, seconds stolen) on the CPUs this process may use (/proc/stat: user,
     nice, system, irq and softirq; steal), (0, 0) where unknown."""
     allowed = {f"cpu{n}" for n in os.sched_getaffinity(0)}
@@ -169,7 +171,7 @@ def _cpu_s():
     return busy * TICK_S, stolen * TICK_S
 
 
-def _text(path):
+def _text(path: Path) -> str:
     try:
         return path.read_text()
     except OSError:

@@ -11,12 +11,13 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 
 OWNER_FILE = "wrapper.pid"
 UNOWNED_FOR_S = 60  # a folder with no owner written yet is one being made, unless it is older than this
 
 
-def abandoned(prefix, tmp=None):
+def abandoned(prefix: str, tmp: str | None = None) -> Iterator[str]:
     """The folders named prefix* in `tmp` whose wrapper is gone."""
     for folder in glob.glob(os.path.join(tmp or tempfile.gettempdir(), prefix + "*")):
         try:
@@ -36,7 +37,7 @@ def abandoned(prefix, tmp=None):
         yield folder
 
 
-def make(prefix, tmp=None):
+def make(prefix: str, tmp: str | None = None) -> str:
     """A new folder named prefix* holding our pid, after removing those of wrappers that are gone."""
     for folder in abandoned(prefix, tmp):
         shutil.rmtree(folder, ignore_errors=True)

@@ -6,6 +6,11 @@ Every failure names the parameter, its value and what is allowed.
 import json
 import numbers
 import os
+from collections.abc import Callable, Collection, Mapping
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+Number = TypeVar("Number", bound=float)
 
 # IOLAB_QUICK=1 makes every lesson run at its small sizes: for a class demo, and for the browser test.
 QUICK_ENV = "IOLAB_QUICK"
@@ -15,7 +20,7 @@ class ParameterError(ValueError):
     """A parameter (of a notebook, or of a call into the lab) outside what it allows; the text names both."""
 
 
-def _bounds(low, high, above):
+def _bounds(low: float | None, high: float | None, above: bool) -> str:
     if low is not None and high is not None:
         return f"more than {low} and at most {high}" if above else f"between {low} and {high}"
     if low is not None:
@@ -23,7 +28,15 @@ def _bounds(low, high, above):
     return f"at most {high}"
 
 
-def check_range(name, value, low=None, high=None, integer=True, above=False, error=ParameterError):
+def check_range(
+    name: str,
+    value: Number,
+    low: float | None = None,
+    high: float | None = None,
+    integer: bool = True,
+    above: bool = False,
+    error: type[ParameterError] = ParameterError,
+) -> Number:
     """`value` must be a number (a whole one if `integer`) from `low` to `high` inclusive, or more than `low` if
     `above`; None is no bound. Returns it, or raises `error` (ParameterError or a subclass) naming name, value and range."""
     valid_type = numbers.Integral if integer else numbers.Real
@@ -38,25 +51,25 @@ def check_range(name, value, low=None, high=None, integer=True, above=False, err
     return value
 
 
-def check_choice(name, value, choices, error=ParameterError):
+def check_choice(name: str, value: T, choices: Collection[Any], error: type[ParameterError] = ParameterError) -> T:
     """`value` must be one of `choices`; returns it, or raises `error` naming name, value and choices."""
     if value not in choices:
         raise error(f"{name} must be one of {list(choices)}, got {value!r}")
     return value
 
 
-def check_flag(name, value):
+def check_flag(name: str, value: T) -> T:
     if not isinstance(value, bool):
         raise ParameterError(f"{name} must be True or False, got {value!r}")
     return value
 
 
-def quick_from_environment():
+def quick_from_environment() -> bool:
     """True when IOLAB_QUICK asks every lesson for its small sizes."""
     return os.environ.get(QUICK_ENV, "").strip().lower() not in ("", "0", "false", "no")
 
 
-def check_common(quick, solutions, results_path):
+def check_common(quick: bool, solutions: bool, results_path: str | None) -> bool:
     """The three parameters every lesson has; returns `quick`, turned on by IOLAB_QUICK=1 as well."""
     check_flag("quick", quick)
     check_flag("solutions", solutions)
@@ -65,7 +78,13 @@ def check_common(quick, solutions, results_path):
     return quick or quick_from_environment()
 
 
-def cell_values(cell, ranges, seconds, quick_sizes, cap=False):
+def cell_values(
+    cell: Mapping[str, Any],
+    ranges: Mapping[str, tuple[float | None, float | None]],
+    seconds: Mapping[str, tuple[float | None, float | None]],
+    quick_sizes: Mapping[str, float],
+    cap: bool = False,
+) -> tuple[bool, dict[str, Any]]:
     """(quick, values): the parameters cell's values named in `ranges` and `seconds`, quick mode's sizes where it is
     on (with `cap`, no larger than the cell's own), each checked against its (low, high); seconds may be fractions."""
     quick = check_common(cell["quick"], cell["solutions"], cell["results_path"])
@@ -79,7 +98,7 @@ def cell_values(cell, ranges, seconds, quick_sizes, cap=False):
     return quick, values
 
 
-def write_results(results_path, results, default=None):
+def write_results(results_path: str | None, results: T, default: Callable[[Any], Any] | None = None) -> T:
     """Write a lesson's `results` as JSON to the parameters cell's `results_path`, when it names one; return them.
 
     `default` turns what JSON cannot hold (a numpy float, a path) into what it can.

@@ -6,9 +6,18 @@ depend on nothing that meters processes.
 """
 
 import math
+from typing import Protocol
 
 
-def percentile(sorted_values, fraction):
+class Ranked(Protocol):
+    """Values read by rank, smallest first: a sorted list, or a histogram seen as one."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, rank: int, /) -> float: ...
+
+
+def percentile(sorted_values: Ranked, fraction: float) -> float:
     """Nearest-rank percentile of an already sorted list: the smallest value with `fraction` of the data at or below it."""
     if not sorted_values:
         return math.nan

@@ -12,6 +12,8 @@ import os
 import pwd
 import shutil
 import signal
+from collections.abc import Callable
+from typing import Any, cast
 
 from . import owned_folders
 from .contract import LOOPBACK, find_program
@@ -25,7 +27,7 @@ _IPC_RMID = 0
 _PR_SET_PDEATHSIG = 1
 
 
-def programs():
+def programs() -> dict[str, str] | None:
     """{"postgres": path, "initdb": path} from one installation, or None where PostgreSQL is not installed."""
     server = find_program("postgres")
     if server is None:
@@ -40,7 +42,7 @@ def programs():
     return {"postgres": server, "initdb": initdb}
 
 
-def missing_reason():
+def missing_reason() -> str | None:
     """Why this machine cannot start a PostgreSQL cluster, as a sentence, or None."""
     if programs() is None:
         return ("PostgreSQL is not installed here (Debian and Ubuntu: apt-get install postgresql; the lab looks on"
@@ -53,19 +55,19 @@ def missing_reason():
     return None
 
 
-def account():
+def account() -> pwd.struct_passwd | None:
     """The pwd entry PostgreSQL runs as: the `postgres` account when we are root, else None (run as we are)."""
     return pwd.getpwnam(ACCOUNT) if os.geteuid() == 0 else None
 
 
-def as_account(entry):
+def as_account(entry: pwd.struct_passwd | None) -> dict[str, Any]:
     """Popen's arguments that run a program as `entry` (nothing when entry is None)."""
     if entry is None:
         return {}
     return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
 
 
-def die_with_us():
+def die_with_us() -> Callable[[], None]:
     """A preexec_fn: the program dies with this process, even when this one is SIGKILLed by itself.
 
     Popen runs it after changing the user (the kernel clears the parent-death signal on a change of credentials).
@@ -73,7 +75,7 @@ def die_with_us():
     prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here: the child after fork only calls it
     parent = os.getpid()
 
-    def arm():
+    def arm() -> None:
         prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() != parent:  # we died before the signal was armed
             os._exit(1)
@@ -81,14 +83,14 @@ def die_with_us():
     return arm
 
 
-def dsn(port, host=LOOPBACK, dbname=DATABASE, **settings):
+def dsn(port: int, host: str = LOOPBACK, dbname: str = DATABASE, **settings: object) -> str:
     """A libpq connection string for psycopg: `dsn(port, options="-c statement_timeout=100")`."""
     # sslmode=disable: the lab's clusters have no TLS, and libpq's default (prefer) would ask first on every connect.
     parts = {"host": host, "port": port, "user": SUPERUSER, "dbname": dbname, "sslmode": "disable", **settings}
     return " ".join(f"{key}='{str(value)}'" if " " in str(value) else f"{key}={value}" for key, value in parts.items())
 
 
-def url(port, host=LOOPBACK, dbname=DATABASE):
+def url(port: int, host: str = LOOPBACK, dbname: str = DATABASE) -> str:
     """The same address as a URL, which asyncpg takes."""
     return f"postgresql://{SUPERUSER}@{host}:{port}/{dbname}?sslmode=disable"
 
@@ -100,7 +102,7 @@ TABLE = "items"
 TABLE_COLUMNS = "id integer primary key, name text not null, score double precision not null, created timestamptz not null"
 
 
-def make_table(port, rows, table=TABLE, host=LOOPBACK):
+def make_table(port: int, rows: int, table: str = TABLE, host: str = LOOPBACK) -> int:
     """(Re)create `table` with `rows` rows in the cluster on `port`; returns the rows it holds."""
     import psycopg  # here: the launcher imports this module and needs no driver
 
@@ -113,12 +115,12 @@ def make_table(port, rows, table=TABLE, host=LOOPBACK):
             f"insert into {table} select i, 'item ' || i, i * 0.5, timestamptz '2026-01-01' + i * interval '1 second'"
             f" from generate_series(1, %s) as i", (rows,))
         connection.execute(f"analyze {table}")
-        return connection.execute(f"select count(*) from {table}").fetchone()[0]
+        return cast(tuple[int], connection.execute(f"select count(*) from {table}").fetchone())[0]
 
 
 # --- A cluster's folder: made by the launcher, removed by it, or by the next one if it was killed ------------
 
-def postmaster_pid_fields(data_dir):
+def postmaster_pid_fields(data_dir: str) -> list[str]:
     """The lines of data_dir/postmaster.pid (pid, folder, start, port, socket dir, address, shm key and id, status)."""
     try:
         with open(os.path.join(data_dir, "postmaster.pid")) as file:
@@ -127,13 +129,13 @@ def postmaster_pid_fields(data_dir):
         return []
 
 
-def ready(data_dir):
+def ready(data_dir: str) -> bool:
     """True once the postmaster says, in postmaster.pid, that it accepts connections (what pg_ctl -w waits for)."""
     fields = postmaster_pid_fields(data_dir)
     return len(fields) >= 8 and fields[7].strip() == "ready"
 
 
-def remove_shared_memory(data_dir):
+def remove_shared_memory(data_dir: str) -> None:
     """Remove the cluster's System V segment: a postmaster killed with SIGKILL leaves it in the kernel."""
     fields = postmaster_pid_fields(data_dir)
     try:
@@ -151,13 +153,13 @@ def remove_shared_memory(data_dir):
         ctypes.CDLL(None, use_errno=True).shmctl(shmid, _IPC_RMID, None)
 
 
-def remove_cluster(folder):
+def remove_cluster(folder: str) -> None:
     """Remove a cluster's folder and its shared memory (the postmaster must be gone, or about to be killed)."""
     remove_shared_memory(os.path.join(folder, "data"))
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def remove_abandoned_clusters(tmp, prefix=CLUSTER_PREFIX):
+def remove_abandoned_clusters(tmp: str | None, prefix: str = CLUSTER_PREFIX) -> None:
     """Remove the folders of launchers that are gone (one SIGKILLed itself, not through its parent, leaves its own);
     `prefix` names the wrapper's folders (the pgbouncer wrapper's too)."""
     for folder in owned_folders.abandoned(prefix, tmp):
@@ -165,7 +167,7 @@ def remove_abandoned_clusters(tmp, prefix=CLUSTER_PREFIX):
         remove_cluster(folder)
 
 
-def kill_postmaster_of(folder):
+def kill_postmaster_of(folder: str) -> None:
     """SIGKILL the postmaster still running from `folder`, if any (its command line names the folder)."""
     fields = postmaster_pid_fields(os.path.join(folder, "data"))
     if not fields or not fields[0].strip().isdigit():

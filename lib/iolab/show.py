@@ -2,19 +2,22 @@
 
 import ast
 import inspect
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 from IPython.display import Code
 
 from .servers import SERVERS_DIR
 
 
-def source(obj):
+def source(obj: ModuleType | type | Callable[..., Any]) -> Code:
     """A module, class or function from lib/, highlighted."""
     return Code(inspect.getsource(obj), language="python")
 
 
-def server_source(name, *names):
+def server_source(name: str, *names: str) -> Code:
     """servers/<name>.py whole, or only the top-level classes and functions called `names`, in file order."""
     path = Path(SERVERS_DIR) / f"{name}.py"
     text = path.read_text()
@@ -22,7 +25,7 @@ def server_source(name, *names):
         return Code(text, language="python")
     lines = text.splitlines()
     top_level = ast.parse(text).body
-    wanted = []
+    wanted: list[str] = []
     for node in top_level:
         if getattr(node, "name", None) in names:
             first = min([node.lineno] + [decorator.lineno for decorator in getattr(node, "decorator_list", [])])

@@ -8,10 +8,17 @@ import socket
 import statistics
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .contract import check_loopback
 from .http1 import ProtocolError, answer_length
+
+if TYPE_CHECKING:  # annotations only: the servers module starts them, this one only talks to them
+    from .servers import Server
+
+T = TypeVar("T")
 
 DRIP_S = 1.0  # each slow client sends one more byte this often
 CONNECT_TIMEOUT_S = 2.0
@@ -27,15 +34,15 @@ FRESH_REQUEST = b"GET / HTTP/1.1\r\nHost: lab\r\nConnection: close\r\n\r\n"
 class SlowClients:
     """Connections that each trickle a request a byte every DRIP_S, from one thread; it notes which the server closes."""
 
-    def __init__(self, host, port, drip_s=DRIP_S):
+    def __init__(self, host: str, port: int, drip_s: float = DRIP_S) -> None:
         check_loopback(host)
         self.address = (host, port)
         self.drip_s = drip_s
-        self.open = {}  # socket -> (kind, position in its trickle)
+        self.open: dict[socket.socket, tuple[str, int]] = {}  # socket -> (kind, position in its trickle)
         self.cut_off = {kind: 0 for kind in KINDS}  # closed by the server (or answered, 408 or otherwise)
-        self.answers = {}  # what the server said before it closed: its status line, and how many times
-        self.opened_at = {}  # socket -> time.monotonic() when it sent its first bytes
-        self.lasted_s = {kind: [] for kind in KINDS}  # how long each cut-off client lasted, by kind
+        self.answers: dict[str, int] = {}  # what the server said before it closed: its status line, and how many times
+        self.opened_at: dict[socket.socket, float] = {}  # socket -> time.monotonic() when it sent its first bytes
+        self.lasted_s: dict[str, list[float]] = {kind: [] for kind in KINDS}  # how long each cut-off client lasted, by kind
         self.connect_failed = 0
         self.lock = threading.Lock()
         self.selector = selectors.DefaultSelector()
@@ -43,7 +50,7 @@ class SlowClients:
         self.thread = threading.Thread(target=self._drip, name="slowloris", daemon=True)
         self.thread.start()
 
-    def add(self, count, kind):
+    def add(self, count: int, kind: str) -> int:
         """Open `count` more slow clients of `kind` ('head' or 'body'); returns how many connected."""
         first, _ = KINDS[kind]
         connected = 0
@@ -62,11 +69,11 @@ class SlowClients:
             connected += 1
         return connected
 
-    def still_open(self, kind=None):
+    def still_open(self, kind: str | None = None) -> int:
         with self.lock:
             return sum(1 for k, _ in self.open.values() if kind in (None, k))
 
-    def _forget(self, sock, said=b""):
+    def _forget(self, sock: socket.socket, said: bytes = b"") -> None:
         kind, _ = self.open.pop(sock)
         self.lasted_s[kind].append(time.monotonic() - self.opened_at.pop(sock))
         self.selector.unregister(sock)
@@ -76,7 +83,7 @@ class SlowClients:
             line = said.split(b"\r\n", 1)[0].decode("latin-1")[:40]
             self.answers[line] = self.answers.get(line, 0) + 1
 
-    def _drip(self):
+    def _drip(self) -> None:
         next_drip = time.monotonic() + self.drip_s
         while not self.stopping.is_set():
             # Between drips, watch for the server answering (a 408) or closing.
@@ -106,7 +113,7 @@ class SlowClients:
                         continue
                     self.open[sock] = (kind, position + 1)
 
-    def close(self):
+    def close(self) -> None:
         self.stopping.set()
         self.thread.join(timeout=5)
         with self.lock:
@@ -115,14 +122,14 @@ class SlowClients:
             self.open.clear()
         self.selector.close()
 
-    def __enter__(self):
+    def __enter__(self) -> "SlowClients":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-def fresh_request_s(host, port, bound_s=FRESH_BOUND_S):
+def fresh_request_s(host: str, port: int, bound_s: float = FRESH_BOUND_S) -> float | None:
     """Seconds until a fresh client's `GET /` is answered 200 and closed; None if not within `bound_s`."""
     check_loopback(host)
     began = time.perf_counter()
@@ -146,7 +153,7 @@ def fresh_request_s(host, port, bound_s=FRESH_BOUND_S):
     return time.perf_counter() - began if raw.startswith((b"HTTP/1.1 200", b"HTTP/1.0 200")) else None
 
 
-def _whole_answer(raw):
+def _whole_answer(raw: bytes) -> bool:
     try:
         return answer_length(raw) > 0
     except (ProtocolError, ValueError):  # no Content-Length (chunked, or read to the close): wait for the close
@@ -162,11 +169,11 @@ class Siege:
     blocked_at: int | None = None  # slow clients attached when a fresh client was first not served in time
     attached: int = 0
     served_beside: int = 0  # the most slow clients a fresh client was answered beside
-    fresh_ms: list = field(default_factory=list)  # the fresh requests beside `served_beside` slow clients
+    fresh_ms: list[float] = field(default_factory=list)  # the fresh requests beside `served_beside` slow clients
     cut_off: int = 0  # slow clients the server closed during the run
     connect_failed: int = 0
 
-    def row(self):
+    def row(self) -> dict[str, Any]:
         fresh = self.fresh_ms
         return {
             "server": self.server, "kind": self.kind, "blocked_at": self.blocked_at, "attached": self.attached,
@@ -177,18 +184,21 @@ class Siege:
         }
 
 
-def steps_up_to(most):
+def steps_up_to(most: int) -> list[int]:
     """1, 2, 4, ... and `most`: the slow-client counts a siege climbs through."""
-    steps, count = [], 1
+    steps: list[int] = []
+    count = 1
     while count < most:
         steps.append(count)
         count *= 2
     return steps + [most]
 
 
-def fresh_requests_ms(host, port, count, spread_s=0.0, bound_s=FRESH_BOUND_S):
+def fresh_requests_ms(
+    host: str, port: int, count: int, spread_s: float = 0.0, bound_s: float = FRESH_BOUND_S
+) -> list[float] | None:
     """`count` fresh requests, `spread_s` apart, in ms; stops at the first not served in time (None)."""
-    timings = []
+    timings: list[float] = []
     for index in range(count):
         if index and spread_s:
             time.sleep(spread_s)
@@ -199,7 +209,14 @@ def fresh_requests_ms(host, port, count, spread_s=0.0, bound_s=FRESH_BOUND_S):
     return timings
 
 
-def siege(server, kind, most=1000, fresh_requests=3, final_requests=20, bound_s=FRESH_BOUND_S):
+def siege(
+    server: "Server",
+    kind: str,
+    most: int = 1000,
+    fresh_requests: int = 3,
+    final_requests: int = 20,
+    bound_s: float = FRESH_BOUND_S,
+) -> Siege:
     """Attach slow clients of `kind` to a running server, doubling, until a fresh client is not served or `most` are on.
 
     At `most`, `final_requests` fresh requests are spread over two drips, so the slow clients are trickling meanwhile.
@@ -228,7 +245,7 @@ TABLE_HEADERS = ["server", "slow client", "blocked at", "most a fresh client was
                  "its max (ms)", "cut off by the server"]
 
 
-def table_rows(sieges):
+def table_rows(sieges: Iterable[Siege]) -> list[list[Any]]:
     return [
         [r["server"], r["kind"], r["blocked_at"] if r["blocked_at"] is not None else "never", r["served_beside"],
          r["fresh_p50_ms"], r["fresh_max_ms"], r["cut_off"]]
@@ -236,7 +253,7 @@ def table_rows(sieges):
     ]
 
 
-def wait_for(condition, within_s, poll_s=0.1):
+def wait_for(condition: Callable[[], T], within_s: float, poll_s: float = 0.1) -> T:
     """Poll until `condition()` is true or `within_s` passes; returns its last value."""
     deadline = time.monotonic() + within_s
     while not (met := condition()) and time.monotonic() < deadline:

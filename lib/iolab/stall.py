@@ -18,6 +18,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
+from types import TracebackType
+from typing import IO, cast
 
 from .children import spawn
 from .params import ParameterError, check_range
@@ -26,7 +29,8 @@ LIMITS = {"seconds": (0.001, 60.0), "after_s": (0.0, 3600.0)}
 START_MARGIN_S = 0.2  # a stall asked for "now" waits this long for its child to start: it is never late
 
 
-def stop_wait_continue(send, seconds, say=print):
+# Annotations in quotes: the child runs this function's source with only os, signal, sys and time imported.
+def stop_wait_continue(send: "Callable[[int], None]", seconds: float, say: "Callable[..., None]" = print) -> None:
     """The stall itself: stop the process, let `seconds` pass, continue it. `send(sig)` signals it (or its group)."""
     try:
         send(signal.SIGSTOP)  # the process stops where it is: no CPU, no answers; its clients' requests queue up
@@ -69,11 +73,11 @@ class StallError(ParameterError):
     """A stall asked for something outside its range, or for a process that does not exist."""
 
 
-_pending = []
+_pending: list["Stall"] = []
 _pending_lock = threading.Lock()
 
 
-def _target(process):
+def _target(process: object) -> int:
     pid = getattr(process, "pid", process)
     if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 1 or pid == os.getpid():
         raise StallError(f"the process to stall must be a server or another process's pid, got {process!r}")
@@ -91,7 +95,7 @@ class Stall:
     time.perf_counter on Linux), known once wait() returns.
     """
 
-    def __init__(self, process, seconds, after_s=0.0, group=None):
+    def __init__(self, process: object, seconds: float, after_s: float = 0.0, group: bool | None = None) -> None:
         for name, value in (("seconds", seconds), ("after_s", after_s)):
             check_range(name, value, *LIMITS[name], integer=False, error=StallError)
         self.pid = _target(process)
@@ -99,8 +103,8 @@ class Stall:
         self.group = os.getpgid(self.pid) == self.pid if group is None else group
         self.seconds = float(seconds)
         self.planned_at = time.monotonic() + max(float(after_s), START_MARGIN_S)
-        self.stopped_at = None
-        self.resumed_at = None
+        self.stopped_at: float | None = None
+        self.resumed_at: float | None = None
         self.cancelled = False
         self._child = spawn(
             [sys.executable, "-I", "-S", "-c", _CHILD, str(self.pid), "group" if self.group else "one",
@@ -111,13 +115,13 @@ class Stall:
             _pending.append(self)
 
     @property
-    def child_pid(self):
+    def child_pid(self) -> int:
         return self._child.pid
 
-    def done(self):
+    def done(self) -> bool:
         return self._child.poll() is not None
 
-    def wait(self, timeout=None):
+    def wait(self, timeout: float | None = None) -> tuple[float | None, float | None]:
         """Block until the process has been resumed; returns (stopped_at, resumed_at) in time.monotonic()."""
         limit = self.planned_at - time.monotonic() + self.seconds + 5.0 if timeout is None else timeout
         try:
@@ -129,7 +133,7 @@ class Stall:
         self._forget()
         return self.stopped_at, self.resumed_at
 
-    def cancel(self):
+    def cancel(self) -> None:
         """Resume the process now (if stopped) and end the stall; safe to call at any time, more than once."""
         if self._child.poll() is None:
             self.cancelled = True
@@ -141,14 +145,14 @@ class Stall:
                 self._child.wait()
         self._resume()  # whatever happened to the child, the process runs again
         with contextlib.suppress(ValueError, OSError):
-            self._read(self._child.stdout.read())
+            self._read(cast(IO[bytes], self._child.stdout).read())
         self._forget()
 
-    def _resume(self):
+    def _resume(self) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             (os.killpg if self.group else os.kill)(self.pid, signal.SIGCONT)
 
-    def _read(self, out):
+    def _read(self, out: bytes | str | None) -> None:
         if isinstance(out, bytes):
             out = out.decode(errors="replace")
         for line in (out or "").splitlines():
@@ -160,26 +164,28 @@ class Stall:
         if self._child.stdout and not self._child.stdout.closed:
             self._child.stdout.close()
 
-    def _forget(self):
+    def _forget(self) -> None:
         with _pending_lock:
             if self in _pending:
                 _pending.remove(self)
 
-    def __enter__(self):
+    def __enter__(self) -> "Stall":
         return self
 
-    def __exit__(self, kind, error, trace):
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
         if kind is None:
             self.wait()
         else:
             self.cancel()  # an interrupted cell resumes the process at once
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = "cancelled" if self.cancelled else "done" if self.done() else "under way"
         return f"<Stall pid={self.pid} {self.seconds} s {state}>"
 
 
-def stall(process, seconds, after_s=0.0, group=None):
+def stall(process: object, seconds: float, after_s: float = 0.0, group: bool | None = None) -> Stall:
     """Stop `process` (a servers.Server or a pid) `after_s` from now for `seconds`, then continue it; returns the Stall.
 
     `with stall(server, 1.0):` waits for the resume at the end of the block, or
@@ -189,7 +195,7 @@ def stall(process, seconds, after_s=0.0, group=None):
 
 
 @atexit.register
-def _resume_all():
+def _resume_all() -> None:
     with _pending_lock:
         pending = list(_pending)
     for stalled in pending:

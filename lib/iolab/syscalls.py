@@ -1,7 +1,6 @@
 """Count a running process's system calls with strace.
 
-Count the system calls a running process makes while something else runs, with `strace -c -f`
-(Linux, when installed and allowed).
+The count covers the time something else runs, with `strace -c -f` (Linux, when installed and allowed).
 """
 
 import contextlib
@@ -9,6 +8,8 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterable, Iterator
+from typing import IO, cast
 
 from .children import read_until, spawn
 from .contract import find_program
@@ -24,7 +25,7 @@ class SyscallCountUnavailable(RuntimeError):
     """strace is missing, or may not trace the process here (no ptrace permission, not Linux)."""
 
 
-def missing_reason():
+def missing_reason() -> str | None:
     """None if strace can be used here, else a sentence saying why not."""
     if find_program("strace") is None:
         return "strace is not installed (Debian package strace), so system calls are not counted"
@@ -34,27 +35,28 @@ def missing_reason():
 class Counts:
     """System calls by name, from strace's summary table; filled in when counting() ends."""
 
-    def __init__(self):
-        self.calls = {}
-        self.seconds = {}
-        self.elapsed_s = None
+    def __init__(self) -> None:
+        self.calls: dict[str, int] = {}
+        self.seconds: dict[str, float] = {}
+        self.elapsed_s: float | None = None
 
     @property
-    def total(self):
+    def total(self) -> int:
         return sum(self.calls.values())
 
-    def of(self, names):
+    def of(self, names: Iterable[str]) -> int:
         """How many calls there were of any of `names` (e.g. WRITES)."""
         return sum(self.calls.get(name, 0) for name in names)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         busiest = sorted(self.calls.items(), key=lambda item: -item[1])[:5]
         return f"<Counts total={self.total} {dict(busiest)}>"
 
 
-def parse_summary(text):
+def parse_summary(text: str) -> tuple[dict[str, int], dict[str, float]]:
     """strace -c's table -> ({syscall: calls}, {syscall: seconds}); the 'total' line is left out."""
-    calls, seconds = {}, {}
+    calls: dict[str, int] = {}
+    seconds: dict[str, float] = {}
     for line in text.splitlines():
         fields = line.split()
         # "% time  seconds  usecs/call  calls  [errors]  syscall": 5 or 6 fields, the first four numbers.
@@ -70,7 +72,7 @@ def parse_summary(text):
 
 
 @contextlib.contextmanager
-def counting(pid, only=None):
+def counting(pid: int, only: Iterable[str] | None = None) -> Iterator[Counts]:
     """`with counting(server.pid) as counts:` run something; afterwards counts.calls holds what the process called.
 
     strace attaches to every thread of `pid` before the block starts and detaches
@@ -97,10 +99,10 @@ def counting(pid, only=None):
         counts.calls, counts.seconds = parse_summary(summary.read())
 
 
-def _wait_until_attached(tracer, pid):
+def _wait_until_attached(tracer: subprocess.Popen[bytes], pid: int) -> None:
     """strace says 'Process N attached' on stderr once it traces; anything else before that is why it cannot."""
     try:
-        said = read_until(tracer.stderr, b"attached", ATTACH_TIMEOUT_S)
+        said = read_until(cast(IO[bytes], tracer.stderr), b"attached", ATTACH_TIMEOUT_S)
     except TimeoutError:
         raise SyscallCountUnavailable(f"strace did not attach to pid {pid} within {ATTACH_TIMEOUT_S} s") from None
     if b"attached" not in said:  # strace closed stderr: it exited without tracing
@@ -108,7 +110,7 @@ def _wait_until_attached(tracer, pid):
         raise SyscallCountUnavailable(f"strace could not trace pid {pid}: {why}")
 
 
-def _detach(tracer):
+def _detach(tracer: subprocess.Popen[bytes]) -> None:
     # SIGINT makes strace detach, leaving the process running, and write its summary.
     with contextlib.suppress(ProcessLookupError):
         tracer.send_signal(signal.SIGINT)
@@ -117,4 +119,4 @@ def _detach(tracer):
     except subprocess.TimeoutExpired:
         tracer.kill()
         tracer.wait()
-    tracer.stderr.close()
+    cast(IO[bytes], tracer.stderr).close()

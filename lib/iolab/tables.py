@@ -1,11 +1,12 @@
 """Small Markdown tables for notebooks, so figures line up without pandas."""
 
 import math
+from collections.abc import Iterable, Sequence
 
 from IPython.display import Markdown
 
 
-def cell(value, digits=3):
+def cell(value: object, digits: int = 3) -> str:
     """A number with `digits` significant figures (whole numbers stay whole); None and NaN become a dash."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
@@ -14,7 +15,7 @@ def cell(value, digits=3):
     return str(value)
 
 
-def markdown(headers, rows):
+def markdown(headers: Sequence[str], rows: Iterable[Iterable[object]]) -> Markdown:
     """A Markdown table; every row is a list of values as long as `headers`."""
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(cell(value) for value in row) + " |" for row in rows]

@@ -1,7 +1,6 @@
 """The operational laws of a closed system, and mean-value analysis.
 
-The operational laws of a closed system (Little, utilization, service demand, response time,
-asymptotic bounds) and mean-value analysis.
+The laws are Little's, utilization, service demand and response time, with the asymptotic bounds.
 
 A closed system here is the lab's load run: `users` clients, each sending its
 next request as soon as the last one is answered. Every request spends
@@ -17,7 +16,9 @@ laws, 5 for the bounds, 6 and 8 for mean-value analysis.
 import heapq
 import itertools
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -32,7 +33,30 @@ SYN_RETRY_S = 1.0
 SYN_RETRIES_S = SYN_RETRY_S + 2 * SYN_RETRY_S
 
 
-def little(throughput, response_s):
+class MeasuredRun(Protocol):
+    """The figures of a run's metrics.Summary that predict_run reads (the laws never import what measured them)."""
+
+    @property
+    def concurrency(self) -> int: ...
+    @property
+    def completed(self) -> int: ...
+    @property
+    def duration_s(self) -> float: ...
+    @property
+    def demand_ms(self) -> float: ...
+    @property
+    def queued_ms(self) -> float: ...
+    @property
+    def client_demand_ms(self) -> float: ...
+    @property
+    def client_queued_ms(self) -> float: ...
+    @property
+    def cores(self) -> float: ...
+    @property
+    def listen_drops(self) -> int: ...
+
+
+def little(throughput: float, response_s: float) -> float:
     """Little's law: L = X R, the mean number in a system is its throughput times the mean time spent in it.
 
     It holds for any system over an interval that starts and ends empty. Computed
@@ -43,7 +67,7 @@ def little(throughput, response_s):
     return throughput * response_s
 
 
-def utilization(throughput, demand_s, servers=1):
+def utilization(throughput: float, demand_s: float, servers: float = 1) -> float:
     """The utilization law: U = X D, the busy fraction of a centre (divided by `servers`: per server).
 
     With D in CPU seconds per request and X in requests per second, X D is CPU
@@ -52,13 +76,13 @@ def utilization(throughput, demand_s, servers=1):
     return throughput * demand_s / servers
 
 
-def service_demand(utilization_, throughput):
+def service_demand(utilization_: float, throughput: float) -> float:
     """The service demand law: D = U / X, the time a centre spends on each request (CPU seconds per request)."""
     check_range("throughput", throughput, 0, integer=False, above=True)
     return utilization_ / throughput
 
 
-def response_time(users, throughput, delay_s=0.0):
+def response_time(users: float, throughput: float, delay_s: float = 0.0) -> float:
     """The interactive response-time law: R = N / X - Z, for N users who each spend Z at the delay centre.
 
     ab's first "Time per request" line is this law with Z = 0: concurrency x
@@ -69,11 +93,13 @@ def response_time(users, throughput, delay_s=0.0):
     return users / throughput - delay_s
 
 
-def _bottleneck(demand_s, servers, bottleneck_s):
+def _bottleneck(demand_s: float, servers: float, bottleneck_s: float | None) -> float:
     return demand_s / servers if bottleneck_s is None else bottleneck_s
 
 
-def optimistic_throughput(users, demand_s, delay_s=0.0, servers=1, bottleneck_s=None):
+def optimistic_throughput(
+    users: float, demand_s: float, delay_s: float = 0.0, servers: float = 1, bottleneck_s: float | None = None
+) -> float:
     """Asymptotic bound, optimistic: X <= min(N / (Z + D), k / D).
 
     N / (Z + D): nobody ever queues, so each cycle takes just its delay and its
@@ -87,7 +113,7 @@ def optimistic_throughput(users, demand_s, delay_s=0.0, servers=1, bottleneck_s=
     return min(users / (delay_s + demand_s), 1 / _bottleneck(demand_s, servers, bottleneck_s))
 
 
-def pessimistic_throughput(users, demand_s, delay_s=0.0, servers=1):
+def pessimistic_throughput(users: float, demand_s: float, delay_s: float = 0.0, servers: float = 1) -> float:
     """Asymptotic bound, pessimistic: X >= N / (Z + D + (N - 1) D / k); with one server, N / (Z + N D).
 
     The worst a request can meet is all the other N - 1 at the centre ahead of
@@ -104,7 +130,7 @@ def pessimistic_throughput(users, demand_s, delay_s=0.0, servers=1):
     return users / (delay_s + demand_s + (users - 1) * demand_s / servers)
 
 
-def in_step_throughput(users, path_s, turn_s, delay_s=0.0, servers=1):
+def in_step_throughput(users: float, path_s: float, turn_s: float, delay_s: float = 0.0, servers: float = 1) -> float:
     """Users in step: X = N / (Z + D_path + (N - 1) D_turn / k).
 
     What a closed loop does when all its users send together, round after
@@ -119,7 +145,9 @@ def in_step_throughput(users, path_s, turn_s, delay_s=0.0, servers=1):
     return users / (delay_s + path_s + (users - 1) * turn_s / servers)
 
 
-def step_path(demand_s, queued_s=0.0, client_s=math.nan, client_queued_s=0.0):
+def step_path(
+    demand_s: float, queued_s: float | None = 0.0, client_s: float = math.nan, client_queued_s: float | None = 0.0
+) -> float:
     """One request's own way through, as users in step pay it: the server's CPU and the client's, and each one's wait
     for a CPU beyond the other's CPU.
 
@@ -137,11 +165,11 @@ def step_path(demand_s, queued_s=0.0, client_s=math.nan, client_queued_s=0.0):
     return demand_s + client_s + max(0.0, queued_s - client_s) + max(0.0, client_queued_s - demand_s)
 
 
-def _number_or_zero(value):
+def _number_or_zero(value: float | None) -> float:
     return 0.0 if value is None or math.isnan(value) else value
 
 
-def clamped_step_path(step_path_s, turn_s, path_s):
+def clamped_step_path(step_path_s: float | None, turn_s: float, path_s: float) -> float:
     """The in-step path kept between the server's turn on a request and the bound's whole path (the latter if unknown).
 
     A request's own way through is never shorter than the turn the server
@@ -152,7 +180,7 @@ def clamped_step_path(step_path_s, turn_s, path_s):
     return min(max(step_path_s, turn_s), path_s)
 
 
-def knee(demand_s, delay_s=0.0, servers=1, bottleneck_s=None):
+def knee(demand_s: float, delay_s: float = 0.0, servers: float = 1, bottleneck_s: float | None = None) -> float:
     """The knee N* = (Z + D) / D x k: the population at which the two optimistic lines, N / (Z + D) and k / D, meet.
 
     Below N* each added user adds throughput; past it the bottleneck is
@@ -163,7 +191,7 @@ def knee(demand_s, delay_s=0.0, servers=1, bottleneck_s=None):
     return (delay_s + demand_s) / _bottleneck(demand_s, servers, bottleneck_s)
 
 
-def bottleneck(tiers):
+def bottleneck(tiers: Mapping[str, tuple[float | None, float]]) -> tuple[float, str]:
     """The bottleneck law across tiers: X <= min over tiers of servers / demand; returns (bound req/s, the tier's name).
 
     `tiers` maps each tier's name to (servers, demand_s): how many requests it
@@ -173,7 +201,7 @@ def bottleneck(tiers):
     with the smallest servers / demand is the bottleneck: adding servers
     anywhere else changes nothing.
     """
-    limits = {}
+    limits: dict[str, float] = {}
     for name, (servers, demand_s) in tiers.items():
         check_range(f"{name}'s demand_s", demand_s, 0, integer=False, above=True)
         if servers is not None:
@@ -181,16 +209,18 @@ def bottleneck(tiers):
             limits[name] = servers / demand_s
     if not limits:
         raise ValueError("bottleneck needs at least one tier with a fixed number of servers")
-    name = min(limits, key=limits.get)
+    name = min(limits, key=limits.get)  # type: ignore[arg-type]  # every key is there: get never answers None
     return limits[name], name
 
 
-def optimistic_response(users, demand_s, delay_s=0.0, servers=1, bottleneck_s=None):
+def optimistic_response(
+    users: float, demand_s: float, delay_s: float = 0.0, servers: float = 1, bottleneck_s: float | None = None
+) -> float:
     """The response-time bound that goes with the optimistic throughput: R >= max(D, N D_max - Z)."""
     return max(demand_s, users * _bottleneck(demand_s, servers, bottleneck_s) - delay_s)
 
 
-def pessimistic_response(users, demand_s, servers=1):
+def pessimistic_response(users: float, demand_s: float, servers: float = 1) -> float:
     """The response-time bound that goes with the pessimistic throughput: R <= D + (N - 1) D / k."""
     return demand_s + (users - 1) * demand_s / servers
 
@@ -205,7 +235,9 @@ class MvaPoint:
     queue: float
 
 
-def mva(users, demand_s, delay_s=0.0, servers=1):
+def mva(
+    users: int, demand_s: float | list[float] | tuple[float, ...], delay_s: float = 0.0, servers: int = 1
+) -> list[MvaPoint]:
     """Exact mean-value analysis of the closed system for every population 1..users: a list of MvaPoint.
 
     `demand_s` is one centre's demand, or a list of demands of single-server
@@ -235,8 +267,9 @@ def mva(users, demand_s, delay_s=0.0, servers=1):
     return _mva_multi_server(users, demands[0], delay_s, servers)
 
 
-def _mva_single_servers(users, demands, delay_s):
-    points, queues = [], [0.0] * len(demands)
+def _mva_single_servers(users: int, demands: list[float], delay_s: float) -> list[MvaPoint]:
+    points: list[MvaPoint] = []
+    queues = [0.0] * len(demands)
     for n in range(1, users + 1):
         responses = [demand * (1 + queue) for demand, queue in zip(demands, queues)]
         throughput = n / (delay_s + sum(responses))
@@ -245,14 +278,14 @@ def _mva_single_servers(users, demands, delay_s):
     return points
 
 
-def _mva_multi_server(users, demand_s, delay_s, servers):
+def _mva_multi_server(users: int, demand_s: float, delay_s: float, servers: int) -> list[MvaPoint]:
     # p[j] = P(j requests at the centre) with one user fewer; the j-th request present takes j / rate(j) on average.
     present = np.arange(1, users + 1)
     rate_per_demand = np.minimum(present, servers)
     time_per = present * demand_s / rate_per_demand
     p = np.zeros(users + 1)
     p[0] = 1.0
-    points = []
+    points: list[MvaPoint] = []
     for n in range(1, users + 1):
         response = float(np.dot(time_per[:n], p[:n]))
         # Rounding can carry X a hair past the k servers' capacity near saturation; it cannot truly pass it.
@@ -267,12 +300,14 @@ def _mva_multi_server(users, demand_s, delay_s, servers):
     return points
 
 
-def mva_throughput(users, demand_s, delay_s=0.0, servers=1):
+def mva_throughput(
+    users: int, demand_s: float | list[float] | tuple[float, ...], delay_s: float = 0.0, servers: int = 1
+) -> float:
     """MVA's throughput at exactly `users` users (see `mva`)."""
     return mva(users, demand_s, delay_s, servers)[-1].throughput
 
 
-def open_response(rate_rps, service_s, arrival_cv2=1.0, service_cv2=0.0):
+def open_response(rate_rps: float, service_s: float, arrival_cv2: float = 1.0, service_cv2: float = 0.0) -> float:
     """Mean response time of an open queue: requests arrive at `rate_rps` and one server serves them in turn.
 
     The wait in line is Kingman's formula, W_q = S ρ/(1−ρ) (c_a² + c_s²)/2 with
@@ -294,19 +329,19 @@ def open_response(rate_rps, service_s, arrival_cv2=1.0, service_cv2=0.0):
 class Simulated:
     """A simulated closed-loop run: every request's latency (in the order they reached the centre) and the run's length."""
 
-    latencies_s: list
+    latencies_s: list[float]
     duration_s: float
 
     @property
-    def throughput(self):
+    def throughput(self) -> float:
         return len(self.latencies_s) / self.duration_s
 
-    def percentile_s(self, fraction):
+    def percentile_s(self, fraction: float) -> float:
         """Nearest-rank percentile, by the same function as a measured run's (percentiles.percentile)."""
         return percentile(sorted(self.latencies_s), fraction)
 
 
-def simulate(users, requests, demand_s, delay_s=0.0, servers=1):
+def simulate(users: int, requests: int, demand_s: float, delay_s: float = 0.0, servers: int = 1) -> Simulated:
     """A closed loop of equal requests, simulated exactly: a Simulated with each request's latency and the run's length.
 
     `users` start together; each request needs `demand_s` at a centre of
@@ -325,7 +360,7 @@ def simulate(users, requests, demand_s, delay_s=0.0, servers=1):
     arrivals = [(0.0, next(ticket)) for _ in range(users)]  # (time the request reaches the centre, order)
     heapq.heapify(arrivals)
     sent, latencies, last = users, [], 0.0
-    sends = {}
+    sends: dict[int, float] = {}
     while arrivals:
         arrived, order = heapq.heappop(arrivals)
         sends.setdefault(order, arrived)
@@ -371,17 +406,19 @@ class Prediction:
     knee: float
     step_path_s: float = math.nan  # the path users in step pay (see step_path); the in-step prediction's D_path
 
-    def contains(self, rps, tolerance=0.02):
+    def contains(self, rps: float, tolerance: float = 0.02) -> bool:
         """True when `rps` lies in [low, high], widened by `tolerance` for the measuring's own error."""
         return within(rps, self.low_rps, self.high_rps, tolerance)
 
-    def lines(self):
+    def lines(self) -> dict[str, float]:
         """{label: req/s} of the bounds and the in-step prediction, as a dashboard draws them."""
         return {"optimistic": self.high_rps, "in step": self.in_step_rps, "pessimistic": self.low_rps}
 
 
-def predict(users, wait_s, demand_s, queued_s=0.0, path_s=None, blocking=False, threads=1, cores=None, requests=None,
-            lost_s=0.0, window=1.0, step_path_s=None, step_lost_s=None):
+def predict(users: int, wait_s: float, demand_s: float, queued_s: float | None = 0.0, path_s: float | None = None,
+            blocking: bool = False, threads: int = 1, cores: float | None = None, requests: int | None = None,
+            lost_s: float = 0.0, window: float = 1.0, step_path_s: float | None = None,
+            step_lost_s: float | None = None) -> Prediction:
     """The Prediction for `users` closed-loop users of handlers that wait `wait_s`; the server spends `demand_s` of CPU
     on each request and waits `queued_s` for a CPU (its share of a busy machine).
 
@@ -432,7 +469,9 @@ def predict(users, wait_s, demand_s, queued_s=0.0, path_s=None, blocking=False, 
     return Prediction(users, wait_s, demand_s, queued_s, path_s, blocking, threads, low, high, in_step, bend, step_s)
 
 
-def predict_run(summary, wait_ms, blocking=False, threads=1, window_s=None):
+def predict_run(
+    summary: MeasuredRun, wait_ms: float, blocking: bool = False, threads: int = 1, window_s: float | None = None
+) -> Prediction:
     """The Prediction for a measured run, from its Summary's demands (see usage.per_run_figures); NaN if unmeasured.
 
     `window_s`: the seconds the CPU was measured over (the LoadResult's usage.wall_s), when known; see `predict`.
@@ -455,14 +494,14 @@ def predict_run(summary, wait_ms, blocking=False, threads=1, window_s=None):
     )
 
 
-def within(value, low, high, tolerance=0.0):
+def within(value: float, low: float, high: float, tolerance: float = 0.0) -> bool:
     """True when `value` lies in [low (1 - tolerance), high (1 + tolerance)]; NaN is never within anything."""
     if any(isinstance(x, float) and math.isnan(x) for x in (value, low, high)):
         return False
     return low * (1 - tolerance) <= value <= high * (1 + tolerance)
 
 
-def least_error(values):
+def least_error(values: Iterable[float]) -> float:
     """The smallest error one prediction can have against every one of `values`: (max − min) / (max + min).
 
     Runs of the same experiment differ; a single predicted figure P is off each

@@ -1,7 +1,6 @@
 """The CPU a load run took, and the time spent queued for one.
 
-The CPU a load run took (the server's processes, the client processes, this notebook) and the time
-spent queued for one; measures, never draws.
+It covers the server's processes, the client processes and this notebook; measures, never draws.
 """
 
 import bisect
@@ -9,7 +8,9 @@ import math
 import os
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import psutil
 
@@ -27,7 +28,8 @@ class TreeSnapshot:
     queued_s: float
     processes: int
     threads: int
-    per_thread: dict  # (pid, tid) -> (CPU ns, queued ns) of each live thread, to find the busiest one
+    # (pid, tid) -> (CPU ns, queued ns) of each live thread, to find the busiest one
+    per_thread: dict[tuple[int, int], tuple[int, int]]
 
 
 @dataclass(frozen=True)
@@ -56,13 +58,13 @@ class Usage:
     busiest_queued_s: float = math.nan
 
     @property
-    def cpu_share(self):
+    def cpu_share(self) -> float:
         """Of the time the server wanted a CPU, the fraction it got one: 1.0 on an idle machine."""
         wanted = self.cpu_s + self.queued_s
         return self.cpu_s / wanted if wanted > 0 else 1.0
 
 
-def process_cpu_s(process):
+def process_cpu_s(process: psutil.Process) -> float:
     """CPU seconds of one process, all its threads, dead ones included, to the nanosecond where Linux allows."""
     try:
         # Linux's per-process CPU clock: clockid = (~pid << 3) | CPUCLOCK_SCHED. /proc's ticks are 10 ms
@@ -73,15 +75,15 @@ def process_cpu_s(process):
         return times.user + times.system
 
 
-def reaped_children_cpu_s(process):
+def reaped_children_cpu_s(process: psutil.Process) -> float:
     """CPU seconds of the children this process has waited for (their time moves here when they are reaped)."""
     times = process.cpu_times()
     return getattr(times, "children_user", 0.0) + getattr(times, "children_system", 0.0)
 
 
-def thread_times(process):
+def thread_times(process: psutil.Process) -> dict[tuple[int, int], tuple[int, int]]:
     """{(pid, tid): (CPU ns, ns waited on a run queue)} for the process's live threads (Linux schedstat); {} elsewhere."""
-    times = {}
+    times: dict[tuple[int, int], tuple[int, int]] = {}
     try:
         tids = os.listdir(f"/proc/{process.pid}/task")
     except OSError:
@@ -96,7 +98,7 @@ def thread_times(process):
     return times
 
 
-def queued_ns(pid=None):
+def queued_ns(pid: int | None = None) -> int | None:
     """Nanoseconds one thread has spent ready to run but waiting for a CPU (Linux schedstat), or None where the kernel
     does not say: process `pid`'s main thread, or the calling thread (pid None)."""
     path = "/proc/thread-self/schedstat" if pid is None else f"/proc/{pid}/schedstat"
@@ -107,12 +109,12 @@ def queued_ns(pid=None):
         return None
 
 
-def queued_s(process):
+def queued_s(process: psutil.Process) -> float:
     """Seconds the process's live threads have waited on a run queue (Linux schedstat); 0 where unknown."""
     return sum(waited for _, waited in thread_times(process).values()) / 1e9
 
 
-def process_tree(root):
+def process_tree(root: psutil.Process) -> list[psutil.Process]:
     """The root, its descendants, and any process still in its process group (a child that was reparented)."""
     tree = {root.pid: root}
     tree.update({child.pid: child for child in root.children(recursive=True)})
@@ -130,14 +132,14 @@ def process_tree(root):
     return list(tree.values())
 
 
-def snapshot(pid):
+def snapshot(pid: int) -> TreeSnapshot:
     """A TreeSnapshot of process `pid` and everything it started; psutil.NoSuchProcess if `pid` is gone."""
     root = psutil.Process(pid)
     for _ in range(SNAPSHOT_ATTEMPTS):
         try:
             processes = process_tree(root)
             cpu = 0.0
-            per_thread = {}
+            per_thread: dict[tuple[int, int], tuple[int, int]] = {}
             for process in processes:
                 cpu += process_cpu_s(process) + reaped_children_cpu_s(process)
                 per_thread.update(thread_times(process))
@@ -150,7 +152,7 @@ def snapshot(pid):
     raise RuntimeError(f"the processes under pid {pid} kept changing; could not read their CPU")
 
 
-def cores_of(pid):
+def cores_of(pid: int) -> float:
     """The CPUs process `pid` may use: its affinity (this machine's count where unknown), or the container's CPU quota
     where that is less (this lab runs its servers in its own container, so the quota is theirs too)."""
     try:
@@ -163,17 +165,17 @@ def cores_of(pid):
 class CpuMeter:
     """Measures a server's process tree between start() and stop(): `with CpuMeter(server.pid) as meter: ...`."""
 
-    def __init__(self, pid):
+    def __init__(self, pid: int) -> None:
         self.pid = pid
-        self.before = None
-        self.usage = None
+        self.before: TreeSnapshot | None = None
+        self.usage: Usage | None = None
 
-    def start(self):
+    def start(self) -> "CpuMeter":
         self.before = snapshot(self.pid)
         self.cores = cores_of(self.pid)
         return self
 
-    def stop(self):
+    def stop(self) -> Usage:
         """Read the tree again and return the Usage since start(); NaN figures if the server died in between."""
         if self.before is None:
             raise RuntimeError("CpuMeter.stop() before start()")
@@ -202,19 +204,19 @@ class CpuMeter:
         )
         return self.usage
 
-    def __enter__(self):
+    def __enter__(self) -> "CpuMeter":
         return self.start()
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 
-def measure(server_or_pid):
+def measure(server_or_pid: Any) -> CpuMeter:
     """A started CpuMeter for a Server (or a pid): call .stop() for its Usage."""
     return CpuMeter(getattr(server_or_pid, "pid", server_or_pid)).start()
 
 
-def _process_reading(pid):
+def _process_reading(pid: int) -> tuple[float, float] | None:
     """(CPU seconds, seconds queued for a CPU) of one live process, or None once it has exited."""
     try:
         process = psutil.Process(pid)
@@ -241,7 +243,7 @@ class ContainerWindow:
     quota: float
 
     @property
-    def utilization(self):
+    def utilization(self) -> float:
         """CPU seconds per second over the window: at most the quota, give or take one period's worth."""
         return self.cpu_s / self.window_s if self.window_s > 0 else math.nan
 
@@ -253,39 +255,39 @@ class ContainerTrace:
     time.perf_counter(), the clock the load clients' time zero is on.
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         limits = environment.cgroups()
         self.quota = limits.cpu_quota()
         self.files = limits.cpu_files() if self.quota is not None else None
         self.version = limits.version
-        self.points = []  # (perf_counter, used_s, throttled periods, throttled_s)
+        self.points: list[tuple[float, float, int, float]] = []  # (perf_counter, used_s, throttled periods, throttled_s)
         self._stop = threading.Event()
-        self._thread = None
+        self._thread: threading.Thread | None = None
 
-    def _read(self):
-        cpu = environment.read_group_cpu(self.files, self.version)
+    def _read(self) -> None:
+        cpu = environment.read_group_cpu(self.files, self.version)  # type: ignore[arg-type]  # started with files
         if cpu is not None:
             self.points.append((time.perf_counter(), cpu.used_s, cpu.throttled, cpu.throttled_s))
 
-    def _run(self):
+    def _run(self) -> None:
         while not self._stop.wait(CONTAINER_TICK_S):
             self._read()
 
-    def start(self):
+    def start(self) -> "ContainerTrace":
         if self.files is not None and self._thread is None:
             self._read()
             self._thread = threading.Thread(target=self._run, name="container-cpu", daemon=True)
             self._thread.start()
         return self
 
-    def stop(self):
+    def stop(self) -> "ContainerTrace":
         if self._thread is not None:
             self._stop.set()
             self._thread.join()
             self._read()
         return self
 
-    def _at(self, moment):
+    def _at(self, moment: float) -> tuple[float, ...]:
         """The counters at `moment` (perf_counter), interpolated between the readings either side of it."""
         times = [point[0] for point in self.points]
         i = bisect.bisect_left(times, moment)
@@ -297,7 +299,7 @@ class ContainerTrace:
         share = (moment - t0) / (t1 - t0) if t1 > t0 else 1.0
         return tuple(x + (y - x) * share for x, y in zip(a, b))
 
-    def window(self, began, ended):
+    def window(self, began: float, ended: float) -> ContainerWindow | None:
         """The ContainerWindow between two perf_counter moments; None without a quota or without readings."""
         if self.quota is None or len(self.points) < 2 or not ended > began:
             return None
@@ -331,15 +333,15 @@ class RunUsage:
 class RunMeter:
     """Measures one load run; iolab.load drives it: start() at the run's go, client_frame() per frame, stop() at the end."""
 
-    def __init__(self, server_pid=None):
+    def __init__(self, server_pid: int | None = None) -> None:
         self.server = CpuMeter(server_pid) if server_pid is not None else None
-        self._clients = {}  # pid -> [reading at ready, latest reading]
-        self._lab_before = None
-        self._began = None
+        self._clients: dict[int, list[Any]] = {}  # pid -> [reading at ready, latest reading]
+        self._lab_before: float | None = None
+        self._began: float | None = None
         self.container = ContainerTrace()
-        self.usage = None
+        self.usage: RunUsage | None = None
 
-    def start(self):
+    def start(self) -> "RunMeter":
         if self.server is not None and self.server.before is None:
             try:
                 self.server.start()
@@ -351,7 +353,7 @@ class RunMeter:
         self.container.start()
         return self
 
-    def client_frame(self, pid, ready):
+    def client_frame(self, pid: int, ready: bool) -> None:
         """A client process sent a frame: the first reading (ready) is its baseline, the last one counts."""
         reading = _process_reading(pid)
         if reading is None:
@@ -361,7 +363,7 @@ class RunMeter:
             readings[0] = reading
         readings[1] = reading
 
-    def stop(self):
+    def stop(self) -> RunUsage:
         """The RunUsage of the run (once; later calls return the same)."""
         if self.usage is not None:
             return self.usage
@@ -374,13 +376,13 @@ class RunMeter:
             server = None
         self.container.stop()
         drops_after = listening.listen_drops()
-        drops = drops_after - self._drops_before if None not in (drops_after, self._drops_before) else 0
+        drops = drops_after - self._drops_before if None not in (drops_after, self._drops_before) else 0  # type: ignore[operator]
         self.usage = RunUsage(
             server=server,
             client_cpu_s=sum(cpu for cpu, _ in clients) if clients else math.nan,
             client_queued_s=sum(queued for _, queued in clients) if clients else math.nan,
-            lab_cpu_s=time.process_time() - self._lab_before,
-            wall_s=time.monotonic() - self._began,
+            lab_cpu_s=time.process_time() - self._lab_before,  # type: ignore[operator]  # start() set it
+            wall_s=time.monotonic() - self._began,  # type: ignore[operator]  # start() set it
             cores=self.server.cores if self.server is not None else cores_of(os.getpid()),
             listen_drops=drops,
             container=self.container if self.container.points else None,
@@ -388,7 +390,7 @@ class RunMeter:
         return self.usage
 
 
-def per_run_figures(run_usage, completed, duration_s):
+def per_run_figures(run_usage: RunUsage | None, completed: int, duration_s: float) -> dict[str, Any]:
     """The figures metrics.Summary carries for a measured run: U, D and the rest, per the operational laws.
 
     utilization: U = server CPU seconds / the run's seconds (the utilization law's U;
@@ -441,12 +443,12 @@ USE_HEADERS = (
 )
 
 
-def use_table(summaries):
+def use_table(summaries: Mapping[str, Any]) -> tuple[list[str], list[list[Any]]]:
     """(headers, rows) of a USE-method table (utilization, saturation, errors) for {name: metrics.Summary}.
 
     One call away in a lesson: `display(tables.markdown(*usage.use_table({"async": summary})))`.
     """
-    rows = []
+    rows: list[list[Any]] = []
     for name, s in summaries.items():
         per_core = s.utilization / s.cores if s.cores else math.nan
         rows.append([

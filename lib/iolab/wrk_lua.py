@@ -4,6 +4,8 @@ Each connection sends `depth` requests in one write, and may check every answer'
 """
 
 import re
+from collections.abc import Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
 from .benchtools import parse_wrk, wrk_output
@@ -12,13 +14,13 @@ from .contract import check_loopback, find_program
 _ORDER_LINE = re.compile(r"^ORDER checked (\d+) wrong (\d+)$", re.MULTILINE)
 
 
-def lua_string(text):
+def lua_string(text: str) -> str:
     """A Python string as a Lua string literal."""
     escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
     return f'"{escaped}"'
 
 
-def pipeline_script(paths, expected_bodies=None):
+def pipeline_script(paths: Sequence[str], expected_bodies: Sequence[str] | None = None) -> str:
     """Lua for wrk: every connection sends `paths` as one batch, in one write, and the next batch once all are answered.
 
     wrk sends a connection's next batch only after it has parsed an answer for
@@ -64,13 +66,22 @@ def pipeline_script(paths, expected_bodies=None):
     return "\n".join(lines) + "\n"
 
 
-def parse_order(text):
+def parse_order(text: str) -> tuple[int, int] | None:
     """(answers checked, answers out of order or wrong) from wrk's output, or None if the script did not check."""
     match = _ORDER_LINE.search(text)
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
-def run_pipelined(url, paths, connections, duration_s, script_path, expected_bodies=None, threads=1, timeout_s=10):
+def run_pipelined(
+    url: str,
+    paths: Sequence[str],
+    connections: int,
+    duration_s: float,
+    script_path: str,
+    expected_bodies: Sequence[str] | None = None,
+    threads: int = 1,
+    timeout_s: float = 10,
+) -> dict[str, Any]:
     """wrk pipelining `paths` on every connection for `duration_s`: its report, plus depth and the order check.
 
     `script_path` is where the Lua script is written (a temporary file of the caller's).
