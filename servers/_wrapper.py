@@ -1,7 +1,4 @@
-"""The lab's contract around a program not written here.
-
-What a wrapper around programs not written here (gunicorn, nginx) does to speak the lab's server
-contract.
+"""What a wrapper around programs not written here (gunicorn, nginx, Redis, PostgreSQL) does to speak the contract.
 
 The wrapper binds the listening socket itself and hands it to the program, so
 the port the LISTENING line names cannot be taken by anyone in between. It
@@ -65,8 +62,15 @@ class Programs:
         # makes connecting fail at once instead of waiting in the backlog.
         listener.close()
         wait_until_answering(address, self.processes)
-        announce(*address)
-        # Wait for any child to exit, leaving it unreaped for Popen; SIGTERM ends the wait with SystemExit.
+        self.announce_and_run(*address)
+
+    def announce_and_run(self, host, port):
+        """Announce host:port, run until SIGTERM or a program's end, then stop them all and take the group down.
+
+        SIGTERM ends the wait with SystemExit, which the wrapper's `with in_charge()` turns into an orderly stop.
+        """
+        announce(host, port)
+        # Wait for any child to exit, leaving it unreaped for Popen.
         with contextlib.suppress(ChildProcessError):  # none left to wait for: they are all gone already
             os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOWAIT)
         for process in self.processes:

@@ -21,12 +21,11 @@ import sys
 import threading
 import time
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import _wrapper
 from _wrapper import count_between
 from backend_tasks import BROKER_ENV, READY_FD_ENV
-from iolab.contract import HELLO_BODY, announce, check_loopback, log, parse_args
+from iolab.contract import HELLO_BODY, check_loopback_url, parse_args
 
 HERE = Path(__file__).resolve().parent
 POOLS = ("threads", "prefork", "gevent", "solo")
@@ -47,14 +46,10 @@ def add_arguments(parser):
 
 def check_broker(url):
     """A redis:// URL on a loopback address, or a clear refusal."""
-    parts = urlsplit(url)
-    if parts.scheme != "redis" or not parts.hostname or not parts.port:
-        raise SystemExit(f"--broker must look like redis://127.0.0.1:PORT/0, got {url!r}")
     try:
-        check_loopback(parts.hostname)
+        return check_loopback_url(url, "--broker", "redis", "/0")
     except ValueError as error:
-        raise SystemExit(f"--broker: {error}") from None
-    return url
+        raise SystemExit(str(error)) from None
 
 
 def worker_command(args):
@@ -138,17 +133,7 @@ def main():
         os.close(ready)
         status = {"pool": args.pool, "concurrency": args.concurrency, "worker_pid": worker.pid, "broker": broker}
         status_server(listener, status)
-        announce(*listener.getsockname()[:2])
-        # Like _wrapper.Programs.serve: run until a program ends or SIGTERM ends the wait with SystemExit.
-        try:
-            os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOWAIT)
-        except ChildProcessError:
-            pass
-        for process in programs.processes:
-            if process.poll() is not None:
-                log(f"{_wrapper.describe(process)} exited with code {process.returncode}; stopping the rest")
-        programs.stop()
-        programs.take_the_group_down()
+        programs.announce_and_run(*listener.getsockname()[:2])
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from helpers import kill_the_parent, wait_until
 from iolab import owned_folders, registry, servers
 
 BACKEND_SERVERS = ("redis_server", "celery_worker", "tornado_backend", "gevent_flask", "gunicorn_flask")
-MISSING = next(filter(None, (registry.get(name).missing() for name in BACKEND_SERVERS)), None)
+MISSING = registry.missing(*BACKEND_SERVERS)
 pytestmark = pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
 
 WAIT_MS = 300

@@ -487,6 +487,18 @@ def get(name):
         raise ValueError(f"server must be one of {sorted(SERVERS)}, got {name!r}") from None
 
 
+def missing(*names):
+    """Why the servers `names` cannot all start here, or None: the first one not in the lab (its name),
+    or the first that needs a program or Python package not installed (which, and that it is not)."""
+    for name in names:
+        if name not in SERVERS:
+            return f"server {name!r} is not in this lab's registry"
+        reason = SERVERS[name].missing()
+        if reason:
+            return reason
+    return None
+
+
 def names(protocol=None):
     """Every server's name, sorted; with `protocol`, only those whose port speaks it (one of PROTOCOLS)."""
     if protocol is None:
