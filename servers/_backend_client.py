@@ -11,7 +11,7 @@ import redis
 from celery import Celery
 from celery.exceptions import TimeoutError as CeleryTimeout
 
-import backend_tasks
+from apps import backend_tasks
 from iolab.contract import MAX_MS, BadParameter, check_loopback, parse_ms
 
 HOWS = ("wait", "forget", "pool", "await")  # each front end answers the ones it can, a 400 for the others

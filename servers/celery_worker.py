@@ -1,4 +1,4 @@
-"""A Celery worker pool running backend_tasks.py, under the lab's contract: --pool and --concurrency, on the lab's Redis.
+"""A Celery worker pool running apps/backend_tasks.py, under the lab's contract: --pool and --concurrency, on the lab's Redis.
 
 A worker listens on no port of its own: it takes tasks from the broker. This
 wrapper serves a tiny status port instead, the one its LISTENING line names,
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import _wrapper
 from _wrapper import count_between
-from backend_tasks import BROKER_ENV, READY_FD_ENV
+from apps.backend_tasks import BROKER_ENV, READY_FD_ENV
 from iolab.contract import HELLO_BODY, check_loopback_url, parse_args
 
 HERE = Path(__file__).resolve().parent
@@ -54,7 +54,7 @@ def check_broker(url):
 
 def worker_command(args):
     return [
-        sys.executable, "-m", "celery", "-A", "backend_tasks", "worker",
+        sys.executable, "-m", "celery", "-A", "apps.backend_tasks", "worker",
         "--pool", args.pool,
         "--concurrency", str(args.concurrency),
         "--prefetch-multiplier", "1",  # one task reserved per slot: the rest wait in the broker's list

@@ -1,6 +1,6 @@
-"""uvicorn serving asgi_app.py under the lab's contract.
+"""uvicorn serving apps/asgi_app.py under the lab's contract.
 
-uvicorn, the server most async Python applications run on in production, serving asgi_app.py under
+uvicorn, the server most async Python applications run on in production, serving apps/asgi_app.py under
 the lab's server contract.
 
 The event loop and the HTTP parser are chosen by argument, as on uvicorn's own
@@ -15,7 +15,7 @@ import socket
 
 import uvicorn
 
-from asgi_app import app
+from apps.asgi_app import app
 from iolab.contract import announce, die_with_parent, exit_on_sigterm, parse_args
 
 NEEDS = {"uvloop": "uvloop", "httptools": "httptools"}

@@ -147,7 +147,7 @@ COOPERATIVE_GET = textwrap.dedent("""
     from gevent import monkey; monkey.patch_all()
     import sys, time, gevent
     sys.path.insert(0, {servers_dir!r})
-    import backend_tasks
+    from apps import backend_tasks
     backend_tasks.configure({broker!r})
     def one():
         return backend_tasks.app.send_task(backend_tasks.WAIT_TASK, args=[{ms}]).get(timeout=10)

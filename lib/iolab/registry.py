@@ -225,7 +225,7 @@ SERVERS = {
         ),
         ServerInfo(
             "uvicorn_app", "uvicorn_app.py",
-            "one thread, an event loop: uvicorn running a bare ASGI app (asgi_app.py), no framework",
+            "one thread, an event loop: uvicorn running a bare ASGI app (apps/asgi_app.py), no framework",
             options=UVICORN_OPTIONS,
             needs_modules=("uvicorn",),
             lesson="08-pipelining",
@@ -332,7 +332,7 @@ SERVERS = {
         ),
         ServerInfo(
             "celery_worker", "celery_worker.py",
-            "a Celery worker pool running backend_tasks.py: --concurrency tasks at once; its port is a status page",
+            "a Celery worker pool running apps/backend_tasks.py: --concurrency tasks at once; its port is a status page",
             routes=("/",),
             options={
                 "broker": Option("--broker", "the lab's Redis (without it, the worker starts a Redis of its own)"),
