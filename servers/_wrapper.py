@@ -1,11 +1,13 @@
 """What a wrapper around programs not written here (gunicorn, nginx, Redis, PostgreSQL) does to speak the contract.
 
 The wrapper binds the listening socket itself and hands it to the program, so
-the port the LISTENING line names cannot be taken by anyone in between. It
-leads a process group holding the programs and everything they fork: SIGTERM
-stops them in order, and when the wrapper's parent dies, however it dies, the
-whole group dies with it (nginx's and gunicorn's workers would not by
-themselves). It announces LISTENING only once a real request gets an answer.
+the port the LISTENING line names cannot be taken by anyone in between (a
+program that binds its own, such as redis-server, postgres or pgbouncer, is
+given a free port's number instead, and another if it was taken). It leads a
+process group holding the programs and everything they fork: SIGTERM stops
+them in order, and when the wrapper's parent dies, however it dies, the whole
+group dies with it (nginx's and gunicorn's workers would not by themselves).
+It announces LISTENING only once a real request gets an answer.
 """
 
 import argparse

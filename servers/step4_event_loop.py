@@ -1,11 +1,8 @@
 """Step 4 of lesson 05: the lab's routes on an event loop built from scratch.
 
-The lab's routes served by an event loop built from scratch on the standard library's selectors
-(epoll on Linux), in scratch/.
-
-Read step1_blocking.py, step2_busy_wait.py and
-step3_callbacks.py first: each adds one idea, and this server puts them together
-in three parts that mirror Tornado's:
+Read step1_blocking.py, step2_busy_wait.py and step3_callbacks.py first: each
+adds one idea, and this server puts them together on the standard library's
+selectors (epoll on Linux), in three parts in scratch/ that mirror Tornado's:
 
     scratch/loop.py       EventLoop       (tornado.ioloop.IOLoop)
     scratch/stream.py     BufferedStream  (tornado.iostream.IOStream)

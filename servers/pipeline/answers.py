@@ -1,7 +1,6 @@
-"""The bytes of an HTTP/1.1 answer, and the clock for its Date.
+"""The bytes of an HTTP/1.1 answer, and the clock that keeps its Date current once a second.
 
-The bytes of an HTTP/1.1 answer, and the clock that keeps its Date header (and hello world's whole
-answer) current once a second.
+The same tick keeps hello world's whole answer, Date included, ready to send.
 """
 
 import time
