@@ -108,7 +108,12 @@ def main():
     die_with_parent()
     exit_on_sigterm()
     loop = EventLoop(slow_callback_s=args.slow_callback_ms / 1000, trace_path=args.trace, selector=args.selector)
-    server = HTTPServer(loop, LabRoutes(loop), args.host, args.port, idle_timeout_s=args.idle_timeout)
+    serve(loop, LabRoutes(loop), args.host, args.port, idle_timeout_s=args.idle_timeout)
+
+
+def serve(loop, routes, host, port, **options):
+    """Serve `routes` on host:port with the hand-built loop until SIGTERM, then close both (step 5 serves so too)."""
+    server = HTTPServer(loop, routes, host, port, **options)
     announce(*server.address)
     try:
         loop.run_forever()  # SIGTERM arrives here as SystemExit

@@ -55,6 +55,19 @@ def request_timeout_s(environ=os.environ):
 # From a request's first byte to the end of its head (a slowloris sends it a byte at a time).
 HEAD_TIMEOUT_S = request_timeout_s()
 BODY_TIMEOUT_S = request_timeout_s()  # from the end of the head to the end of the body it announced
+# The reason phrase of each status the lab's own servers answer, RFC 9110's (Python 3.11's http.HTTPStatus
+# still calls 413 by its old name, "Request Entity Too Large").
+REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    404: "Not Found",
+    408: "Request Timeout",
+    413: "Content Too Large",
+    414: "URI Too Long",
+    431: "Request Header Fields Too Large",
+    500: "Internal Server Error",
+    501: "Not Implemented",
+}
 
 
 # --- The loopback rule --------------------------------------------------------------------------
