@@ -23,8 +23,9 @@ import asyncpg
 import psycopg
 import psycopg_pool
 
+from _wrapper import count_between
 from iolab import postgres
-from iolab.contract import LOOPBACK, MAX_MS, BadParameter, parse_ms
+from iolab.contract import LOOPBACK, MAX_MS, BadParameter, parse_ms, parse_whole
 
 HOWS = ("blocking", "executor", "pool", "asyncpg")
 DRIVERS = ("psycopg", "asyncpg")
@@ -70,25 +71,18 @@ def choice(query, name, choices, default=None):
     return values[-1]
 
 
-def ms_of(query, name="ms"):
+def last_value(query, name):
+    """The last value of `name` in the query string, or None."""
     values = urllib.parse.parse_qs(query, keep_blank_values=True).get(name)
-    try:
-        return parse_ms(values[-1] if values else None)
-    except BadParameter as bad:
-        raise BadParameter(str(bad).replace("ms ", f"{name} ", 1).replace("?ms=", f"?{name}=")) from None
+    return values[-1] if values else None
+
+
+def ms_of(query, name="ms"):
+    return parse_ms(last_value(query, name), name)
 
 
 def rows_of(query):
-    values = urllib.parse.parse_qs(query, keep_blank_values=True).get("n")
-    if not values or values[-1] == "":
-        raise BadParameter("n is required, the rows to read, e.g. ?n=1000")
-    try:
-        n = int(values[-1])
-    except ValueError:
-        raise BadParameter(f"n must be a whole number of rows, got {values[-1]!r}") from None
-    if not 0 <= n <= MAX_ROWS:
-        raise BadParameter(f"n must be between 0 and {MAX_ROWS}, got {n}")
-    return n
+    return parse_whole(last_value(query, "n"), "n", "rows", MAX_ROWS, ", the rows to read, e.g. ?n=1000")
 
 
 # --- The command line ---------------------------------------------------------------------------------
@@ -106,20 +100,10 @@ def seconds_or_none(text):
     return seconds
 
 
-def pool_size(text):
-    try:
-        size = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
-    if not 1 <= size <= MAX_POOL:
-        raise argparse.ArgumentTypeError(f"must be between 1 and {MAX_POOL}, got {size}")
-    return size
-
-
 def add_arguments(parser):
     parser.add_argument("--db-port", type=int, default=0,
                         help="the port of the lab's PostgreSQL (servers/postgres_server.py); without it, 503s")
-    parser.add_argument("--pool", type=pool_size, default=None,
+    parser.add_argument("--pool", type=count_between(1, MAX_POOL), default=None,
                         help=f"P, connections in each async pool (default: each library's own, psycopg_pool"
                              f" {PSYCOPG_POOL_SIZE}, asyncpg {ASYNCPG_POOL_SIZE})")
     parser.add_argument("--acquire-timeout-s", type=seconds_or_none, default=None,

@@ -16,6 +16,7 @@ from urllib.parse import parse_qs
 from iolab.contract import (
     BODY_TIMEOUT_S,
     HEAD_TIMEOUT_S,
+    REASONS,
     BadParameter,
     announce,
     burn_cpu,
@@ -24,7 +25,7 @@ from iolab.contract import (
     parse_args,
     parse_ms,
 )
-from scratch.hardening import MAX_HEADER_BYTES, REASONS, BadRequest, keeps_alive, parse_request
+from scratch.hardening import MAX_HEADER_BYTES, BadRequest, keeps_alive, parse_request
 
 END_OF_HEAD = b"\r\n\r\n"
 

@@ -1,14 +1,13 @@
-"""The lab's contract around a program not written here.
-
-What a wrapper around programs not written here (gunicorn, nginx) does to speak the lab's server
-contract.
+"""What a wrapper around programs not written here (gunicorn, nginx, Redis, PostgreSQL) does to speak the contract.
 
 The wrapper binds the listening socket itself and hands it to the program, so
-the port the LISTENING line names cannot be taken by anyone in between. It
-leads a process group holding the programs and everything they fork: SIGTERM
-stops them in order, and when the wrapper's parent dies, however it dies, the
-whole group dies with it (nginx's and gunicorn's workers would not by
-themselves). It announces LISTENING only once a real request gets an answer.
+the port the LISTENING line names cannot be taken by anyone in between (a
+program that binds its own, such as redis-server, postgres or pgbouncer, is
+given a free port's number instead, and another if it was taken). It leads a
+process group holding the programs and everything they fork: SIGTERM stops
+them in order, and when the wrapper's parent dies, however it dies, the whole
+group dies with it (nginx's and gunicorn's workers would not by themselves).
+It announces LISTENING only once a real request gets an answer.
 """
 
 import argparse
@@ -65,8 +64,15 @@ class Programs:
         # makes connecting fail at once instead of waiting in the backlog.
         listener.close()
         wait_until_answering(address, self.processes)
-        announce(*address)
-        # Wait for any child to exit, leaving it unreaped for Popen; SIGTERM ends the wait with SystemExit.
+        self.announce_and_run(*address)
+
+    def announce_and_run(self, host, port):
+        """Announce host:port, run until SIGTERM or a program's end, then stop them all and take the group down.
+
+        SIGTERM ends the wait with SystemExit, which the wrapper's `with in_charge()` turns into an orderly stop.
+        """
+        announce(host, port)
+        # Wait for any child to exit, leaving it unreaped for Popen.
         with contextlib.suppress(ChildProcessError):  # none left to wait for: they are all gone already
             os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOWAIT)
         for process in self.processes:

@@ -1,4 +1,4 @@
-"""A Celery worker pool running backend_tasks.py, under the lab's contract: --pool and --concurrency, on the lab's Redis.
+"""A Celery worker pool running apps/backend_tasks.py, under the lab's contract: --pool and --concurrency, on the lab's Redis.
 
 A worker listens on no port of its own: it takes tasks from the broker. This
 wrapper serves a tiny status port instead, the one its LISTENING line names,
@@ -21,12 +21,12 @@ import sys
 import threading
 import time
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import _wrapper
+from _backend_client import check_broker
 from _wrapper import count_between
-from backend_tasks import BROKER_ENV, READY_FD_ENV
-from iolab.contract import HELLO_BODY, announce, check_loopback, log, parse_args
+from apps.backend_tasks import BROKER_ENV, READY_FD_ENV
+from iolab.contract import HELLO_BODY, parse_args
 
 HERE = Path(__file__).resolve().parent
 POOLS = ("threads", "prefork", "gevent", "solo")
@@ -45,21 +45,9 @@ def add_arguments(parser):
     )
 
 
-def check_broker(url):
-    """A redis:// URL on a loopback address, or a clear refusal."""
-    parts = urlsplit(url)
-    if parts.scheme != "redis" or not parts.hostname or not parts.port:
-        raise SystemExit(f"--broker must look like redis://127.0.0.1:PORT/0, got {url!r}")
-    try:
-        check_loopback(parts.hostname)
-    except ValueError as error:
-        raise SystemExit(f"--broker: {error}") from None
-    return url
-
-
 def worker_command(args):
     return [
-        sys.executable, "-m", "celery", "-A", "backend_tasks", "worker",
+        sys.executable, "-m", "celery", "-A", "apps.backend_tasks", "worker",
         "--pool", args.pool,
         "--concurrency", str(args.concurrency),
         "--prefetch-multiplier", "1",  # one task reserved per slot: the rest wait in the broker's list
@@ -138,17 +126,7 @@ def main():
         os.close(ready)
         status = {"pool": args.pool, "concurrency": args.concurrency, "worker_pid": worker.pid, "broker": broker}
         status_server(listener, status)
-        announce(*listener.getsockname()[:2])
-        # Like _wrapper.Programs.serve: run until a program ends or SIGTERM ends the wait with SystemExit.
-        try:
-            os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOWAIT)
-        except ChildProcessError:
-            pass
-        for process in programs.processes:
-            if process.poll() is not None:
-                log(f"{_wrapper.describe(process)} exited with code {process.returncode}; stopping the rest")
-        programs.stop()
-        programs.take_the_group_down()
+        programs.announce_and_run(*listener.getsockname()[:2])
 
 
 if __name__ == "__main__":

@@ -1,6 +1,4 @@
-"""CherryPy on its own threaded HTTP server.
-
-CherryPy on its own threaded HTTP server (cheroot): a pool of --threads threads.
+"""CherryPy on its own threaded HTTP server (cheroot): a pool of --threads threads.
 
 Each request runs on one of the pool's threads from start to end, so a
 handler that sleeps holds its thread and there is no way to wait without

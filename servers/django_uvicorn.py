@@ -1,4 +1,4 @@
-"""uvicorn running Django's ASGI handler (django_app.py) with async def views.
+"""uvicorn running Django's ASGI handler (apps/django_app.py) with async def views.
 
 One thread, one event loop: /async-sleep awaits, /sync-sleep blocks the loop.
 --loop and --http choose uvicorn's event loop and parser, as for uvicorn_app.py.
@@ -6,10 +6,10 @@ One thread, one event loop: /async-sleep awaits, /sync-sleep blocks the loop.
 
 import os
 
-os.environ["IOLAB_DJANGO_INTERFACE"] = "asgi"  # read by django_app.py when it is imported, just below
+os.environ["IOLAB_DJANGO_INTERFACE"] = "asgi"  # read by apps/django_app.py when it is imported, just below
 
-import django_app  # noqa: E402
 import uvicorn_app  # noqa: E402
+from apps import django_app  # noqa: E402
 from iolab.contract import parse_args  # noqa: E402
 
 

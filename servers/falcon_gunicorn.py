@@ -1,4 +1,4 @@
-"""gunicorn's sync workers running Falcon's WSGI app (falcon_app.py): gunicorn_app.py with another app.
+"""gunicorn's sync workers running Falcon's WSGI app (apps/falcon_app.py): gunicorn_app.py with another app.
 
 Each sync worker handles one request at a time and closes every connection,
 so the server serves --workers requests at once.
@@ -9,7 +9,7 @@ from iolab.contract import parse_args
 
 
 def main():
-    gunicorn_app.serve(parse_args(__doc__, gunicorn_app.add_arguments), "falcon_app:application")
+    gunicorn_app.serve(parse_args(__doc__, gunicorn_app.add_arguments), "apps.falcon_app:application")
 
 
 if __name__ == "__main__":

@@ -1,11 +1,11 @@
-"""uvicorn running Falcon's ASGI app (falcon_app.py) with async def responders.
+"""uvicorn running Falcon's ASGI app (apps/falcon_app.py) with async def responders.
 
 One thread, one event loop: /async-sleep awaits, /sync-sleep blocks the loop.
 --loop and --http choose uvicorn's event loop and parser, as for uvicorn_app.py.
 """
 
-import falcon_app
 import uvicorn_app
+from apps import falcon_app
 from iolab.contract import parse_args
 
 

@@ -1,6 +1,4 @@
-"""FastAPI under uvicorn, under the lab's contract.
-
-FastAPI under uvicorn, the server a student writes, under the lab's contract.
+"""FastAPI under uvicorn, the server a student writes, under the lab's contract.
 
 FastAPI runs an `async def` endpoint on the event loop and a `def` endpoint in a
 thread from anyio's pool, at most 40 at once by default (--threads K changes

@@ -1,4 +1,4 @@
-"""gevent's pywsgi.WSGIServer running flask_app.py, a greenlet per connection, monkey-patched unless --patch no.
+"""gevent's pywsgi.WSGIServer running apps/flask_app.py, a greenlet per connection, monkey-patched unless --patch no.
 
 gevent must patch the standard library before anything else imports it, so
 this file looks for `--patch no` on its command line before its imports. With
@@ -26,7 +26,7 @@ if PATCHED:
 import _backend_client  # noqa: E402  (after the patch, on purpose)
 import _wrapper  # noqa: E402
 from _backend_client import Backend  # noqa: E402
-from flask_app import create_app  # noqa: E402
+from apps.flask_app import create_app  # noqa: E402
 from iolab.contract import die_with_parent, parse_args  # noqa: E402
 
 

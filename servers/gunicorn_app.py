@@ -1,4 +1,4 @@
-"""gunicorn serving wsgi_app.py under the lab's contract.
+"""gunicorn serving apps/wsgi_app.py under the lab's contract.
 
 --workers processes, each with --threads threads.
 """
@@ -37,7 +37,7 @@ def add_arguments(parser):
     )
 
 
-def gunicorn_command(fd, args, app="wsgi_app:application", extra=()):
+def gunicorn_command(fd, args, app="apps.wsgi_app:application", extra=()):
     """gunicorn's command line; `extra` options come after the lab's, so they win (a shorter --timeout)."""
     return [
         sys.executable, "-m", "gunicorn",
@@ -75,7 +75,7 @@ def wait_for_workers(ready, workers, gunicorn, timeout_s=_wrapper.READY_TIMEOUT_
                          f" (gunicorn's exit code: {gunicorn.poll()})")
 
 
-def serve(args, app="wsgi_app:application", env=None, extra=(), pass_fds=()):
+def serve(args, app="apps.wsgi_app:application", env=None, extra=(), pass_fds=()):
     """Run gunicorn on `app` (module:callable under servers/) until SIGTERM; `env` reaches the app's workers."""
     with _wrapper.in_charge() as programs:
         listener = _wrapper.bind_listener(args.host, args.port)

@@ -1,8 +1,4 @@
-"""nginx as a keep-alive reverse proxy to lab servers.
-
-nginx as a reverse proxy with keep-alive to --upstreams lab servers, which it starts and stops with
-itself.
-"""
+"""nginx as a keep-alive reverse proxy to --upstreams lab servers it starts and stops with itself."""
 
 import subprocess
 import sys

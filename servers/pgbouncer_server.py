@@ -16,7 +16,6 @@ statement_cache_size=0. Startup settings (`options`, `statement_timeout`) are
 accepted and ignored: set them with SET in the transaction instead.
 """
 
-import contextlib
 import os
 import resource
 import shutil
@@ -27,7 +26,7 @@ import sys
 import _wrapper
 from _wrapper import count_between
 from iolab import owned_folders, postgres
-from iolab.contract import FDS_BESIDES_CONNECTIONS, announce, find_program, log, parse_args, parse_listening
+from iolab.contract import FDS_BESIDES_CONNECTIONS, find_program, parse_args, parse_listening
 
 MAX_CLIENTS = 100_000
 FOLDER_PREFIX = "iolab-pgbouncer-"
@@ -127,13 +126,10 @@ def main():
         with _wrapper.in_charge(cleanup) as programs:
             db_port = args.db_port or own_database(programs)
             port = start_pgbouncer(programs, program, folder, owner, db_port, args)
-            announce(args.host, port)
-            with contextlib.suppress(ChildProcessError):
-                os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOWAIT)
-            log("pgbouncer (or our database) exited by itself; stopping")
-            programs.stop()
+            programs.announce_and_run(args.host, port)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,7 +1,5 @@
 """pipeline_app with a batch path: a read's requests recognised at once, answered in one write.
 
-The requests of a read are recognised by one compiled pattern and answered by one join, in one write.
-
 Lesson 08's last rung. pipeline_app runs Python for every request: a parser
 callback, a request object, a route, an answer queued. Here a read made only of
 the one request a benchmark repeats (GET / or GET /?seq=N, with its Host header

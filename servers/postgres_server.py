@@ -23,7 +23,7 @@ import time
 import _wrapper
 from _wrapper import count_between
 from iolab import owned_folders, postgres
-from iolab.contract import announce, log, parse_args
+from iolab.contract import log, parse_args
 
 INITDB_TIMEOUT_S = 60.0  # 0.46 s here; a cold disk on a shared machine may take far longer, but not for ever
 STOP_TIMEOUT_S = 2.0
@@ -130,12 +130,8 @@ def main():
             initdb(programs, found, folder, owner)
             postmaster, port = start_postgres(programs, found, folder, owner, args)
             try:
-                announce(args.host, port)
-                # Like redis_server.py: wait for a child to end; SIGTERM ends the wait with SystemExit.
-                with contextlib.suppress(ChildProcessError):
-                    os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOWAIT)
-                log(f"postgres exited by itself with code {postmaster.poll()}; stopping")
-            finally:
+                programs.announce_and_run(args.host, port)
+            finally:  # SIGTERM: an immediate shutdown, before in_charge stops what is left
                 stop_postgres(postmaster)
     finally:
         postgres.remove_cluster(folder)

@@ -9,8 +9,6 @@ Redis speaks its own protocol, not HTTP: the registry says so
 (`protocol="redis"`), and the LISTENING line is Redis's own port.
 """
 
-import contextlib
-import os
 import shutil
 import socket
 import sys
@@ -18,7 +16,7 @@ import sys
 import _wrapper
 from _wrapper import count_between
 from iolab import owned_folders
-from iolab.contract import announce, find_program, log, parse_args
+from iolab.contract import find_program, parse_args
 
 MAX_MEMORY_MB = 4096
 
@@ -78,13 +76,7 @@ def main():
     directory = owned_folders.make("iolab-redis-")
     try:
         with _wrapper.in_charge(lambda: shutil.rmtree(directory, ignore_errors=True)) as programs:
-            port = start_redis(programs, program, args, directory)
-            announce(args.host, port)
-            # Like _wrapper.Programs.serve: wait for any child to end; SIGTERM ends the wait with SystemExit.
-            with contextlib.suppress(ChildProcessError):
-                os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOWAIT)
-            log("redis-server exited by itself; stopping")
-            programs.stop()
+            programs.announce_and_run(args.host, start_redis(programs, program, args, directory))
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 

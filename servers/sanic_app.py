@@ -1,6 +1,4 @@
-"""Sanic on its own server, one process.
-
-Sanic on its own server: one process, one event loop (uvloop when installed), httptools' parser.
+"""Sanic on its own server: one process, one event loop (uvloop when installed), httptools' parser.
 
 Sanic usually runs a manager process that starts its workers as processes of
 their own, even a single one; here the one worker is this process

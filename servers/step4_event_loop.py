@@ -1,11 +1,8 @@
 """Step 4 of lesson 05: the lab's routes on an event loop built from scratch.
 
-The lab's routes served by an event loop built from scratch on the standard library's selectors
-(epoll on Linux), in scratch/.
-
-Read step1_blocking.py, step2_busy_wait.py and
-step3_callbacks.py first: each adds one idea, and this server puts them together
-in three parts that mirror Tornado's:
+Read step1_blocking.py, step2_busy_wait.py and step3_callbacks.py first: each
+adds one idea, and this server puts them together on the standard library's
+selectors (epoll on Linux), in three parts in scratch/ that mirror Tornado's:
 
     scratch/loop.py       EventLoop       (tornado.ioloop.IOLoop)
     scratch/stream.py     BufferedStream  (tornado.iostream.IOStream)
@@ -111,7 +108,12 @@ def main():
     die_with_parent()
     exit_on_sigterm()
     loop = EventLoop(slow_callback_s=args.slow_callback_ms / 1000, trace_path=args.trace, selector=args.selector)
-    server = HTTPServer(loop, LabRoutes(loop), args.host, args.port, idle_timeout_s=args.idle_timeout)
+    serve(loop, LabRoutes(loop), args.host, args.port, idle_timeout_s=args.idle_timeout)
+
+
+def serve(loop, routes, host, port, **options):
+    """Serve `routes` on host:port with the hand-built loop until SIGTERM, then close both (step 5 serves so too)."""
+    server = HTTPServer(loop, routes, host, port, **options)
     announce(*server.address)
     try:
         loop.run_forever()  # SIGTERM arrives here as SystemExit

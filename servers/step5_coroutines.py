@@ -15,10 +15,9 @@ coroutine on when the future it awaits is done, and `async def` makes the
 generator. The loop, the stream and the HTTP connection are step 4's, unchanged.
 """
 
-from iolab.contract import BadParameter, announce, die_with_parent, exit_on_sigterm, parse_args
-from scratch.connection import HTTPServer
+from iolab.contract import BadParameter, die_with_parent, exit_on_sigterm, parse_args
 from scratch.loop import EventLoop
-from step4_event_loop import LabRoutes, query_ms
+from step4_event_loop import LabRoutes, query_ms, serve
 
 
 class Future:
@@ -103,13 +102,7 @@ def main():
     die_with_parent()
     exit_on_sigterm()
     loop = EventLoop()
-    server = HTTPServer(loop, CoroutineRoutes(loop), args.host, args.port)
-    announce(*server.address)
-    try:
-        loop.run_forever()  # SIGTERM arrives here as SystemExit
-    finally:
-        server.close()
-        loop.close()
+    serve(loop, CoroutineRoutes(loop), args.host, args.port)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,4 @@
-"""Twisted's web server on its reactor.
-
-Twisted's web server (twisted.web) on its reactor: one thread, an event loop (epoll on Linux).
+"""Twisted's web server (twisted.web) on its reactor: one thread, an event loop (epoll on Linux).
 
 A Resource renders each request. It returns its body at once, or returns
 NOT_DONE_YET and writes the body later from a callback: that is how

@@ -1,9 +1,7 @@
-"""uvicorn serving asgi_app.py under the lab's contract.
+"""uvicorn serving apps/asgi_app.py under the lab's contract.
 
-uvicorn, the server most async Python applications run on in production, serving asgi_app.py under
-the lab's server contract.
-
-The event loop and the HTTP parser are chosen by argument, as on uvicorn's own
+uvicorn is the server most async Python applications run on in production. The
+event loop and the HTTP parser are chosen by argument, as on uvicorn's own
 command line: --loop asyncio|uvloop|auto and --http h11|httptools|auto (auto
 picks uvloop and httptools when they are installed). We bind the listening
 socket ourselves and hand it to uvicorn, so the port we announce is already
@@ -15,7 +13,7 @@ import socket
 
 import uvicorn
 
-from asgi_app import app
+from apps.asgi_app import app
 from iolab.contract import announce, die_with_parent, exit_on_sigterm, parse_args
 
 NEEDS = {"uvloop": "uvloop", "httptools": "httptools"}

@@ -23,7 +23,7 @@ from helpers import kill_the_parent, wait_until
 from iolab import owned_folders, registry, servers
 
 BACKEND_SERVERS = ("redis_server", "celery_worker", "tornado_backend", "gevent_flask", "gunicorn_flask")
-MISSING = next(filter(None, (registry.get(name).missing() for name in BACKEND_SERVERS)), None)
+MISSING = registry.missing(*BACKEND_SERVERS)
 pytestmark = pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
 
 WAIT_MS = 300
@@ -119,6 +119,19 @@ def test_a_front_end_without_a_broker_says_so():
     assert status == 503 and "without --broker" in body
 
 
+@pytest.mark.parametrize("name", ["celery_worker", "tornado_backend", "gunicorn_flask"])
+@pytest.mark.parametrize(("broker", "words"), [
+    ("redis://10.1.2.3:6379/0", ["--broker 'redis://10.1.2.3:6379/0': host must be a loopback address", "'10.1.2.3'"]),
+    ("http://127.0.0.1:6379/0", ["--broker must look like redis://127.0.0.1:PORT/0", "'http://127.0.0.1:6379/0'"]),
+])
+def test_a_broker_off_the_loopback_or_not_redis_is_refused_by_name(name, broker, words):
+    # The worker's wrapper and the front ends check --broker with the same rule, before anything connects.
+    with pytest.raises(servers.ServerError) as raised:
+        servers.start(name, broker=broker)
+    assert all(word in str(raised.value) for word in words), str(raised.value)
+    assert not servers.running()
+
+
 def test_tornados_ways_of_waiting_serve_as_many_at_once_as_the_law_says(redis, worker):
     """Blocking: one at a time; a pool of k = 2: two at a time; awaiting: all four of the worker's slots."""
     with servers.serve("tornado_backend", broker=broker_of(redis), threads=2) as front:
@@ -147,7 +160,7 @@ COOPERATIVE_GET = textwrap.dedent("""
     from gevent import monkey; monkey.patch_all()
     import sys, time, gevent
     sys.path.insert(0, {servers_dir!r})
-    import backend_tasks
+    from apps import backend_tasks
     backend_tasks.configure({broker!r})
     def one():
         return backend_tasks.app.send_task(backend_tasks.WAIT_TASK, args=[{ms}]).get(timeout=10)

@@ -15,7 +15,7 @@ import pytest
 from helpers import get
 from iolab import postgres, registry, servers
 
-REASON = registry.get("postgres").missing() or registry.get("tornado_db").missing() or registry.get("fastapi_db").missing()
+REASON = registry.missing("postgres", "tornado_db", "fastapi_db")
 pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
 ROWS = 2000
 T_MS = 150  # one query's pg_sleep: long against a loaded machine's jitter, short for the suite

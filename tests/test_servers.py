@@ -32,6 +32,43 @@ def test_what_each_port_speaks_comes_from_the_registry():
         registry.names(protocol="smtp")
 
 
+def test_missing_says_which_server_is_not_in_the_lab_or_not_installed(monkeypatch):
+    assert registry.missing() is None and registry.missing("tornado_app") is None
+    assert registry.missing("tornado_app", "smtp_app") == "server 'smtp_app' is not in this lab's registry"
+    monkeypatch.setenv(contract.TOOLS_OFF_VARIABLE, "redis-server")
+    reason = registry.missing("tornado_app", "redis_server", "smtp_app")  # the first one that cannot start
+    assert reason == registry.get("redis_server").missing() and "'redis-server'" in reason and "not installed" in reason
+    assert "redis_server" not in servers.available() and "tornado_app" in servers.available()
+
+
+@pytest.mark.parametrize(("raw", "reason"), [
+    (None, "think_ms is required, e.g. ?think_ms=1000"),
+    ("", "think_ms is required, e.g. ?think_ms=1000"),
+    ("1.5", "think_ms must be a whole number of milliseconds, got '1.5'"),
+    ("-1", f"think_ms must be between 0 and {contract.MAX_MS}, got -1"),
+    (str(contract.MAX_MS + 1), f"think_ms must be between 0 and {contract.MAX_MS}, got {contract.MAX_MS + 1}"),
+])
+def test_a_query_value_in_milliseconds_is_refused_by_its_name(raw, reason):
+    with pytest.raises(contract.BadParameter) as refused:
+        contract.parse_ms(raw, "think_ms")
+    assert str(refused.value) == reason
+    assert contract.parse_ms("0") == 0 and contract.parse_ms(str(contract.MAX_MS), "think_ms") == contract.MAX_MS
+
+
+@pytest.mark.parametrize(("url", "words"), [
+    ("http://127.0.0.1:80/x", ["--broker must look like redis://127.0.0.1:PORT/0", "'http://127.0.0.1:80/x'"]),
+    ("redis://127.0.0.1/0", ["--broker must look like"]),
+    ("redis://127.0.0.1:99999/0", ["--broker must look like"]),
+    ("redis://10.0.0.1:6379/0", ["--broker 'redis://10.0.0.1:6379/0': host must be a loopback address", "'10.0.0.1'"]),
+])
+def test_a_url_must_name_a_loopback_address(url, words):
+    with pytest.raises(ValueError) as refused:
+        contract.check_loopback_url(url, "--broker", "redis", "/0")
+    assert all(word in str(refused.value) for word in words), str(refused.value)
+    for good in ("redis://127.0.0.1:6379/0", "redis://localhost:1/0", "redis://[::1]:6379/0"):
+        assert contract.check_loopback_url(good, "--broker", "redis", "/0") == good
+
+
 def follows_contract(name, *args):
     """Start `name` by hand with `args` and check every promise of the contract (other test files call this for options)."""
     info = registry.get(name)

@@ -1,8 +1,4 @@
-"""The server contract, for the launcher and every server.
-
-The server contract, written once for the launcher and every server in servers/ (standard library
-only).
-"""
+"""The server contract, written once for the launcher and every server in servers/ (standard library only)."""
 
 import argparse
 import ctypes
@@ -19,6 +15,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 LOOPBACK = "127.0.0.1"
 PARENT_ENV = "IOLAB_PARENT_PID"  # set by iolab.children.spawn, so a child knows whom it must not outlive
@@ -58,6 +55,19 @@ def request_timeout_s(environ=os.environ):
 # From a request's first byte to the end of its head (a slowloris sends it a byte at a time).
 HEAD_TIMEOUT_S = request_timeout_s()
 BODY_TIMEOUT_S = request_timeout_s()  # from the end of the head to the end of the body it announced
+# The reason phrase of each status the lab's own servers answer, RFC 9110's (Python 3.11's http.HTTPStatus
+# still calls 413 by its old name, "Request Entity Too Large").
+REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    404: "Not Found",
+    408: "Request Timeout",
+    413: "Content Too Large",
+    414: "URI Too Long",
+    431: "Request Header Fields Too Large",
+    500: "Internal Server Error",
+    501: "Not Implemented",
+}
 
 
 # --- The loopback rule --------------------------------------------------------------------------
@@ -72,6 +82,25 @@ def check_loopback(host):
     if not loopback:
         raise ValueError(f"host must be a loopback address (127.0.0.0/8, ::1 or localhost), got {host!r}")
     return host
+
+
+def check_loopback_url(url, name, scheme, path):
+    """`url` when it is scheme://HOST:PORT`path` with HOST a loopback address; a ValueError naming `name` otherwise.
+
+    `path` only shows the shape in the message ("/path", "/0"); the lab never sends to a network.
+    """
+    parts = urlsplit(url)
+    try:
+        well_formed = parts.scheme == scheme and parts.hostname and parts.port
+    except ValueError:  # a port that is not a number, or out of range
+        well_formed = False
+    if not well_formed:
+        raise ValueError(f"{name} must look like {scheme}://{LOOPBACK}:PORT{path}, got {url!r}")
+    try:
+        check_loopback(parts.hostname)
+    except ValueError as error:
+        raise ValueError(f"{name} {url!r}: {error}") from None
+    return url
 
 
 # --- The LISTENING line: the only thing a server ever writes to stdout ----------------------------
@@ -118,17 +147,25 @@ class BadParameter(ValueError):
     """A query value outside what a route accepts; its text is the one-line 400 reason."""
 
 
-def parse_ms(raw):
-    """Validate an `ms` query value: a whole number of milliseconds from 0 to MAX_MS."""
+def parse_whole(raw, name, unit, high, example):
+    """A query value that must be a whole number of `unit` from 0 to `high`; a BadParameter saying why otherwise.
+
+    `example` follows "is required" when the value is missing: ", e.g. ?ms=1000".
+    """
     if raw is None or raw == "":
-        raise BadParameter("ms is required, e.g. ?ms=1000")
+        raise BadParameter(f"{name} is required{example}")
     try:
-        ms = int(raw)
+        value = int(raw)
     except ValueError:
-        raise BadParameter(f"ms must be a whole number of milliseconds, got {raw!r}") from None
-    if not 0 <= ms <= MAX_MS:
-        raise BadParameter(f"ms must be between 0 and {MAX_MS}, got {ms}")
-    return ms
+        raise BadParameter(f"{name} must be a whole number of {unit}, got {raw!r}") from None
+    if not 0 <= value <= high:
+        raise BadParameter(f"{name} must be between 0 and {high}, got {value}")
+    return value
+
+
+def parse_ms(raw, name="ms"):
+    """Validate an `ms` query value (or another named in milliseconds): a whole number from 0 to MAX_MS."""
+    return parse_whole(raw, name, "milliseconds", MAX_MS, f", e.g. ?{name}=1000")
 
 
 def burn_cpu(ms):

@@ -225,7 +225,7 @@ SERVERS = {
         ),
         ServerInfo(
             "uvicorn_app", "uvicorn_app.py",
-            "one thread, an event loop: uvicorn running a bare ASGI app (asgi_app.py), no framework",
+            "one thread, an event loop: uvicorn running a bare ASGI app (apps/asgi_app.py), no framework",
             options=UVICORN_OPTIONS,
             needs_modules=("uvicorn",),
             lesson="08-pipelining",
@@ -332,7 +332,7 @@ SERVERS = {
         ),
         ServerInfo(
             "celery_worker", "celery_worker.py",
-            "a Celery worker pool running backend_tasks.py: --concurrency tasks at once; its port is a status page",
+            "a Celery worker pool running apps/backend_tasks.py: --concurrency tasks at once; its port is a status page",
             routes=("/",),
             options={
                 "broker": Option("--broker", "the lab's Redis (without it, the worker starts a Redis of its own)"),
@@ -485,6 +485,18 @@ def get(name):
         return SERVERS[name]
     except KeyError:
         raise ValueError(f"server must be one of {sorted(SERVERS)}, got {name!r}") from None
+
+
+def missing(*names):
+    """Why the servers `names` cannot all start here, or None: the first one not in the lab (its name),
+    or the first that needs a program or Python package not installed (which, and that it is not)."""
+    for name in names:
+        if name not in SERVERS:
+            return f"server {name!r} is not in this lab's registry"
+        reason = SERVERS[name].missing()
+        if reason:
+            return reason
+    return None
 
 
 def names(protocol=None):

@@ -36,7 +36,7 @@ class ServerUnavailable(ServerError):
 
 def available():
     """The names `serve` accepts and can start on this machine, from the registry."""
-    return [name for name in registry.names() if registry.get(name).missing() is None]
+    return [name for name in registry.names() if registry.missing(name) is None]
 
 
 class Server:

@@ -1,26 +1,14 @@
-"""The bytes of an HTTP/1.1 answer, and the clock for its Date.
+"""The bytes of an HTTP/1.1 answer, and the clock that keeps its Date current once a second.
 
-The bytes of an HTTP/1.1 answer, and the clock that keeps its Date header (and hello world's whole
-answer) current once a second.
+The same tick keeps hello world's whole answer, Date included, ready to send.
 """
 
 import time
 from email.utils import formatdate
 
-from iolab.contract import HELLO_BODY
+from iolab.contract import HELLO_BODY, REASONS
 from pipeline.parsers import Request
 
-REASONS = {
-    200: "OK",
-    400: "Bad Request",
-    404: "Not Found",
-    408: "Request Timeout",
-    413: "Content Too Large",
-    414: "URI Too Long",
-    431: "Request Header Fields Too Large",
-    500: "Internal Server Error",
-    501: "Not Implemented",
-}
 KEEP_ALIVE_GET = Request(b"GET", b"/", b"", True)  # what nearly every request of a benchmark looks like
 SEQ_MARK = "\0"  # where the number goes in the numbered answer's two halves
 MAX_SEQ_DIGITS = 16  # a request's number (GET /?seq=N), echoed in its answer's Seq header

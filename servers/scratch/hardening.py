@@ -18,7 +18,7 @@ import time
 import traceback
 from email.utils import formatdate
 
-from iolab.contract import BODY_TIMEOUT_S, HEAD_TIMEOUT_S, MAX_BODY_BYTES, MAX_HEAD_BYTES
+from iolab.contract import BODY_TIMEOUT_S, HEAD_TIMEOUT_S, MAX_BODY_BYTES, MAX_HEAD_BYTES, REASONS
 from scratch.loop import EVENT_READ
 
 # Request line plus headers; more gets 431 (RFC 6585's status for exactly this). Others do
@@ -33,16 +33,6 @@ TARGET = re.compile(r"/[\x21-\x7e]*")
 CONTROL_BYTE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 WRITE_HIGH_WATER = 1024 * 1024  # a client that sends but does not read gets no more answers until it reads
 READ_HIGH_WATER = 64 * 1024  # pipelined requests queued behind a slow one: stop reading past this much
-REASONS = {
-    200: "OK",
-    400: "Bad Request",
-    404: "Not Found",
-    408: "Request Timeout",
-    413: "Content Too Large",
-    431: "Request Header Fields Too Large",
-    500: "Internal Server Error",
-    501: "Not Implemented",
-}
 
 
 class Request:

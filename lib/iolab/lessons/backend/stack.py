@@ -23,8 +23,7 @@ KILL_WAIT_S = 2.0  # how long a kill waits for every slot to hold a task: many t
 
 def missing():
     """Why the backend cannot run here (redis-server, celery, gevent or flask not installed), or None."""
-    reasons = [registry.get(name).missing() for name in PARTS]
-    return next(filter(None, reasons), None)
+    return registry.missing(*PARTS)
 
 
 MAXMEMORY_MB = 64  # the main Redis's memory cap: far above what any of the lesson's runs queue

@@ -49,6 +49,4 @@ def thread_per_connection(label):
 
 def missing(name):
     """Why `name` cannot run here (not in the registry yet, or a package missing), or None."""
-    if name not in registry.SERVERS:
-        return f"server {name!r} is not in this lab's registry yet"
-    return registry.get(name).missing()
+    return registry.missing(name)

@@ -96,10 +96,7 @@ class Scene:
 
 def missing_reason(name):
     """Why the scene cannot run `name` here (wrk or the server missing), or None."""
-    return benchtools.missing_reason("wrk") or (
-        f"server {name!r} is not in this lab's registry yet" if name not in registry.SERVERS
-        else registry.get(name).missing()
-    )
+    return benchtools.missing_reason("wrk") or registry.missing(name)
 
 
 def run(label, name, options, connections=1000, duration_s=10, wait_ms=10, timeout_s=WRK_TIMEOUT_S,

@@ -26,13 +26,7 @@ STATS_TIMEOUT_S = 5
 
 def missing():
     """Why the front ends cannot run here, or None: each must be in the lab and installed."""
-    for name in ("tornado_db", "fastapi_db"):
-        if name not in registry.SERVERS:
-            return f"the front end {name} is not part of this lab yet"
-        reason = registry.get(name).missing()
-        if reason:
-            return reason
-    return None
+    return registry.missing("tornado_db", "fastapi_db")
 
 
 def stats(front):

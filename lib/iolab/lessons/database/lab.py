@@ -12,9 +12,7 @@ from . import direct, front, model
 
 def missing():
     """Why PostgreSQL cannot run here (not installed, or not part of the lab), or None."""
-    if "postgres" not in registry.SERVERS:
-        return "the lab has no PostgreSQL launcher"
-    return registry.get("postgres").missing()
+    return registry.missing("postgres")
 
 
 class Lab:
@@ -80,7 +78,7 @@ class Lab:
         return found
 
     async def bouncer(self):
-        reason = self.why_not("bouncer") or registry.get("pgbouncer").missing()
+        reason = self.why_not("bouncer") or registry.missing("pgbouncer")
         if reason:
             self.skipped["bouncer"] = reason
             return None

@@ -97,8 +97,7 @@ class Link:
 
 def begin():
     """Start the push server; returns it (None where it cannot run) and the facts of its page's link (proxy_link)."""
-    reason = f"the server {SERVER!r} is not in this lab yet" if SERVER not in registry.SERVERS else None
-    reason = reason or registry.get(SERVER).missing()
+    reason = registry.missing(SERVER)
     if reason:
         return None, {"missing": reason}
     server = servers.start(SERVER)

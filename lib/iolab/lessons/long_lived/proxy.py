@@ -99,13 +99,7 @@ def in_threads(**calls):
 
 def missing():
     """Why this section cannot run here (nginx or the push server missing), or None."""
-    for name in (PROXY, UPSTREAM):
-        if name not in registry.SERVERS:
-            return f"the server {name!r} is not in this lab yet"
-        reason = registry.get(name).missing()
-        if reason:
-            return reason
-    return None
+    return registry.missing(PROXY, UPSTREAM)
 
 
 def run(read_timeout_s=1):

@@ -149,9 +149,7 @@ def hold_on_tornado(polls, hold_s):
 
 def missing(name):
     """Why `name` cannot run here, or None."""
-    if name not in registry.SERVERS:
-        return f"the server {name!r} is not in this lab yet"
-    return registry.get(name).missing()
+    return registry.missing(name)
 
 
 def run(workers=2, hold_s=0.5, timeout_s=2):

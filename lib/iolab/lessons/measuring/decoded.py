@@ -80,7 +80,7 @@ def wrk_post(url, connections, duration_s):
 
 def wrk_post_to(name, connections, duration_s):
     """wrk POSTing to server `name`'s GET-only `/`, started for the run: wrk_post's figures, or why it cannot run."""
-    reason = registry.get(name).missing()
+    reason = registry.missing(name)
     if reason:
         return f"{name} cannot start here: {reason}"
     with servers.serve(name) as server:

@@ -84,6 +84,4 @@ def counted(label, quick=False):
 
 def missing(name):
     """Why server `name` cannot run here (a program or package not installed), or None."""
-    if name not in registry.SERVERS:
-        return f"server {name!r} is not in this lab's registry"
-    return registry.get(name).missing()
+    return registry.missing(name)

@@ -37,7 +37,7 @@ NGINX_KINDS = ("tornado", "nginx")  # the kinds with nginx in them: the comparis
 
 def missing(kind):
     """Why `kind`'s server cannot start on this machine (nginx or a package not installed), from the registry; or None."""
-    return registry.get(Config(kind).server).missing()
+    return registry.missing(Config(kind).server)
 
 
 def nginx_missing():

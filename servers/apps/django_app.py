@@ -1,6 +1,4 @@
-"""The lab's routes as a Django project in one file.
-
-The lab's routes as a Django project in one file: settings, views and URLs.
+"""The lab's routes as a Django project in one file: settings, views and URLs.
 
 Django runs the same project two ways. Under WSGI (django_gunicorn.py) each
 request is a plain function call in a worker that serves one request at a

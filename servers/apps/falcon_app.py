@@ -1,6 +1,4 @@
-"""The lab's routes as a Falcon app, WSGI and ASGI.
-
-The lab's routes as a Falcon app, twice: WSGI resources with def responders, ASGI ones with async def.
+"""The lab's routes as a Falcon app, twice: WSGI with def responders, ASGI with async def ones.
 
 falcon_gunicorn.py serves the WSGI app under gunicorn's sync workers, where
 nothing can wait without blocking (no /async-sleep); falcon_uvicorn.py serves
