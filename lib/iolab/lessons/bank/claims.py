@@ -1,4 +1,4 @@
-"""Lesson 01's results file and its closing claims, printed one per line beside the figures they rest on."""
+"""Lesson 01's results file and its closing claims, one line each."""
 
 from iolab import theory
 from iolab.claims import Claims

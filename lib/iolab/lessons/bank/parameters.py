@@ -1,4 +1,4 @@
-"""Lesson 01's parameters, checked: each one out of range is named with its value and the range."""
+"""Lesson 01's parameters, each refused by name when out of range."""
 
 from dataclasses import dataclass
 

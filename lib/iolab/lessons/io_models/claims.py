@@ -1,4 +1,4 @@
-"""Lesson 04's results file and its closing claims, checked one per line.
+"""Lesson 04's results file and its closing claims, one line each.
 
 How late a thread may learn of data once the peer's send() has returned (over loopback the data is in our
 buffer by then): the time it waited for a CPU, which the kernel counts for us (queued, measured in each run),

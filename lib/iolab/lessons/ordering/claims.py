@@ -1,4 +1,4 @@
-"""Lesson 03's results file and its closing claims, checked one per line.
+"""Lesson 03's results file and its closing claims, one line each.
 
 Each claim is judged between two predictions made from the run's own figures: C answered as soon as it was
 sent (plus what C takes alone, measured in C,A and C,B), or C answered only when the handler ahead of it

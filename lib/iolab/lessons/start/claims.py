@@ -1,4 +1,4 @@
-"""Lesson 00's results file and its closing claims, each printed on a line of its own."""
+"""Lesson 00's results file and its closing claims, one line each."""
 
 from iolab import theory
 from iolab.claims import Claims

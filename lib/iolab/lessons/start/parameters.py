@@ -1,4 +1,4 @@
-"""Lesson 00's parameters, checked: each one out of range is named with its value and the range."""
+"""Lesson 00's parameters, each refused by name when out of range."""
 
 from dataclasses import dataclass
 

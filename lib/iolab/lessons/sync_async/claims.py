@@ -1,4 +1,4 @@
-"""Lesson 02's results file and its closing claims, printed one per line beside the figures they rest on."""
+"""Lesson 02's results file and its closing claims, one line each."""
 
 from iolab.claims import Claims
 

@@ -1,4 +1,4 @@
-"""Lesson 02's parameters, checked: each one out of range is named with its value and the range."""
+"""Lesson 02's parameters, each refused by name when out of range."""
 
 from dataclasses import dataclass
 
