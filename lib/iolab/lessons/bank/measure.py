@@ -1,8 +1,4 @@
-"""The bank's three experiments, run on real servers.
-
-The bank's three experiments run for real, on the servers each bank stands for; measures, never
-draws.
-"""
+"""The bank's three experiments, run on the servers each bank stands for; measures, never draws."""
 
 import contextlib
 import math

@@ -1,9 +1,9 @@
-"""Lesson 04's proof on plain data: the claims of a run as Stevens draws it hold, a broken one is named with its values."""
+"""Lesson 04's claims on plain data: the claims of a run as Stevens draws it hold, a broken one is named with its values."""
 
 import pytest
 
 from iolab.claims import ClaimsFailed
-from iolab.lessons.io_models import proof
+from iolab.lessons.io_models import claims, parameters
 from iolab.lessons.io_models.trace import Event, ModelRun
 from iolab.params import ParameterError
 
@@ -27,12 +27,19 @@ def run_figures():
     # select grows 40 µs per 1000 descriptors and stops below 1024; epoll stays at 0.5 µs; both wobble a little.
     rows = [{"fds": n, "select_us": 0.5 + 0.04 * n + (0.1 if i % 2 else -0.1) if n < 1024 else None,
              "epoll_us": 0.5 + (0.02 if i % 2 else -0.02)} for i, n in enumerate((1, 64, 256, 512, 896, 2000, 4000))]
-    limit = {"fd": 1024, "select_error": proof.SELECT_ERROR}
+    limit = {"fd": 1024, "select_error": claims.SELECT_ERROR}
     return runs, by_mechanism, rows, limit, 2.0, DELAY, PEERS
 
 
+def check(runs, by_mechanism, rows, limit, cost_per_eagain_us, delay_ms, peers):
+    plan = parameters.Plan.from_cell({**parameters.DEFAULTS, "delay_ms": int(delay_ms), "peers": peers})
+    found = claims.results(plan, model_runs=runs, by_mechanism=by_mechanism, scaling_rows=rows, limit=limit,
+                           cost_per_eagain_us=cost_per_eagain_us, exercises={})
+    return claims.check_claims(found)
+
+
 def test_the_claims_of_a_run_as_stevens_draws_it_hold(capsys):
-    assert proof.check_claims(*run_figures()) == 42
+    assert check(*run_figures()) == 42
     out = capsys.readouterr().out
     assert "✓ blocking: CPU burnt while asleep (ms): 0.20 within (-∞, 50.00), nearer the predicted 0.00 than 100.00" in out
     assert "All 42 of this lesson's claims hold on this run." in out
@@ -41,7 +48,7 @@ def test_the_claims_of_a_run_as_stevens_draws_it_hold(capsys):
 def test_a_signal_driven_model_that_cannot_run_here_drops_its_eight_claims():
     runs, *rest = run_figures()
     runs["signal"] = None
-    assert proof.check_claims(runs, *rest) == 34
+    assert check(runs, *rest) == 34
 
 
 def test_a_sleeper_that_burnt_the_wait_fails_and_names_its_figures(capsys):
@@ -49,7 +56,7 @@ def test_a_sleeper_that_burnt_the_wait_fails_and_names_its_figures(capsys):
     runs["blocking"].cpu_ms = 90.0
     limit["select_error"] = None  # select() took a descriptor past FD_SETSIZE
     with pytest.raises(ClaimsFailed) as failure:
-        proof.check_claims(runs, by_mechanism, rows, limit, *rest)
+        check(runs, by_mechanism, rows, limit, *rest)
     assert "✗ blocking: CPU burnt while asleep (ms)" in capsys.readouterr().out
     assert "blocking: CPU burnt while asleep (ms): measured 90.00, predicted 0.00, the opposite 100.00" in str(failure.value)
     assert "select() on descriptor 1024 said None" in str(failure.value)
@@ -57,8 +64,13 @@ def test_a_sleeper_that_burnt_the_wait_fails_and_names_its_figures(capsys):
 
 def test_parameters_are_refused_by_name_and_shrunk_when_quick():
     counts = [1, 16, 5000]
-    assert proof.check_parameters(300, 4096, 4, "epoll", counts, 500, True, False, None) == (100, 100, [1, 16])
+
+    def plan(**values):
+        return parameters.Plan.from_cell({**parameters.DEFAULTS, "fd_counts": counts, **values})
+
+    quick = plan(quick=True)
+    assert (quick.delay_ms, quick.repetitions, quick.fd_counts) == (100, 100, [1, 16])
     with pytest.raises(ParameterError, match="mechanism must be one of"):
-        proof.check_parameters(300, 4096, 4, "kqueue", counts, 500, False, False, None)
+        plan(mechanism="kqueue")
     with pytest.raises(ParameterError, match="fd_counts=\\[1\\] must be a list of at least two counts"):
-        proof.check_parameters(300, 4096, 4, "epoll", [1], 500, False, False, None)
+        plan(fd_counts=[1])

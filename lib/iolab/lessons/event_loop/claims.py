@@ -1,4 +1,4 @@
-"""Lesson 05's proof: its parameters checked, its results written, its closing claims checked one per line.
+"""Lesson 05's results file and its closing claims, one line each.
 
 Claims between two predictions are judged as lesson 03 judges them: a request behind the half-sent one
 answered after the dawdler finished, or at once; 8 waits of 200 ms took one wait (they overlapped) or eight
@@ -7,46 +7,16 @@ answered after the dawdler finished, or at once; 8 waits of 200 ms took one wait
 
 import statistics
 
-from iolab import load, params, theory
+from iolab import theory
 from iolab.claims import Claims
 
+LESSON = "05-event-loop-from-scratch"
 STEPS_THAT_SLEEP = ("step 1 (blocking)", "step 3 (callbacks)", "step 4 (event loop)", "step 5 (coroutines)")
 SYNC_SLEEP_MS, SYNC_SLEEP_GAP_MS = 300, 50  # the blocking callback of phase 3, and when / follows it
 PIPELINED_WAIT_MS = 300  # what / is pipelined behind
 
 
-def check_parameters(hello_requests, hello_concurrency, repetitions, async_requests, async_concurrency,
-                     async_delay_ms, client, idle_seconds, quick, solutions, results_path):
-    """The notebook's parameters, each refused by name; returns (quick, hello_requests, repetitions, async_requests,
-    idle_seconds) for this run: quick is also on when IOLAB_QUICK asks for it.
-
-    Quick mode makes fewer and shorter runs: the async-sleep run keeps its waits and users, but has three rounds.
-    """
-    quick = params.check_common(quick, solutions, results_path)
-    params.check_range("hello_requests", hello_requests, 100, 1_000_000)
-    params.check_range("hello_concurrency", hello_concurrency, 1, 1000)
-    params.check_range("repetitions", repetitions, 1, 20)
-    params.check_range("async_requests", async_requests, 1, 10_000)
-    params.check_range("async_concurrency", async_concurrency, 1, 1000)
-    params.check_range("async_delay_ms", async_delay_ms, 50, 10_000)
-    params.check_choice("client", client, load.CLIENTS)
-    params.check_range("idle_seconds", idle_seconds, 0.1, 10, integer=False)
-    if async_requests < async_concurrency:
-        raise params.ParameterError(
-            f"parameter async_requests={async_requests} must be at least async_concurrency={async_concurrency}"
-        )
-    if hello_requests < hello_concurrency:
-        raise params.ParameterError(
-            f"parameter hello_requests={hello_requests} must be at least hello_concurrency={hello_concurrency}"
-        )
-    if quick:
-        hello_requests, repetitions = min(hello_requests, 1000), min(repetitions, 2)
-        async_requests = min(async_requests, 3 * async_concurrency)
-        idle_seconds = min(idle_seconds, 0.2)
-    return quick, hello_requests, repetitions, async_requests, idle_seconds
-
-
-def results(profiles, race, asleep, asleep_theory, ceiling_rps, exercises, solutions, **trace):
+def results(plan, *, profiles, race, asleep, asleep_theory, ceiling_rps, exercises, **trace):
     """This run's figures as plain data: what the results file holds and what the claims are checked on.
 
     `trace` holds the traced phases' figures: finish_after_s, phases (their summaries), phase_ms (their lengths),
@@ -66,13 +36,8 @@ def results(profiles, race, asleep, asleep_theory, ceiling_rps, exercises, solut
         "trace": trace,
         "race": race,
         "exercises": exercises,
-        "solutions": solutions,
+        "solutions": plan.solutions,
     }
-
-
-def write_results(results, results_path):
-    """Write `results` as JSON to `results_path`, when the run was given one."""
-    params.write_results(results_path, results)
 
 
 def _check_steps(claims, profiles, dawdle_ms):
@@ -145,7 +110,7 @@ def _check_trace(claims, trace):
 
 def check_claims(results):
     """Check the lesson's claims on `results`, print one line each, and raise ClaimsFailed naming any that failed."""
-    claims = Claims("05-event-loop-from-scratch")
+    claims = Claims(LESSON)
     trace, race = results["trace"], results["race"]
     _check_steps(claims, results["step_profiles"], trace["finish_after_s"] * 1000)
     _check_trace(claims, trace)

@@ -1,9 +1,9 @@
-"""Lesson 03's proof on plain data: the claims of a run as theory draws it hold, a broken one is named with its values."""
+"""Lesson 03's claims on plain data: the claims of a run as theory draws it hold, a broken one is named with its values."""
 
 import pytest
 
 from iolab.claims import ClaimsFailed
-from iolab.lessons.ordering import proof
+from iolab.lessons.ordering import claims, parameters
 from iolab.params import ParameterError
 
 DELAY, GAP, C_ALONE = 400, 40, 2
@@ -19,11 +19,12 @@ def ideal_results():
         "D,C": order(DELAY + 3, GAP, DELAY + 4), "A′,C": order(DELAY + 1, GAP, GAP + C_ALONE),
     }
     abc = {"A": DELAY + 1, "B": 2 * DELAY + 2, "C": DELAY + 2}
-    return proof.results(orders, abc, GAP + C_ALONE, DELAY, GAP, {"q1": "correct"})
+    plan = parameters.Plan(DELAY, GAP, quick=False)
+    return claims.results(plan, orders=orders, abc_done_ms=abc, threaded_c_ms=GAP + C_ALONE, exercises={"q1": "correct"})
 
 
 def test_the_claims_of_a_run_as_theory_draws_it_hold(capsys):
-    assert proof.check_claims(ideal_results()) == 18
+    assert claims.check_claims(ideal_results()) == 18
     out = capsys.readouterr().out
     assert "✓ A,C: C waits for A: 402 ms within (222, ∞) ms, nearer the predicted 401 than 42" in out
     assert "All 18 of this lesson's claims hold on this run." in out
@@ -34,7 +35,7 @@ def test_c_answered_at_once_behind_a_blocking_sleep_fails_and_names_its_figures(
     results["orders"]["A,C"]["second_done_ms"] = GAP + C_ALONE
     results["orders"]["B,C"]["first_done_ms"] = DELAY - 10  # a timer that fired early
     with pytest.raises(ClaimsFailed) as failure:
-        proof.check_claims(results)
+        claims.check_claims(results)
     assert "✗ A,C: C waits for A" in capsys.readouterr().out
     assert "A,C: C waits for A: measured 42 ms, predicted 401 ms, the opposite 42 ms" in str(failure.value)
     assert "B,C: B answered 390.000 ms after it was sent, under its 400 ms" in str(failure.value)
@@ -42,7 +43,11 @@ def test_c_answered_at_once_behind_a_blocking_sleep_fails_and_names_its_figures(
 
 
 def test_parameters_are_refused_by_name_and_shrunk_when_quick():
-    assert proof.check_parameters(1000, 100, True, False, None) == (400, 40)
-    assert proof.check_parameters(1000, 100, False, False, None) == (1000, 100)
+    def plan(**values):
+        found = parameters.Plan.from_cell({**parameters.DEFAULTS, **values})
+        return found.delay_ms, found.gap_ms
+
+    assert plan(delay_ms=1000, gap_ms=100, quick=True) == (400, 40)
+    assert plan(delay_ms=1000, gap_ms=100) == (1000, 100)
     with pytest.raises(ParameterError, match="gap_ms must be between 10 and 500"):
-        proof.check_parameters(1000, 600, False, False, None)
+        plan(delay_ms=1000, gap_ms=600)

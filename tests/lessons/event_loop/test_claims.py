@@ -1,9 +1,11 @@
-"""Lesson 05's proof on plain data: the claims of a run as the lesson draws it hold, a broken one is named with its values."""
+"""Lesson 05's claims on plain data: the claims of a run as the lesson draws it hold, a broken one is named with its values."""
+
+from types import SimpleNamespace
 
 import pytest
 
 from iolab.claims import ClaimsFailed
-from iolab.lessons.event_loop import proof
+from iolab.lessons.event_loop import claims, parameters
 from iolab.params import ParameterError
 
 
@@ -36,15 +38,25 @@ def run_results(repetitions=3, solutions=True):
     }
 
 
+def test_the_results_keep_the_runs_figures_and_the_plans_solutions():
+    race = {"step4_event_loop": [8900.0, 9100.0], "tornado_app": [3950.0, 4050.0]}
+    asleep = SimpleNamespace(rps=39.8, demand_ms=0.05, errors=0)
+    bounds = SimpleNamespace(lines=lambda: {"optimistic": 40.0, "in step": 39.8, "pessimistic": 39.4})
+    found = claims.results(parameters.Plan.from_cell({**parameters.DEFAULTS, "solutions": True}), profiles={},
+                           race=race, asleep=asleep, asleep_theory=bounds, ceiling_rps=40.0, exercises={},
+                           finish_after_s=0.5)
+    assert found["ratio"] == 9000.0 / 4000.0 and found["solutions"] is True and found["trace"] == {"finish_after_s": 0.5}
+
+
 def test_the_claims_of_a_run_as_the_lesson_draws_it_hold(capsys):
-    assert proof.check_claims(run_results()) == 28
+    assert claims.check_claims(run_results()) == 28
     out = capsys.readouterr().out
     assert "✓ step 1 waits for the half-sent request (ms): 503 within (250, ∞), nearer the predicted 500 than 0" in out
     assert "All 28 of this lesson's claims hold on this run." in out
 
 
 def test_one_repetition_skips_the_race_and_no_solutions_drops_their_claim(capsys):
-    assert proof.check_claims(run_results(repetitions=1, solutions=False)) == 26
+    assert claims.check_claims(run_results(repetitions=1, solutions=False)) == 26
     assert "– step4_event_loop at least as fast as tornado_app: skipped" in capsys.readouterr().out
 
 
@@ -53,13 +65,18 @@ def test_a_blocking_step_that_held_nobody_up_fails_and_names_its_figures(capsys)
     results["step_profiles"]["step 1 (blocking)"]["half_sent_wait_ms"] = 2.0
     results["async_sleep_rps"] = 30.0
     with pytest.raises(ClaimsFailed) as failure:
-        proof.check_claims(results)
+        claims.check_claims(results)
     assert "✗ step 1 waits for the half-sent request (ms)" in capsys.readouterr().out
     assert "step 1 waits for the half-sent request (ms): measured 2, predicted 500, the opposite 0" in str(failure.value)
     assert "async sleep gave 30.00 req/s, outside 39.40 .. 40.00" in str(failure.value)
 
 
 def test_parameters_are_refused_by_name_and_shrunk_when_quick():
-    assert proof.check_parameters(20000, 20, 3, 200, 40, 1000, "raw", 1.0, True, False, None) == (True, 1000, 2, 120, 0.2)
+    def plan(**values):
+        return parameters.Plan.from_cell({**parameters.DEFAULTS, **values})
+
+    quick = plan(quick=True)
+    assert (quick.quick, quick.hello_requests, quick.repetitions, quick.async_requests, quick.idle_seconds) == (
+        True, 1000, 2, 120, 0.2)
     with pytest.raises(ParameterError, match="async_requests=10 must be at least async_concurrency=40"):
-        proof.check_parameters(20000, 20, 3, 10, 40, 1000, "raw", 1.0, False, False, None)
+        plan(async_requests=10)

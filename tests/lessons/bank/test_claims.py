@@ -1,4 +1,4 @@
-"""Lesson 01's proof on plain data: parameters refused by name, and the claims printed and failed with their values."""
+"""Lesson 01's parameters refused by name, and its claims on plain data printed and failed with their values."""
 
 from types import SimpleNamespace
 
@@ -6,14 +6,14 @@ import pytest
 
 from iolab import params
 from iolab.claims import ClaimsFailed
+from iolab.lessons.bank import claims, parameters
 from iolab.lessons.bank import model as bank
-from iolab.lessons.bank import proof
 
 REQUESTS, CONCURRENCY, DELAY_MS, THREADS, CPU_MS = 8, 4, 100, 2, 0.5
 
 
 class Measured:
-    """A bank measured exactly as the model ran it, `rps_scale` times faster: what check_claims reads of one."""
+    """A bank measured exactly as the model ran it, `rps_scale` times faster: what claims.results reads of one."""
 
     def __init__(self, run, rps_scale=1.0):
         self.rps, self.mean_ms, self.counter_ms, self._in_bank = run.rps * rps_scale, run.mean_ms, CPU_MS, run.mean_in_bank()
@@ -36,8 +36,15 @@ def run(scale=None):
     predicted = {name: bank.simulate(name, REQUESTS, CONCURRENCY, DELAY_MS, cpu_ms=CPU_MS,
                                      tellers=THREADS if name == "threaded" else None) for name in bank.BANKS}
     measured = {name: Measured(predicted[name], (scale or {}).get(name, 1.0)) for name in bank.BANKS}
-    theories = {name: SimpleNamespace(low_rps=0.0, high_rps=1e9, contains=lambda rps: True) for name in bank.BANKS}
-    return proof.check_claims(predicted, measured, theories, REQUESTS, CONCURRENCY, DELAY_MS, THREADS)
+    theories = {name: SimpleNamespace(lines=lambda: {"optimistic": 1e9, "in step": 1e9, "pessimistic": 0.0})
+                for name in bank.BANKS}
+    plan = parameters.Plan(REQUESTS, CONCURRENCY, DELAY_MS, THREADS, quick=False)
+    found = claims.results(plan, predicted=predicted, measured=measured, theories=theories, exercises={})
+    return claims.check_claims(found)
+
+
+def cell(**values):
+    return {**parameters.DEFAULTS, **values}
 
 
 def test_every_claim_holds_when_the_run_is_the_model(capsys):
@@ -56,7 +63,8 @@ def test_a_claim_that_breaks_names_its_values(capsys):
 
 def test_parameters_out_of_range_are_refused_by_name():
     with pytest.raises(params.ParameterError, match="threads must be between 1 and 64"):
-        proof.check_parameters(False, False, None, 200, 40, 1000, 0)
+        parameters.Plan.from_cell(cell(threads=0))
     with pytest.raises(params.ParameterError, match="requests=10 is out of range"):
-        proof.check_parameters(False, False, None, 10, 40, 1000, 4)
-    assert proof.check_parameters(True, False, None, 200, 40, 1000, 4) == (True, 16, 4, 200, 2)
+        parameters.Plan.from_cell(cell(requests=10))
+    plan = parameters.Plan.from_cell(cell(quick=True))
+    assert (plan.quick, plan.requests, plan.concurrency, plan.delay_ms, plan.threads) == (True, 16, 4, 200, 2)

@@ -6,10 +6,10 @@ import json
 import pytest
 
 from iolab.claims import ClaimsFailed
-from iolab.lessons import measuring
+from iolab.lessons.measuring import claims, parameters
 from iolab.params import ParameterError
 
-# A quick run's figures as results_of writes them (rounded; the parts no claim reads left out).
+# A quick run's figures as claims.results writes them (rounded; the parts no claim reads left out).
 QUICK_RUN = json.loads("""
 {"stall": {"closed_p99_ms": 8.823, "wrk_p99_ms": 471.892, "open_p99_ms": 488.59, "predicted_open_p99_ms": 477.369,
   "open_p99_bounds_ms": [468.963, 493.425], "open_bounds": {"m": 7, "due_in_stall": 101}, "corrected_p99_ms": 470.242,
@@ -41,11 +41,15 @@ SIZES = dict(rate_rps=200, duration_s=20, stall_s=1.0, users=10, ab_requests=200
              slow_stall_s=3.0, cpu_ms=4, loads=[0.2, 0.4, 0.6, 0.8, 1.3], point_s=4)
 
 
+def plan(quick=False, **sizes):
+    return parameters.Plan.from_cell({**parameters.DEFAULTS, **sizes, "quick": quick})
+
+
 def test_a_quick_runs_figures_hold_every_claim_one_line_each(capsys):
-    claims = measuring.check_claims(copy.deepcopy(QUICK_RUN))
+    checked = claims.check_claims(copy.deepcopy(QUICK_RUN))
     lines = capsys.readouterr().out.splitlines()
-    assert lines[-1] == f"All {len(claims.rows)} of this lesson's claims hold on this run."
-    assert len(claims.rows) == 24 and len(lines) == 25, lines  # 2 loads: 3 claims at 0.3, 1 at 1.3, 2 past 1 / D
+    assert lines[-1] == f"All {len(checked.rows)} of this lesson's claims hold on this run."
+    assert len(checked.rows) == 24 and len(lines) == 25, lines  # 2 loads: 3 claims at 0.3, 1 at 1.3, 2 past 1 / D
     assert "✓ the open loop's p99 lies where the stall and the drain put it: 488.6 ms within [469.0, 493.4] ms" in lines
 
 
@@ -53,7 +57,7 @@ def test_a_p99_outside_its_bounds_fails_naming_its_values_after_every_claim_is_p
     broken = copy.deepcopy(QUICK_RUN)
     broken["stall"]["open_p99_ms"] = 520.0
     with pytest.raises(ClaimsFailed, match=r"open loop p99 520\.0 ms, expected 469\.0 to 493\.4 ms") as failure:
-        measuring.check_claims(broken)
+        claims.check_claims(broken)
     assert "1 of 24 claims failed" in str(failure.value)
     out = capsys.readouterr().out
     assert "✗ the open loop's p99 lies where the stall and the drain put it: 520.0 ms, outside [469.0, 493.4] ms" in out
@@ -67,8 +71,8 @@ def test_a_run_without_ab_or_wrk_skips_their_claims_and_says_why(capsys):
     bare["wrk_timeout"] = {"lab_max_ms": 2581.065, "lab_stall_s": 2.5}
     bare["errors_run"].update(wrk_rps=None, wrk_non_2xx=None, wrk_requests=None, bottle_wrk_rps=None,
                               bottle_wrk_non_2xx=None, bottle_wrk_requests=None)
-    claims = measuring.check_claims(bare)
-    assert sum(row[0] == "–" for row in claims.rows) == 8, claims.rows
+    checked = claims.check_claims(bare)
+    assert sum(row[0] == "–" for row in checked.rows) == 8, checked.rows
     assert "– ab -k kept every connection: skipped, ab did not run" in capsys.readouterr().out
 
 
@@ -76,15 +80,15 @@ def test_the_band_claim_fails_below_the_cpu_a_request_burns():
     broken = copy.deepcopy(QUICK_RUN)
     broken["open_vs_closed"][0]["closed_ms"] = 3.9
     with pytest.raises(ClaimsFailed, match=r"load 0\.3: closed mean 3\.90 ms, expected 4 to 5\.52 ms"):
-        measuring.check_claims(broken)
+        claims.check_claims(broken)
 
 
 def test_parameters_out_of_range_are_refused_by_name_and_quick_sets_its_sizes():
-    plan = measuring.check_parameters(False, False, None, **SIZES)
-    assert plan.sizes == tuple(SIZES.values()) and plan.cores >= 1 and plan.users == 10
-    quick = measuring.check_parameters(True, False, None, **SIZES)
+    full = plan(**SIZES)
+    assert full.sizes == tuple(SIZES.values()) and full.cores >= 1 and full.users == 10
+    quick = plan(True, **SIZES)
     assert quick.quick and quick.duration_s == 3 and quick.loads == [0.3, 0.7, 1.3]
     with pytest.raises(ParameterError, match="users"):
-        measuring.check_parameters(False, False, None, **(SIZES | {"users": 30}))  # 1% of 4000 requests is 20
+        plan(**(SIZES | {"users": 30}))  # 1% of 4000 requests is 20
     with pytest.raises(ParameterError, match="loads"):
-        measuring.check_parameters(False, False, None, **(SIZES | {"loads": [0.2, 0.5]}))
+        plan(**(SIZES | {"loads": [0.2, 0.5]}))

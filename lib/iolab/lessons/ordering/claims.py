@@ -1,4 +1,4 @@
-"""Lesson 03's proof: its parameters checked, its results written, its closing claims checked one per line.
+"""Lesson 03's results file and its closing claims, one line each.
 
 Each claim is judged between two predictions made from the run's own figures: C answered as soon as it was
 sent (plus what C takes alone, measured in C,A and C,B), or C answered only when the handler ahead of it
@@ -7,41 +7,23 @@ answered. The measurement must sit nearer the prediction the claim makes.
 
 import sys
 
-from iolab import params
 from iolab.claims import Claims
 
+LESSON = "03-handler-ordering"
 # Whether C waits for the handler sent before it: the claim each two-request order makes.
 C_WAITS = {"A,C": True, "B,C": False, "D,C": True, "A′,C": False}
 
 
-def check_parameters(delay_ms, gap_ms, quick, solutions, results_path):
-    """The notebook's parameters, each refused by name when out of range; returns (delay_ms, gap_ms) for this run.
-
-    In quick mode the handlers wait at most 400 ms and the gap is at most 40 ms.
-    """
-    quick = params.check_common(quick, solutions, results_path)
-    params.check_range("delay_ms", delay_ms, 100, 10_000)
-    params.check_range("gap_ms", gap_ms, 10, delay_ms // 2)
-    if quick:
-        delay_ms, gap_ms = min(delay_ms, 400), min(gap_ms, 40)
-    return delay_ms, gap_ms
-
-
-def results(orders, abc_done_ms, threaded_c_ms, delay_ms, gap_ms, exercises):
+def results(plan, *, orders, abc_done_ms, threaded_c_ms, exercises):
     """This run's figures as plain data: what the results file holds and what the claims are checked on."""
     return {
         "orders": orders,
         "a_b_c_done_ms": abc_done_ms,
         "threaded_A,C_second_done_ms": threaded_c_ms,
         "switch_interval_ms": sys.getswitchinterval() * 1000,
-        "parameters": {"delay_ms": delay_ms, "gap_ms": gap_ms},
+        "parameters": {"delay_ms": plan.delay_ms, "gap_ms": plan.gap_ms},
         "exercises": exercises,
     }
-
-
-def write_results(results, results_path):
-    """Write `results` as JSON to `results_path`, when the run was given one."""
-    params.write_results(results_path, results)
 
 
 MS = {"unit": "ms", "spec": ".0f"}  # how this lesson's times print: whole milliseconds
@@ -49,7 +31,7 @@ MS = {"unit": "ms", "spec": ".0f"}  # how this lesson's times print: whole milli
 
 def check_claims(results):
     """Check the lesson's claims on `results`, print one line each, and raise ClaimsFailed naming any that failed."""
-    claims = Claims("03-handler-ordering")
+    claims = Claims(LESSON)
     orders, abc_done_ms = results["orders"], results["a_b_c_done_ms"]
     delay_ms, gap_ms = results["parameters"]["delay_ms"], results["parameters"]["gap_ms"]
     c_alone_ms = max(orders["C,A"]["first_done_ms"], orders["C,B"]["first_done_ms"])

@@ -1,80 +1,53 @@
-"""Lesson 09's parameters checked, its figures gathered for the results file, and its closing claims checked from them."""
+"""Lesson 09's results file and its closing claims, one line each."""
 
 import math
-from dataclasses import dataclass
 
-from iolab import environment, metrics, params
+from iolab import metrics
 from iolab.claims import Claims
 
 from . import open_closed, spectrum, stall_runs
 
-# The lesson's sizes in the order of its parameters cell, and what quick mode sets them to.
-SIZES = ("rate_rps", "duration_s", "stall_s", "users", "ab_requests", "ab_concurrency", "ab_wait_ms", "slow_stall_s",
-         "cpu_ms", "loads", "point_s")
-QUICK = {"rate_rps": 200, "duration_s": 3, "stall_s": 0.5, "users": 3, "ab_requests": 20, "ab_concurrency": 10,
-         "ab_wait_ms": 200, "slow_stall_s": 2.5, "cpu_ms": 4, "loads": [0.3, 0.7, 1.3], "point_s": 1.2}
+LESSON = "09-measuring-right"
 
 
-@dataclass
-class Plan:
-    """The lesson's sizes after the checks (quick mode's where it is on), and the CPUs this run may use."""
-
-    quick: bool
-    cores: int
-    values: dict
-
-    @property
-    def sizes(self):
-        return tuple(self.values[name] for name in SIZES)
-
-    def __getattr__(self, name):
-        try:
-            return self.__dict__["values"][name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-
-def check_parameters(quick, solutions, results_path, **sizes):
-    """The lesson's parameters, each refused by name when out of range; returns the Plan the lesson runs."""
-    missing = [name for name in SIZES if name not in sizes]
-    unknown = [name for name in sizes if name not in SIZES]
-    if missing or unknown:
-        raise params.ParameterError(f"lesson 09's sizes: missing {missing}, unknown {unknown}")
-    quick = params.check_common(quick, solutions, results_path)
-    if quick:
-        sizes = dict(QUICK)
-    s = sizes
-    params.check_range("rate_rps", s["rate_rps"], 50, 1000, integer=False)
-    params.check_range("duration_s", s["duration_s"], 2, 60, integer=False)
-    # The stall must hold more than the slowest 1% of the open loop's requests, so that its p99 shows it.
-    params.check_range("stall_s", s["stall_s"], max(0.2, 0.03 * s["duration_s"]), 1.5, integer=False)
-    # Fewer users than 1% of the requests: then the closed loop's stalled requests cannot reach its p99.
-    params.check_range("users", s["users"], 1, max(1, int(s["rate_rps"] * s["duration_s"] / 200)))
-    params.check_range("ab_concurrency", s["ab_concurrency"], 2, 100)
-    params.check_range("ab_requests", s["ab_requests"], s["ab_concurrency"], 2000)
-    params.check_range("ab_wait_ms", s["ab_wait_ms"], 100, 2000)
-    params.check_range("slow_stall_s", s["slow_stall_s"], 2.5, 5, integer=False)
-    params.check_range("cpu_ms", s["cpu_ms"], 2, 20)
-    params.check_range("point_s", s["point_s"], 1, 20, integer=False)
-    loads = s["loads"]
-    if not isinstance(loads, (list, tuple)) or not loads or max(loads) < 1.2 or min(loads) > 0.8:
-        raise params.ParameterError(f"parameter loads={loads!r} must list loads with one at or below 0.8 and one of 1.2 or more")
-    for share in loads:
-        params.check_range("each of loads", share, 0.1, 2.0, integer=False)
-    return Plan(quick, environment.usable_cores(), dict(s))
-
-
-def results_of(plan, stall_results, ab_runs, slow, errors, oc_points, heavy, exercises):
+def results(plan, *, stall_results, ab_runs, slow, errors, oc_points, heavy, exercises):
     """This run's figures, plain data: what the results file keeps and what check_claims checks.
 
     `errors` is (the lab client's metrics.Summary of the wrong path, wrk's POST figures on Tornado and on gevent + Bottle,
     each or the reason it did not run).
     The bounds are built here from the runs, with the functions the lesson's cells print them with.
     """
-    p = plan
+    open_run = stall_results["open loop"]
+    past = max(oc_points, key=lambda point: point.load)
+    first_third_ms, last_third_ms = open_closed.growth(past.open_points, plan.point_s)
+    windows = spectrum.window_p99s(open_run.points, plan.duration_s, 4)
+    have_ab = stall_runs.benchtools.missing_reason("ab")
+    return {
+        "cores": plan.cores,
+        "stall": stall_figures(plan, stall_results),
+        "ab": ab_figures(plan, ab_runs),
+        "wrk_timeout": timeout_figures(slow),
+        "errors_run": error_figures(errors),
+        "open_vs_closed": [point.row() | {
+            "open_errors": point.open.errors, "closed_errors": point.closed.errors,
+            "band_open_ms": list(point.band_open_ms), "band_closed_ms": list(point.band_closed_ms),
+            "noise_open_ms": point.noise_open_ms, "noise_closed_ms": point.noise_closed_ms} for point in oc_points],
+        "cpu_ms": plan.cpu_ms,
+        "growth_past_1_over_D": {"load": past.load, "first_third_ms": first_third_ms, "last_third_ms": last_third_ms},
+        "percentiles": {"averaged_window_p99_ms": sum(windows) / len(windows),
+                        "merged_p99_ms": metrics.percentile(open_run.latencies_ms, 0.99),
+                        "windows_p99_ms": windows, "calm_p99_ms": open_run.calm_p99_ms},
+        "client_bottleneck": {"client_utilization": heavy.client_utilization, "client_runnable": heavy.client_runnable,
+                              "server_utilization": heavy.utilization, "headline": heavy.headline(),
+                              "client_demand_ms": heavy.client_demand_ms, "demand_ms": heavy.demand_ms},
+        "exercises": exercises,
+        "skipped_exercises": {} if ab_runs else {"q3": f"ab did not run: {have_ab or 'skipped'}"},
+    }
+
+
+def stall_figures(p, stall_results):
+    """The stall runs: each loop's p99, the open loop's bounds and the closed loop's corrected p99 with its floor."""
     closed_run, open_run = stall_results["closed loop"], stall_results["open loop"]
-    wrong_summary, posted, *bottle = errors
-    bottle = bottle[0] if bottle else "not run"
     predicted = stall_runs.predicted_open_ms(0.99, open_run.stall_s, p.duration_s, p.rate_rps,
                                              stall_runs.drain_s(open_run, p.cores), open_run.calm_p99_ms)
     open_low_ms, open_high_ms, open_bounds = stall_runs.open_percentile_bounds(
@@ -82,7 +55,7 @@ def results_of(plan, stall_results, ab_runs, slow, errors, oc_points, heavy, exe
     interval_ms = p.users / closed_run.rate_rps * 1000
     corrected_ms = stall_runs.corrected(closed_run, interval_ms)
     wrk = stall_results.get("wrk")
-    stall = {
+    return {
         "closed_p99_ms": closed_run.percentile_ms(0.99),
         "wrk_p99_ms": wrk.percentile_ms(0.99) if wrk else None,
         "open_p99_ms": open_run.percentile_ms(0.99),
@@ -105,59 +78,44 @@ def results_of(plan, stall_results, ab_runs, slow, errors, oc_points, heavy, exe
         "wrk": ({"requests": wrk.wrk["requests"], "rps": wrk.wrk["rps"], "max_ms": wrk.wrk["max_ms"],
                  "stall_s": wrk.stall_s} if wrk else None),
     }
-    ab = None
-    if ab_runs:
-        main, lone, keep = ab_runs["main"], ab_runs["lone"], ab_runs["keep-alive"]
-        ab = {"rps": main.figures["rps"], "line_one_ms": main.figures["ab_time_per_request_ms"],
-              "line_two_ms": main.figures["ab_time_per_request_all_ms"],
-              "implied_concurrency": main.implied_concurrency,
-              "lone_first_duration_s": lone.duration_s, "wait_ms": p.ab_wait_ms,
-              "concurrency": p.ab_concurrency, "lone_completed": lone.figures["completed"], "lone_rps": lone.figures["rps"],
-              "keep_alive_requests": keep.keep_alive_requests, "keep_alive_completed": keep.figures["completed"]}
+
+
+def ab_figures(p, ab_runs):
+    """ab's three runs (the main one, a lone wave, keep-alive), or None where ab did not run."""
+    if not ab_runs:
+        return None
+    main, lone, keep = ab_runs["main"], ab_runs["lone"], ab_runs["keep-alive"]
+    return {"rps": main.figures["rps"], "line_one_ms": main.figures["ab_time_per_request_ms"],
+            "line_two_ms": main.figures["ab_time_per_request_all_ms"],
+            "implied_concurrency": main.implied_concurrency,
+            "lone_first_duration_s": lone.duration_s, "wait_ms": p.ab_wait_ms,
+            "concurrency": p.ab_concurrency, "lone_completed": lone.figures["completed"], "lone_rps": lone.figures["rps"],
+            "keep_alive_requests": keep.keep_alive_requests, "keep_alive_completed": keep.figures["completed"]}
+
+
+def timeout_figures(slow):
+    """The stall longer than wrk's timeout: the lab client's longest latency, and wrk's where it ran."""
     lab_slow = slow["open loop"]
-    wrk_timeout = {"lab_max_ms": lab_slow.latencies_ms[-1], "lab_stall_s": lab_slow.stall_s}
-    if "wrk" in slow:
-        wrk_timeout = {"wrk_max_ms": slow["wrk"].wrk["max_ms"], "wrk_timeouts": slow["wrk"].wrk["timeouts"],
-                       "lab_max_ms": lab_slow.latencies_ms[-1], "stall_s": lab_slow.stall_s,
-                       "lab_stall_s": lab_slow.stall_s, "wrk_stall_s": slow["wrk"].stall_s}
-    past = max(oc_points, key=lambda point: point.load)
-    first_third_ms, last_third_ms = open_closed.growth(past.open_points, p.point_s)
-    windows = spectrum.window_p99s(open_run.points, p.duration_s, 4)
-    have_ab = stall_runs.benchtools.missing_reason("ab")
-    return {
-        "cores": p.cores,
-        "stall": stall,
-        "ab": ab,
-        "wrk_timeout": wrk_timeout,
-        "errors_run": {"lab_headline": wrong_summary.headline(), "lab_rps": wrong_summary.rps,
-                       "lab_non_2xx": wrong_summary.errors, "lab_completed": wrong_summary.completed,
-                       "wrk_rps": None if isinstance(posted, str) else posted["rps"],
-                       "wrk_non_2xx": None if isinstance(posted, str) else posted["non_2xx"],
-                       "wrk_requests": None if isinstance(posted, str) else posted["requests"],
-                       # The write-up's own pairing, gevent + Bottle, posted to the same way.
-                       "bottle_wrk_rps": None if isinstance(bottle, str) else bottle["rps"],
-                       "bottle_wrk_non_2xx": None if isinstance(bottle, str) else bottle["non_2xx"],
-                       "bottle_wrk_requests": None if isinstance(bottle, str) else bottle["requests"]},
-        "open_vs_closed": [point.row() | {
-            "open_errors": point.open.errors, "closed_errors": point.closed.errors,
-            "band_open_ms": list(point.band_open_ms), "band_closed_ms": list(point.band_closed_ms),
-            "noise_open_ms": point.noise_open_ms, "noise_closed_ms": point.noise_closed_ms} for point in oc_points],
-        "cpu_ms": p.cpu_ms,
-        "growth_past_1_over_D": {"load": past.load, "first_third_ms": first_third_ms, "last_third_ms": last_third_ms},
-        "percentiles": {"averaged_window_p99_ms": sum(windows) / len(windows),
-                        "merged_p99_ms": metrics.percentile(open_run.latencies_ms, 0.99),
-                        "windows_p99_ms": windows, "calm_p99_ms": open_run.calm_p99_ms},
-        "client_bottleneck": {"client_utilization": heavy.client_utilization, "client_runnable": heavy.client_runnable,
-                              "server_utilization": heavy.utilization, "headline": heavy.headline(),
-                              "client_demand_ms": heavy.client_demand_ms, "demand_ms": heavy.demand_ms},
-        "exercises": exercises,
-        "skipped_exercises": {} if ab_runs else {"q3": f"ab did not run: {have_ab or 'skipped'}"},
-    }
+    if "wrk" not in slow:
+        return {"lab_max_ms": lab_slow.latencies_ms[-1], "lab_stall_s": lab_slow.stall_s}
+    return {"wrk_max_ms": slow["wrk"].wrk["max_ms"], "wrk_timeouts": slow["wrk"].wrk["timeouts"],
+            "lab_max_ms": lab_slow.latencies_ms[-1], "stall_s": lab_slow.stall_s,
+            "lab_stall_s": lab_slow.stall_s, "wrk_stall_s": slow["wrk"].stall_s}
 
 
-def save(results, results_path):
-    """Write the run's figures as JSON to `results_path`, when the run was given one."""
-    params.write_results(results_path, results, default=float)
+def error_figures(errors):
+    """The benchmark of errors: the lab client's report, and wrk's POST runs (None where one did not run)."""
+    wrong_summary, posted, *bottle = errors
+    bottle = bottle[0] if bottle else "not run"
+    return {"lab_headline": wrong_summary.headline(), "lab_rps": wrong_summary.rps,
+            "lab_non_2xx": wrong_summary.errors, "lab_completed": wrong_summary.completed,
+            "wrk_rps": None if isinstance(posted, str) else posted["rps"],
+            "wrk_non_2xx": None if isinstance(posted, str) else posted["non_2xx"],
+            "wrk_requests": None if isinstance(posted, str) else posted["requests"],
+            # The write-up's own pairing, gevent + Bottle, posted to the same way.
+            "bottle_wrk_rps": None if isinstance(bottle, str) else bottle["rps"],
+            "bottle_wrk_non_2xx": None if isinstance(bottle, str) else bottle["non_2xx"],
+            "bottle_wrk_requests": None if isinstance(bottle, str) else bottle["requests"]}
 
 
 def _row(point):
@@ -167,7 +125,7 @@ def _row(point):
 
 def check_claims(results):
     """Check the lesson's claims against this run's own bounds, print one line each, raise naming any that failed."""
-    claims = Claims("09-measuring-right")
+    claims = Claims(LESSON)
     _stall_claims(claims, results["stall"])
     _ab_claims(claims, results["ab"])
     _tool_claims(claims, results["wrk_timeout"], results["errors_run"])
