@@ -1,7 +1,4 @@
-"""Exercises for lesson 12, long-lived connections.
-
-Exercises for lesson 12, long-lived connections: `from iolab.lessons.long_lived import exercises as ex; ex.q1.check(a)`.
-"""
+"""Exercises for lesson 12, long-lived connections: `from iolab.lessons.long_lived import exercises as ex`."""
 
 from iolab import checks
 
@@ -196,15 +193,17 @@ class NoUpgrade(checks.ChoiceExercise):
 
 
 class QuietWebSocket(checks.NumberExercise):
-    prompt = ("nginx's proxy_read_timeout is 60 s. A chat page's WebSocket through it stays quiet for 5 minutes. "
-              "After how many seconds does nginx close it?")
-    expected = 60
+    prompt = ("nginx's proxy_read_timeout is 60 s. Through it, a chat page's WebSocket gets a message at t = 0 s "
+              "and another at t = 45 s; then it stays quiet for 5 minutes. At what t, in seconds, does nginx close it?")
+    expected = 105
     rel_tol = 0.05
     unit = "s"
-    mistakes = {300: "is how long it stays quiet: nginx gives up first.",
+    mistakes = {60: "counts from the first message: nginx's timer starts again with every read from the upstream.",
+                45: "is when the last message came: nginx waits the timeout after it.",
+                345: "is when the quiet ends: nginx gives up first.",
                 0: "an open WebSocket is fine to nginx until the upstream has been silent for the timeout."}
     hint_text = "proxy_read_timeout counts the time since nginx last read anything from the upstream."
-    solution_text = "60 s: nginx closes a connection whose upstream sent nothing for proxy_read_timeout."
+    solution_text = "45 + 60 = 105 s: nginx closes a connection whose upstream sent nothing for proxy_read_timeout."
 
 
 class Heartbeat(checks.ChoiceExercise):
