@@ -69,16 +69,25 @@ def test_a_failed_timing_claim_on_a_quiet_run_still_fails():
 
 def test_a_failed_timing_claim_while_others_held_the_cpus_is_excused_with_the_figures(capsys):
     claims = Claims("test")
-    claims.timing("the last at N × D", 30.0, 18.0, 22.0, quiet_or(0.38), "ms")  # margin 10 %, others 38 %
+    claims.timing("the last at N × D", 30.0, 18.0, 22.0, quiet_or(0.38), "ms")  # margin 10 %, others 38 %: 61 % longer
     claims.timing("a quiet one", 20.0, 18.0, 22.0, quiet_or(0.38), "ms")  # holds: judged as always
     assert [row[0] for row in claims.rows] == [EXCUSED, HOLDS]
     assert claims.report() == 1
     out = capsys.readouterr().out
     assert "⚠ the last at N × D: not judged:" in out and "others held the CPUs 38% of this run" in out
-    assert "margin of 10%" in out and "1 could not be judged" in out
+    assert "margin of 10%" in out and "miss of 36%" in out and "1 could not be judged" in out
 
 
 def test_others_within_the_margin_do_not_excuse_a_failure():
     claims = Claims("test")
     claims.timing("wide", 30.0, 10.0, 25.0, quiet_or(0.38), "ms")  # margin 43 %: the neighbours do not explain it
     assert claims.rows[0][0] == FAILS
+
+
+def test_others_explain_only_a_miss_they_could_cause():
+    claims = Claims("test")
+    claims.timing("too slow by far", 50.0, 18.0, 22.0, quiet_or(0.2), "ms")  # 127 % over; 20 % explains 25 %
+    claims.timing("faster than possible", 10.0, 18.0, 22.0, quiet_or(0.6), "ms")  # others never make a run faster
+    claims.timing("a rate cut by others", 118.0, 124.0, 160.0, quiet_or(0.2), "req/s", slower="below")  # 5 % under
+    claims.timing("a rate above its best", 200.0, 124.0, 160.0, quiet_or(0.6), "req/s", slower="below")
+    assert [row[0] for row in claims.rows] == [FAILS, FAILS, EXCUSED, FAILS]

@@ -10,6 +10,25 @@ class ClaimsFailed(AssertionError):
     """One or more of a lesson's claims did not hold on this run; the message names every one with its values."""
 
 
+def others_explain(others: float | None, value: float, lowest: float, highest: float, slower: str = "above") -> str:
+    """Why a timing figure outside [lowest, highest] is no verdict on the model, or "" where it is one. Others that
+    held the CPUs a share o of the run can only slow it: stretch a time by up to o / (1 − o), or cut a rate by up to
+    o. They explain a miss on the slow side no larger than that, where o is also more than the claim's margin (its
+    band's half-width over its middle)."""
+    if others is None or others <= 0 or not math.isfinite(value):
+        return ""
+    middle = (highest + lowest) / 2
+    margin = (highest - lowest) / 2 / middle if math.isfinite(highest) and middle > 0 else math.inf
+    if slower == "above":
+        miss, most = (value - highest) / highest if highest > 0 else math.inf, others / max(1e-9, 1 - others)
+    else:
+        miss, most = (lowest - value) / lowest if lowest > 0 else math.inf, others
+    if others <= margin or miss <= 0 or miss > most:
+        return ""
+    return (f"others held the CPUs {others:.0%} of this run, more than the claim's margin of {margin:.0%}, enough"
+            f" to explain a miss of {miss:.0%}: rerun it when the machine is quieter")
+
+
 class Claims:
     """Collects claims as a lesson's module checks them, then prints them all and fails on any that did not hold.
 
@@ -54,24 +73,24 @@ class Claims:
                           f"{claim}: measured {measured_}{unit}, predicted {right_}{unit}, the opposite {wrong_}{unit}")
 
     def timing(self, claim: str, value: float, lowest: float, highest: float, neighbours: Any = None, unit: str = "",
-               digits: int = 1, message: str = "") -> bool:
-        """A claim about time, judged as within(); but one that fails while others held the CPUs longer than its
-        margin (the band's half-width over its middle) is not failed: it is excused, with the figures that excuse
-        it. `neighbours`: the run's iolab.neighbours.Neighbours, or its as_dict(); on a quiet run it changes nothing."""
+               digits: int = 1, message: str = "", slower: str = "above") -> bool:
+        """A claim about time, judged as within(); but one that fails on its slow side (`slower`: "above" for a
+        time, "below" for a rate) while others held the CPUs is excused, with the figures, where they explain the
+        miss (others_explain). `neighbours`: the run's iolab.neighbours.Neighbours, or its as_dict(). On a quiet run
+        it changes nothing, and a miss on the fast side, or larger than the neighbours explain, still fails."""
         if self.within(claim, value, lowest, highest, unit, digits, message):
             return True
-        others = getattr(neighbours, "others_share", None)
-        if isinstance(neighbours, dict):
-            others = neighbours.get("others_share")
-        middle = (highest + lowest) / 2
-        margin = (highest - lowest) / 2 / middle if math.isfinite(highest) and middle > 0 else math.inf
-        if others is None or others <= margin:
-            return False
-        mark, claim, measured, bounds, failure = self.rows.pop()
-        self.rows.append((EXCUSED, claim, measured, bounds,
-                          f"{failure}; others held the CPUs {others:.0%} of this run, more than the claim's margin"
-                          f" of {margin:.0%}: rerun it when the machine is quieter"))
+        others = neighbours.get("others_share") if isinstance(neighbours, dict) else getattr(
+            neighbours, "others_share", None)
+        reason = others_explain(others, value, lowest, highest, slower)
+        if reason:
+            mark, claim, measured, bounds, failure = self.rows.pop()
+            self.excused(claim, measured, bounds, f"{failure}; {reason}")
         return False
+
+    def excused(self, claim: str, measured: str, bounds: str, reason: str) -> None:
+        """A claim this run could not judge because other programs held the CPUs: its figures, and theirs."""
+        self.rows.append((EXCUSED, claim, measured, bounds, reason))
 
     def skip(self, claim: str, reason: str) -> None:
         """A claim this run could not check (a tool missing, a part not run), with the reason."""

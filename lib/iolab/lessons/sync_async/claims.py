@@ -1,6 +1,6 @@
 """Lesson 02's results file and its closing claims, one line each."""
 
-from iolab.claims import Claims
+from iolab.claims import Claims, others_explain
 
 from . import experiment
 
@@ -105,10 +105,12 @@ def bounds_claims(said, found, runs):
                message=str((sync["error_kinds"], asynchronous["error_kinds"])))
     for s, p in runs:
         mode = p["mode"]
-        said.check(f"{mode}: throughput within the bounds from D = {s['demand_ms']:.3f} ms", p["in_band"],
-                   f"{s['rps']:.3f} req/s", f"[{p['low_rps']:.3f}, {p['high_rps']:.3f}] req/s",
-                   f"{mode}: {s['rps']:.3f} req/s is outside the bounds {p['low_rps']:.3f} .. {p['high_rps']:.3f}"
-                   f" that D = {s['demand_ms']:.3f} ms gives")
+        # The bounds widened by the measuring's own error (experiment.TOLERANCE), as Measured.in_band reads them.
+        said.timing(f"{mode}: throughput within the bounds from D = {s['demand_ms']:.3f} ms", s["rps"],
+                    p["low_rps"] * (1 - experiment.TOLERANCE), p["high_rps"] * (1 + experiment.TOLERANCE),
+                    p.get("neighbours"), "req/s", 3,
+                    f"{mode}: {s['rps']:.3f} req/s is outside the bounds {p['low_rps']:.3f} .. {p['high_rps']:.3f}"
+                    f" that D = {s['demand_ms']:.3f} ms gives", slower="below")
         # 2. The median request took at least its wait and the server's CPU, and at most its wait for all the others.
         # (Not every request: the event loop does not take ready requests strictly in order, so one can be passed twice.)
         fastest_ms, slowest_ms = p["fastest_ms"], p["slowest_ms"]
@@ -154,12 +156,27 @@ def sweep_claims(said, notes, sync_sweep, async_sweep):
     bound by the CPU."""
     for mode, s in (("sync", sync_sweep), ("async", async_sweep)):
         outside = [row for row in s["points"] if not (row["errors"] == 0 and row["in_band"])]
-        said.check(f"sweep, {mode}: every run without errors and within its bounds", not outside,
-                   f"{len(s['points']) - len(outside)} of {len(s['points'])} runs", message="; ".join(map(str, outside)))
+        claim = f"sweep, {mode}: every run without errors and within its bounds"
+        measured = f"{len(s['points']) - len(outside)} of {len(s['points'])} runs"
+        reasons = [excuse_of(row) for row in outside]
+        if outside and all(reasons):  # each run outside was slowed by others, no more than they explain
+            said.excused(claim, measured, "", "; ".join(f"{row['users']} users: {row['rps']:.1f} req/s, {why}"
+                                                        for row, why in zip(outside, reasons)))
+            continue
+        said.check(claim, not outside, measured, message="; ".join(map(str, outside)))
     held_claims(said, notes, sync_sweep)
     cpu_bound_claims(said, notes, async_sweep)
     notes.append(f"sweep: knee predicted from D at {async_sweep['knee_predicted']:.0f} users, measured curve bends at"
                  f" {async_sweep['knee_measured']:.0f}.")
+
+
+def excuse_of(row):
+    """Why a sweep run outside its bounds is no verdict (others held the CPUs enough to slow it so), or ""."""
+    if row["errors"]:
+        return ""
+    return others_explain((row.get("neighbours") or {}).get("others_share"), row["rps"],
+                          row["low_rps"] * (1 - experiment.TOLERANCE), row["high_rps"] * (1 + experiment.TOLERANCE),
+                          slower="below")
 
 
 def held_claims(said, notes, sync_sweep):

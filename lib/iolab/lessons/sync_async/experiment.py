@@ -5,11 +5,13 @@ it.
 """
 
 import math
+import weakref
 from dataclasses import dataclass
 
-from iolab import load, metrics, theory
+from iolab import load, metrics, neighbours, theory
 
 ROUTES = {"sync": "sync-sleep", "async": "async-sleep"}
+_started: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # server -> the neighbours read at its run's start
 TOLERANCE = 0.02  # how far past a bound a measurement may lie before it counts as outside: the measuring's own error
 
 
@@ -22,6 +24,7 @@ class Measured:
     result: load.LoadResult
     summary: metrics.Summary
     prediction: theory.Prediction
+    others: neighbours.Neighbours | None = None  # what else held the CPUs while it ran
 
     @property
     def in_band(self):
@@ -43,11 +46,13 @@ class Measured:
             "queued_ms": s.queued_ms, "client_demand_ms": s.client_demand_ms, "utilization": s.utilization,
             "mean_ms": s.mean_ms, "p50_ms": s.p50_ms, "p99_ms": s.p99_ms, "errors": s.errors, "cores": s.cores,
             "listen_drops": s.listen_drops,
+            "neighbours": self.others.as_dict() if self.others else None,
         }
 
 
 def start(server, mode, requests, concurrency, delay_ms, client="async"):
     """Start the run (its server's CPU measured) and return the LoadRun, for a live dashboard to follow."""
+    _started[server] = neighbours.read()  # finish() reads the neighbours over the whole run from here
     service_s = delay_ms / 1000
     # A blocking server answers one request per service time: the last user waits for the whole queue.
     worst_s = requests * service_s if mode == "sync" else service_s * math.ceil(requests / concurrency)
@@ -58,11 +63,14 @@ def start(server, mode, requests, concurrency, delay_ms, client="async"):
 
 
 def finish(server, mode, delay_ms, result):
-    """The Measured for a finished run: its summary, and the prediction from the CPU it measured."""
+    """The Measured for a finished run: its summary, the prediction from the CPU it measured, and what else held
+    the CPUs since its start()."""
+    before = _started.get(server)
+    others = neighbours.between(before, neighbours.read()) if before else None
     server.check()
     summary = metrics.summarize(result)
     prediction = theory.predict_run(summary, delay_ms, blocking=mode == "sync", window_s=measured_window_s(result))
-    return Measured(mode, delay_ms, result, summary, prediction)
+    return Measured(mode, delay_ms, result, summary, prediction, others)
 
 
 def measured_window_s(result):
