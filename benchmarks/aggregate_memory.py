@@ -36,7 +36,7 @@ def main():
     parser.add_argument("--server", default=None, help="default: nginx_hello if installed, else step4_event_loop")
     args = parser.parse_args()
     name = args.server or ("nginx_hello" if registry.get("nginx_hello").missing() is None else "step4_event_loop")
-    shape = {"client": "raw"} | ({"loop": "pipelined", "pipeline_depth": args.depth} if args.loop == "pipelined" else {})
+    shape = {"kind": "closed_raw"} | ({"kind": "pipelined", "pipeline_depth": args.depth} if args.loop == "pipelined" else {})
 
     parent = psutil.Process()
     parent_before = parent.memory_info().rss

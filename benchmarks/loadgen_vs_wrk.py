@@ -71,7 +71,7 @@ def wrk_run(url, connections, duration_s, threads):
 
 
 def lab_run(url, connections, duration_s, processes):
-    result = load.run_load(url, requests=100_000_000, concurrency=connections, client="raw", processes=processes,
+    result = load.run_load(url, requests=100_000_000, concurrency=connections, kind="closed_raw", processes=processes,
                            max_duration_s=duration_s, timeout_s=TIMEOUT_S, record="aggregate")
     answered_in_time = float(result.samples.completions_per_bin(duration_s, duration_s)[0])
     return answered_in_time, sum(result.samples.error_kinds.values()), duration_s

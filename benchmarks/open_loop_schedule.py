@@ -32,7 +32,7 @@ def main():
 
     with servers.serve(args.server) as server:
         result = load.run_load(
-            server.url + "/", loop="open", rate_rps=args.rate, requests=args.requests, concurrency=args.connections,
+            server.url + "/", kind="open", rate_rps=args.rate, requests=args.requests, concurrency=args.connections,
             schedule=args.schedule, seed=1, event_loop=args.event_loop, timeout_s=10,
             max_duration_s=args.requests / args.rate + 10, record="samples",
         )

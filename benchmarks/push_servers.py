@@ -23,7 +23,7 @@ import statistics
 import time
 
 from iolab import load, push_floor, registry, servers
-from iolab.clients import subscribers as client
+from iolab.clients import push_routes
 
 TRANSPORTS = {"tornado_push": ("ws", "sse", "poll"), "aiohttp_push": ("ws", "sse"), "websockets_push": ("ws",)}
 HOWS = {"tornado_push": ("loop", "await", "frame"), "aiohttp_push": ("await", "tasks"),
@@ -41,26 +41,26 @@ def slope(points):
 
 def hold(server, n, transport, compression, messages):
     """Start a client process holding n subscribers that wait for `messages` messages; return once held."""
-    before = client.counted(server.url)
+    before = push_routes.counted(server.url)
     run = load.start_load(server.url + "/", kind="subscribers", transport=transport, compression=compression,
                           requests=n * messages, concurrency=n, timeout_s=10, max_duration_s=300)
-    client.wait_until_held(run, server.url, before + n, timeout_s=60)
+    push_routes.wait_until_held(run, server.url, before + n, timeout_s=60)
     return run
 
 
 def memory(name, transport, compression, total, steps=4):
     """RSS at 0, total/steps, ... total idle subscribers, and after one message to all of them."""
     with servers.serve(name, compression=compression) as server:
-        points = [(0, client.get_json(server.url, "/stats")["rss_bytes"])]
+        points = [(0, push_routes.get_json(server.url, "/stats")["rss_bytes"])]
         runs = []
         try:
             for step in range(1, steps + 1):
                 runs.append(hold(server, total // steps, transport, compression == "on", 2))
-                points.append((step * (total // steps), client.get_json(server.url, "/stats")["rss_bytes"]))
-            client.publish(server.url)
+                points.append((step * (total // steps), push_routes.get_json(server.url, "/stats")["rss_bytes"]))
+            push_routes.publish(server.url)
             time.sleep(0.5)  # every subscriber has it (a few ms each); the compressors made at the first are there
-            after_message = client.get_json(server.url, "/stats")["rss_bytes"]
-            client.publish(server.url)  # the second: the runs end
+            after_message = push_routes.get_json(server.url, "/stats")["rss_bytes"]
+            push_routes.publish(server.url)  # the second: the runs end
             for run in runs:
                 run.wait(timeout=60)
         finally:
@@ -84,17 +84,17 @@ def fanout(name, transport, how, n, messages, gap_s):
         run = load.start_load(server.url + "/", kind="subscribers", transport=transport, requests=n * (messages + 1),
                               concurrency=n, timeout_s=10, max_duration_s=120)
         try:
-            client.wait_until_held(run, server.url, n, timeout_s=60)
-            cpu0 = client.get_json(server.url, "/stats")["cpu_s"]
+            push_routes.wait_until_held(run, server.url, n, timeout_s=60)
+            cpu0 = push_routes.get_json(server.url, "/stats")["cpu_s"]
             answers = []
             for _ in range(messages):
-                answers.append(client.publish(server.url, 64, how))
+                answers.append(push_routes.publish(server.url, 64, how))
                 time.sleep(gap_s)
             deadline = time.monotonic() + 30
             while len(run.samples()) < n * messages and time.monotonic() < deadline:
                 time.sleep(0.02)
-            cpu1 = client.get_json(server.url, "/stats")["cpu_s"]
-            client.publish(server.url, 64, how)
+            cpu1 = push_routes.get_json(server.url, "/stats")["cpu_s"]
+            push_routes.publish(server.url, 64, how)
             result = run.wait(timeout=60)
         finally:
             run.stop()

@@ -22,7 +22,7 @@ def main():
         with servers.serve(name) as server:
             for label, users, requests in (("one user", 1, 200), ("saturated", args.users, args.requests)):
                 summary = metrics.summarize(load.run_load(
-                    f"{server.url}/", server=server, requests=requests, concurrency=users, client=args.client,
+                    f"{server.url}/", server=server, requests=requests, concurrency=users, kind=f"closed_{args.client}",
                 ))
                 figures[name][label] = {
                     "rps": summary.rps, "demand_ms": summary.demand_ms, "utilization": summary.utilization,

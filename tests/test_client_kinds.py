@@ -34,7 +34,7 @@ def test_every_kind_has_a_case_here_and_runs_under_load():
     for name in kinds.names():
         info = kinds.get(name)
         module = importlib.import_module(f"iolab.clients.{info.module}")
-        assert callable(getattr(module, info.entry, None)), f"clients/{info.module}.py has no {info.entry}()"
+        assert callable(getattr(module, "run", None)), f"clients/{info.module}.py has no run()"
         assert set(CASES[name][0]) <= set(info.option_names)
         assert load.LoadSpec("http://127.0.0.1:9/", kind=name, **CASES[name][0]).kind == name
 
@@ -54,6 +54,16 @@ def test_the_readme_table_of_kinds_matches_the_registry():
         assert listed == set(info.option_names), (
             f"clients/README.md: {name}'s options are {list(info.option_names)}, the table says {sorted(listed)}"
         )
+
+
+def test_the_package_lists_each_of_its_modules_once():
+    # clients/__init__.py says which side of the client process's pipe each module is on: all of them, no ghosts.
+    import iolab.clients
+
+    rows = re.findall(r"^([a-z_]+(?:, [a-z_]+)*) {2,}\S", iolab.clients.__doc__, re.MULTILINE)
+    listed = [name for row in rows for name in row.split(", ")]
+    modules = sorted(path.stem for path in README.parent.glob("*.py") if path.stem != "__init__")
+    assert len(modules) > 15 and sorted(listed) == modules, f"listed {sorted(listed)}, the package holds {modules}"
 
 
 def test_the_shared_spec_holds_only_what_every_kind_uses():

@@ -7,8 +7,8 @@ import pytest
 
 from helpers import kill_the_parent
 from iolab import load
-from iolab.clients import process as client_process
 from iolab.clients import wire
+from iolab.clients.shares import share_of
 
 
 def test_the_row_is_written_in_the_order_it_is_read():
@@ -49,7 +49,7 @@ def test_a_frame_cut_short_by_a_kill_reads_as_the_end():
 
 @pytest.mark.parametrize("total, parts", [(10, 3), (7, 7), (100, 1), (5, 4)])
 def test_shares_split_users_and_requests_without_loss(total, parts):
-    shares = [client_process.share_of({"process": p, "processes": parts, "concurrency": total, "requests": total * 3})
+    shares = [share_of({"process": p, "processes": parts, "concurrency": total, "requests": total * 3})
               for p in range(parts)]
     users = [user for share in shares for user in share["users"]]
     assert users == list(range(total)), "every user in exactly one process"
@@ -57,9 +57,9 @@ def test_shares_split_users_and_requests_without_loss(total, parts):
     assert max(len(s["users"]) for s in shares) - min(len(s["users"]) for s in shares) <= 1
 
 
-@pytest.mark.parametrize("client", load.CLIENTS)
-def test_several_processes_merge_into_one_run(tornado, client):
-    result = load.run_load(tornado.url + "/", requests=90, concurrency=6, client=client, processes=3)
+@pytest.mark.parametrize("kind", ["closed_async", "closed_raw", "closed_sync"])
+def test_several_processes_merge_into_one_run(tornado, kind):
+    result = load.run_load(tornado.url + "/", requests=90, concurrency=6, kind=kind, processes=3)
     assert result.stop_reason == "completed"
     assert len(result.samples) == 90 and result.errors == 0
     assert {s.user for s in result.samples} == set(range(6))
@@ -71,13 +71,13 @@ def test_several_processes_merge_into_one_run(tornado, client):
 
 
 def test_several_processes_merge_an_aggregated_run(tornado):
-    result = load.run_load(tornado.url + "/", requests=300, concurrency=4, client="raw", processes=2, record="aggregate")
+    result = load.run_load(tornado.url + "/", requests=300, concurrency=4, kind="closed_raw", processes=2, record="aggregate")
     assert result.aggregated and result.completed == 300 and result.errors == 0
     assert sum(result.samples.finished) == 300
 
 
 def test_the_client_process_stops_when_the_run_is_stopped(tornado):
-    run = load.start_load(tornado.url + "/async-sleep?ms=100", requests=10_000, concurrency=4, processes=2, client="raw")
+    run = load.start_load(tornado.url + "/async-sleep?ms=100", requests=10_000, concurrency=4, processes=2, kind="closed_raw")
     assert len(run.processes) == 2
     run.stop()
     assert all(process.poll() is not None for process in run.processes)
@@ -89,7 +89,7 @@ PARENT = """
     from iolab import load, servers
     server = servers.start("tornado_app")
     run = load.start_load(server.url + "/async-sleep?ms=500", requests=10000, concurrency=4, processes=2,
-                          client="raw", max_duration_s=60)
+                          kind="closed_raw", max_duration_s=60)
     print(json.dumps({"pids": [process.pid for process in run.processes]}), flush=True)
 """
 
@@ -106,7 +106,7 @@ def test_a_client_that_cannot_start_ends_the_run_with_its_reason(monkeypatch, tm
     broken.write_text("#!/bin/sh\necho 'the client could not start' >&2\nexit 3\n")
     broken.chmod(0o755)
     monkeypatch.setattr("sys.executable", str(broken))
-    result = load.start_load(tornado.url + "/", requests=10, concurrency=2, client="raw").wait(timeout=30)
+    result = load.start_load(tornado.url + "/", requests=10, concurrency=2, kind="closed_raw").wait(timeout=30)
     assert "exited with code 3 before the run began" in result.stop_reason
     assert "the client could not start" in result.client_stderr
     assert result.completed == 0
@@ -115,17 +115,16 @@ def test_a_client_that_cannot_start_ends_the_run_with_its_reason(monkeypatch, tm
 @pytest.mark.parametrize(
     "spec, words",
     [
-        ({"loop": "half-open"}, ["loop must be one of", "'half-open'"]),
-        ({"loop": "open"}, ["rate_rps is required for the open loop"]),
-        ({"loop": "open", "rate_rps": 0}, ["rate_rps must be between", "got 0"]),
-        ({"loop": "open", "rate_rps": 10, "schedule": "weekly"}, ["schedule must be one of", "'weekly'"]),
-        ({"loop": "open", "rate_rps": 10, "client": "async"}, ["client must be 'raw' for the open loop"]),
+        ({"kind": "half-open"}, ["kind must be one of", "'half-open'"]),
+        ({"kind": "open"}, ["rate_rps is required for the open loop"]),
+        ({"kind": "open", "rate_rps": 0}, ["rate_rps must be between", "got 0"]),
+        ({"kind": "open", "rate_rps": 10, "schedule": "weekly"}, ["schedule must be one of", "'weekly'"]),
         ({"rate_rps": 10}, ["rate_rps is not an option of the 'closed_async' client kind", "take it: open"]),
-        ({"loop": "open", "rate_rps": 10, "schedule": "poisson", "seed": "lucky"}, ["seed must be a whole number", "'lucky'"]),
-        ({"loop": "pipelined"}, ["pipeline_depth is required"]),
-        ({"loop": "pipelined", "pipeline_depth": 0}, ["pipeline_depth must be between 1 and", "got 0"]),
-        ({"loop": "pipelined", "pipeline_depth": 4, "keep_alive": False}, ["keep_alive is not an option of the 'pipelined'"]),
-        ({"loop": "pipelined", "pipeline_depth": 4, "pipeline_paths": ["x"]}, ["pipeline_paths must be paths", "'x'"]),
+        ({"kind": "open", "rate_rps": 10, "schedule": "poisson", "seed": "lucky"}, ["seed must be a whole number", "'lucky'"]),
+        ({"kind": "pipelined"}, ["pipeline_depth is required"]),
+        ({"kind": "pipelined", "pipeline_depth": 0}, ["pipeline_depth must be between 1 and", "got 0"]),
+        ({"kind": "pipelined", "pipeline_depth": 4, "keep_alive": False}, ["keep_alive is not an option of the 'pipelined'"]),
+        ({"kind": "pipelined", "pipeline_depth": 4, "pipeline_paths": ["x"]}, ["pipeline_paths must be paths", "'x'"]),
         ({"pipeline_depth": 4}, ["pipeline_depth is not an option of the 'closed_async'", "take it: pipelined"]),
         ({"processes": 0}, ["processes must be between 1 and", "got 0"]),
         ({"processes": 8, "concurrency": 4, "requests": 8}, ["processes must be at most concurrency (4)", "got 8"]),
@@ -146,6 +145,6 @@ def test_the_file_limit_counts_every_connection_whatever_the_processes(monkeypat
     # 250 connections split across 5 processes fit each process, but the server must hold all 250.
     monkeypatch.setattr(load.resource, "getrlimit", lambda which: (300, 300))
     with pytest.raises(load.LoadParameterError, match="RLIMIT_NOFILE is 300") as raised:
-        load.start_load("http://127.0.0.1:9/", requests=500, concurrency=250, processes=5, client="raw")
+        load.start_load("http://127.0.0.1:9/", requests=500, concurrency=250, processes=5, kind="closed_raw")
     assert "each of 5 client processes" in str(raised.value)
-    load.LoadSpec("http://127.0.0.1:9/", requests=500, concurrency=200, processes=5, client="raw").validate()
+    load.LoadSpec("http://127.0.0.1:9/", requests=500, concurrency=200, processes=5, kind="closed_raw").validate()

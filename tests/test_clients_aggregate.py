@@ -43,9 +43,9 @@ def test_ranks_are_exact_at_the_ends_and_within_precision_between():
         histogram.at_rank(0)
 
 
-@pytest.mark.parametrize("client", ["raw", "async"])
-def test_aggregated_summary_agrees_with_the_samples_of_the_same_run(tornado, client):
-    result = load.run_load(tornado.url + "/async-sleep?ms=20", requests=300, concurrency=10, client=client)
+@pytest.mark.parametrize("kind", ["closed_raw", "closed_async"])
+def test_aggregated_summary_agrees_with_the_samples_of_the_same_run(tornado, kind):
+    result = load.run_load(tornado.url + "/async-sleep?ms=20", requests=300, concurrency=10, kind=kind)
     aggregated = load.LoadResult(result.spec, Aggregate.of_samples(result.samples), result.duration_s, "completed")
     exact, binned = metrics.summarize(result), metrics.summarize(aggregated)
     assert binned.completed == exact.completed == 300
@@ -68,7 +68,7 @@ def test_latency_from_intended_agrees_too():
                     user=k, connection=0, intended=k * 0.01)
         for k in range(50)
     ]
-    spec = load.LoadSpec("http://127.0.0.1:1/", 50, 1, loop="open", rate_rps=100)
+    spec = load.LoadSpec("http://127.0.0.1:1/", 50, 1, kind="open", rate_rps=100)
     exact = metrics.summarize(load.LoadResult(spec, samples, 1.0, "completed"), latency_from="intended")
     binned = metrics.summarize(load.LoadResult(spec, Aggregate.of_samples(samples), 1.0, "completed"), latency_from="intended")
     assert exact.max_ms == pytest.approx(5 + 2 * 49)
@@ -76,7 +76,7 @@ def test_latency_from_intended_agrees_too():
 
 
 def test_an_aggregated_run_counts_everything_and_keeps_no_sample(tornado):
-    result = load.run_load(tornado.url + "/", requests=500, concurrency=5, client="raw", record="aggregate")
+    result = load.run_load(tornado.url + "/", requests=500, concurrency=5, kind="closed_raw", record="aggregate")
     assert result.aggregated and result.completed == 500 and result.errors == 0
     summary = metrics.summarize(result)
     assert summary.completed == 500 and summary.error_kinds == {}
@@ -96,7 +96,7 @@ def test_large_runs_are_aggregated_unless_told_otherwise():
 
 
 def test_errors_and_bad_statuses_are_counted_by_kind(tornado):
-    result = load.run_load(tornado.url + "/async-sleep?ms=oops", requests=20, concurrency=2, client="raw",
+    result = load.run_load(tornado.url + "/async-sleep?ms=oops", requests=20, concurrency=2, kind="closed_raw",
                            record="aggregate")
     assert metrics.summarize(result).error_kinds == {"status 400": 20}
     assert result.errors == 0, "an answer, even a 400, is not a transport error"

@@ -9,7 +9,7 @@ import types
 import pytest
 
 from helpers import script_server
-from iolab import servers
+from iolab import load, servers
 from iolab.clients import batch
 from iolab.clients.kinds import LoadParameterError
 
@@ -59,7 +59,7 @@ def server(request):
 
 
 def test_every_answer_is_checked_and_counted(server):
-    result = batch.run(server.url, depth=16, connections=4, duration_s=0.5)
+    result = load.run_batches(server.url, depth=16, connections=4, duration_s=0.5)
     assert result.errors == {} and result.requests > 16 * 4 * 10
     assert result.requests % 16 == 0  # whole batches: the next leaves only once the last is all answered
     assert result.seconds >= 0.5 and result.client_cpu_s > 0 and result.client_us > 0
@@ -67,7 +67,7 @@ def test_every_answer_is_checked_and_counted(server):
 
 
 def test_the_request_bound_holds_to_a_batch(server):
-    result = batch.run(server.url, depth=8, connections=2, duration_s=30, max_requests=1000)
+    result = load.run_batches(server.url, depth=8, connections=2, duration_s=30, max_requests=1000)
     assert result.errors == {} and 1000 <= result.requests < 1000 + 8 * 2
     assert result.seconds < 10  # it stopped at the count, not at the duration
 
@@ -75,21 +75,21 @@ def test_the_request_bound_holds_to_a_batch(server):
 def test_the_answers_of_the_same_in_reverse_are_wrong(tmp_path):
     # The server's answers are all right except their order within a read: a batch of one is still right.
     with script_server(tmp_path, MISBEHAVING_SERVER, "reversed") as url:
-        assert batch.run(url, depth=1, connections=1, duration_s=0.3).errors == {}
-        result = batch.run(url, depth=4, connections=2, duration_s=0.3)
+        assert load.run_batches(url, depth=1, connections=1, duration_s=0.3).errors == {}
+        result = load.run_batches(url, depth=4, connections=2, duration_s=0.3)
     assert result.errors == {"wrong answer": 8} and result.requests == 0
 
 
 def test_a_wrong_body_is_wrong(tmp_path):
     with script_server(tmp_path, MISBEHAVING_SERVER, "body") as url:
-        result = batch.run(url, depth=4, connections=1, duration_s=0.3)
+        result = load.run_batches(url, depth=4, connections=1, duration_s=0.3)
     assert result.errors == {"wrong answer": 4} and result.requests == 0
 
 
 def test_a_server_that_never_answers_times_out(tmp_path):
     with script_server(tmp_path, MISBEHAVING_SERVER, "silent") as url:
         began = time.perf_counter()
-        result = batch.run(url, depth=4, connections=2, duration_s=5, timeout_s=0.3)
+        result = load.run_batches(url, depth=4, connections=2, duration_s=5, timeout_s=0.3)
         took = time.perf_counter() - began
     assert result.errors == {"timeout": 8} and result.requests == 0
     assert took < 5, f"the run took {took:.1f} s: the timeout did not end it"
@@ -99,7 +99,7 @@ def test_nothing_listening_is_refused():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # free once closed, and nothing else here listens on it
-    result = batch.run(f"http://127.0.0.1:{port}", depth=4, connections=2, duration_s=0.2)
+    result = load.run_batches(f"http://127.0.0.1:{port}", depth=4, connections=2, duration_s=0.2)
     assert result.errors == {"refused": 2} and result.requests == 0
 
 
@@ -114,7 +114,7 @@ def test_nothing_listening_is_refused():
 def test_bad_parameters_are_refused_by_name(arguments, named):
     arguments = {"url": "http://127.0.0.1:1", **arguments}
     with pytest.raises(LoadParameterError, match=named):
-        batch.run(**arguments)
+        load.run_batches(**arguments)
 
 
 def answer(number, date=b"Thu, 26 Nov 2026 07:46:27 GMT"):

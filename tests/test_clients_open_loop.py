@@ -9,7 +9,7 @@ import pytest
 
 from iolab import load, metrics
 from iolab.clients.open_loop import schedule
-from iolab.clients.process import split
+from iolab.clients.shares import split
 
 RATE_RPS = 40
 # The server serves /sync-sleep one request at a time: at SERVICE_MS each it keeps up with 1000/SERVICE_MS
@@ -54,7 +54,7 @@ def test_poisson_arrivals_come_at_the_rate_on_average_and_repeat_with_a_seed():
 def test_a_slow_server_makes_coordinated_omission_visible(tornado):
     """One connection, a server half as fast as the schedule: sends fall behind, and only the intended clock sees it."""
     result = load.run_load(
-        tornado.url + f"/sync-sleep?ms={SERVICE_MS}", loop="open", rate_rps=RATE_RPS, requests=REQUESTS,
+        tornado.url + f"/sync-sleep?ms={SERVICE_MS}", kind="open", rate_rps=RATE_RPS, requests=REQUESTS,
         concurrency=1, timeout_s=10,
     )
     assert result.stop_reason == "completed" and result.errors == 0
@@ -77,7 +77,7 @@ def test_a_slow_server_makes_coordinated_omission_visible(tornado):
 @pytest.mark.slow
 def test_a_server_that_keeps_up_keeps_the_schedule(tornado):
     result = load.run_load(
-        tornado.url + f"/async-sleep?ms={SERVICE_MS}", loop="open", rate_rps=RATE_RPS, requests=REQUESTS,
+        tornado.url + f"/async-sleep?ms={SERVICE_MS}", kind="open", rate_rps=RATE_RPS, requests=REQUESTS,
         concurrency=10, timeout_s=10,
     )
     assert result.errors == 0 and len(result.samples) == REQUESTS
@@ -94,7 +94,7 @@ def test_a_server_that_keeps_up_keeps_the_schedule(tornado):
 
 def test_outstanding_requests_never_exceed_the_connections(tornado):
     result = load.run_load(
-        tornado.url + "/async-sleep?ms=200", loop="open", rate_rps=50, requests=30, concurrency=3, timeout_s=10,
+        tornado.url + "/async-sleep?ms=200", kind="open", rate_rps=50, requests=30, concurrency=3, timeout_s=10,
         schedule="poisson", seed=3,
     )
     assert len(result.samples) == 30 and result.errors == 0
@@ -105,7 +105,7 @@ def test_outstanding_requests_never_exceed_the_connections(tornado):
 
 def test_every_open_loop_request_times_out(tornado):
     result = load.run_load(
-        tornado.url + "/async-sleep?ms=3000", loop="open", rate_rps=20, requests=2, concurrency=2, timeout_s=0.3
+        tornado.url + "/async-sleep?ms=3000", kind="open", rate_rps=20, requests=2, concurrency=2, timeout_s=0.3
     )
     assert [s.error for s in result.samples] == ["timeout", "timeout"]
     assert all(0.25 < s.latency < 1.5 for s in result.samples)
@@ -113,6 +113,6 @@ def test_every_open_loop_request_times_out(tornado):
 
 def test_open_loop_against_nothing_records_refusals(tornado):
     url = tornado.url.rsplit(":", 1)[0] + ":9/"  # the discard port: nothing listens on loopback there
-    result = load.run_load(url, loop="open", rate_rps=100, requests=10, concurrency=2, timeout_s=2)
+    result = load.run_load(url, kind="open", rate_rps=100, requests=10, concurrency=2, timeout_s=2)
     assert len(result.samples) == 10
     assert metrics.summarize(result).error_kinds == {"refused": 10}

@@ -47,7 +47,7 @@ BACKWARDS_SERVER = textwrap.dedent(
 def test_answers_come_back_in_order(server, tornado, step4):
     url = {"tornado": tornado, "step4": step4}[server].url
     result = load.run_load(
-        url + "/", loop="pipelined", pipeline_depth=4, pipeline_paths=PATHS, requests=80, concurrency=2, timeout_s=10
+        url + "/", kind="pipelined", pipeline_depth=4, pipeline_paths=PATHS, requests=80, concurrency=2, timeout_s=10
     )
     assert result.stop_reason == "completed"
     assert len(result.samples) == 80 and result.errors == 0, metrics.summarize(result).error_kinds
@@ -62,7 +62,7 @@ def test_answers_come_back_in_order(server, tornado, step4):
 def test_an_answer_out_of_order_is_counted(tmp_path):
     with script_server(tmp_path, BACKWARDS_SERVER) as url:
         result = load.run_load(
-            url + "/", loop="pipelined", pipeline_depth=2, pipeline_paths=("/a", "/bb"), requests=20, concurrency=1,
+            url + "/", kind="pipelined", pipeline_depth=2, pipeline_paths=("/a", "/bb"), requests=20, concurrency=1,
             timeout_s=10,
         )
     kinds = metrics.summarize(result).error_kinds
@@ -74,7 +74,7 @@ def test_an_answer_out_of_order_is_counted(tmp_path):
 
 def test_a_pipelined_request_times_out(tornado):
     result = load.run_load(
-        tornado.url + "/async-sleep?ms=3000", loop="pipelined", pipeline_depth=3, requests=3, concurrency=1,
+        tornado.url + "/async-sleep?ms=3000", kind="pipelined", pipeline_depth=3, requests=3, concurrency=1,
         timeout_s=0.3,
     )
     assert [s.error for s in result.samples] == ["timeout"] * 3

@@ -12,9 +12,9 @@ import pytest
 from iolab import load, metrics
 
 RAW_CLIENTS = {
-    "closed": {"client": "raw"},
-    "open": {"loop": "open", "rate_rps": 200},
-    "pipelined": {"loop": "pipelined", "pipeline_depth": 4},
+    "closed": {"kind": "closed_raw"},
+    "open": {"kind": "open", "rate_rps": 200},
+    "pipelined": {"kind": "pipelined", "pipeline_depth": 4},
 }
 REQUESTS = 12
 

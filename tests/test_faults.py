@@ -31,7 +31,7 @@ def fake_servers(tmp_path, monkeypatch):
 def test_server_crashing_mid_run_becomes_recorded_errors(client):
     with servers.serve("tornado_app") as server:
         run = load.start_load(
-            server.url + "/async-sleep?ms=200", requests=200, concurrency=10, timeout_s=5, client=client
+            server.url + "/async-sleep?ms=200", requests=200, concurrency=10, timeout_s=5, kind=f"closed_{client}"
         )
         time.sleep(0.5)
         os.kill(server.pid, signal.SIGKILL)
@@ -127,6 +127,6 @@ def test_kernel_killed_with_sigkill_takes_its_servers_along():
 def test_a_run_against_nothing_ends_with_refused_errors(client):
     with servers.serve("tornado_app") as server:
         url = server.url + "/"
-    result = load.run_load(url, requests=20, concurrency=2, timeout_s=2, client=client)
+    result = load.run_load(url, requests=20, concurrency=2, timeout_s=2, kind=f"closed_{client}")
     assert len(result.samples) == 20
     assert metrics.summarize(result).error_kinds == {"refused": 20}

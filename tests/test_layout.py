@@ -219,7 +219,7 @@ OWNERS = {
     # The header's name alone, to look for its value (a request's "Content-Length: 5" only writes one).
     "cuts HTTP answers apart": (r"[Cc]ontent-[Ll]ength:\s?[\"']|[\"']content-length", "iolab.http1"),
     "reads the kernel's listen counters": (r"/proc/net/netstat|\"ss\", \"-", "iolab.listening"),
-    "picks an event loop": (r"import uvloop|(asyncio|uvloop)\.new_event_loop\(", "iolab.clients.process"),
+    "picks an event loop": (r"import uvloop|(asyncio|uvloop)\.new_event_loop\(", "iolab.clients.event_loops"),
     # Starts a client module of ours as a process and talks to it: the frames of clients.wire and a go line.
     "speaks to a client process": (r"python\(\"-m\", (__name__|\w+\.__name__|\"iolab\.clients)", "iolab.load"),
 }

@@ -10,6 +10,7 @@ import psutil
 import pytest
 
 from iolab import load, metrics
+from iolab.params import ParameterError
 
 # 10 users whose 250 ms waits overlap against 10 that queue: 10 times the throughput in theory.
 # Start-up and client overhead weigh more on the overlapped run's short duration, and a loaded
@@ -24,12 +25,13 @@ TIMEOUT_FIRED_BEFORE_S = 1.5
 # Two requests 0.2 s apart: a timer's jitter either way, more on a loaded machine.
 GAP_AT_LEAST_S = 0.18
 GAP_AT_MOST_S = 0.3
+CLOSED_LOOP_KINDS = ("closed_async", "closed_raw", "closed_sync")
 
 
-@pytest.mark.parametrize("client", load.CLIENTS)
+@pytest.mark.parametrize("kind", CLOSED_LOOP_KINDS)
 @pytest.mark.parametrize("keep_alive", [True, False])
-def test_every_request_is_recorded(tornado, client, keep_alive):
-    result = load.run_load(tornado.url + "/", requests=60, concurrency=6, client=client, keep_alive=keep_alive)
+def test_every_request_is_recorded(tornado, kind, keep_alive):
+    result = load.run_load(tornado.url + "/", requests=60, concurrency=6, kind=kind, keep_alive=keep_alive)
     assert result.stop_reason == "completed"
     assert len(result.samples) == 60
     assert all(s.status == 200 and s.bytes == len(b"hello world\n") and s.error is None for s in result.samples)
@@ -40,19 +42,19 @@ def test_every_request_is_recorded(tornado, client, keep_alive):
     assert all(s.intended == s.start for s in result.samples), "a closed loop sends when it means to"
 
 
-@pytest.mark.parametrize("client", load.CLIENTS)
-def test_concurrency_is_never_exceeded(tornado, client):
-    result = load.run_load(tornado.url + "/async-sleep?ms=50", requests=40, concurrency=5, client=client)
+@pytest.mark.parametrize("kind", CLOSED_LOOP_KINDS)
+def test_concurrency_is_never_exceeded(tornado, kind):
+    result = load.run_load(tornado.url + "/async-sleep?ms=50", requests=40, concurrency=5, kind=kind)
     _, in_flight = metrics.in_flight_over_time(result.samples, step_s=0.005)
     assert max(in_flight) == 5
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("client", load.CLIENTS)
-def test_async_server_overlaps_waits_and_sync_server_does_not(tornado, client):
+@pytest.mark.parametrize("kind", CLOSED_LOOP_KINDS)
+def test_async_server_overlaps_waits_and_sync_server_does_not(tornado, kind):
     """10 users, 100 ms each: about 100 req/s when the waits overlap, 10 when they queue."""
-    overlapped = load.run_load(tornado.url + "/async-sleep?ms=100", requests=30, concurrency=10, client=client)
-    queued = load.run_load(tornado.url + "/sync-sleep?ms=100", requests=10, concurrency=10, client=client)
+    overlapped = load.run_load(tornado.url + "/async-sleep?ms=100", requests=30, concurrency=10, kind=kind)
+    queued = load.run_load(tornado.url + "/sync-sleep?ms=100", requests=10, concurrency=10, kind=kind)
     ratio = metrics.summarize(overlapped).rps / metrics.summarize(queued).rps
     assert OVERLAP_RATIO_AT_LEAST < ratio < OVERLAP_RATIO_AT_MOST, f"async/sync throughput ratio {ratio:.1f}, expected near 10"
 
@@ -110,12 +112,12 @@ def test_fire_staggered_keeps_the_gap(tornado):
         ({"requests": 5, "concurrency": 10}, ["requests must be at least concurrency (10)", "got 5"]),
         ({"timeout_s": 0}, ["timeout_s", "got 0"]),
         ({"max_duration_s": 10**6}, ["max_duration_s", "got 1000000"]),
-        ({"client": "curl"}, ["client must be one of", "'curl'"]),
+        ({"kind": "curl"}, ["kind must be one of", "'curl'"]),
         ({"concurrency": 1_000_000, "requests": 1_000_000}, ["concurrency", "got 1000000"]),
-        ({"concurrency": 2000, "requests": 2000, "client": "sync"}, ["at most 1000 with the sync client"]),
-        ({"connect_first": True, "client": "async"}, ["connect_first is not an option of the 'closed_async'", "closed_raw"]),
-        ({"connect_first": True, "client": "raw", "keep_alive": False}, ["connect_first", "keep_alive=False"]),
-        ({"think_s": 1, "client": "sync"}, ["think_s is not an option of the 'closed_sync'", "closed_async, closed_raw"]),
+        ({"concurrency": 2000, "requests": 2000, "kind": "closed_sync"}, ["at most 1000 with the sync client"]),
+        ({"connect_first": True, "kind": "closed_async"}, ["connect_first is not an option of the 'closed_async'", "closed_raw"]),
+        ({"connect_first": True, "kind": "closed_raw", "keep_alive": False}, ["connect_first", "keep_alive=False"]),
+        ({"think_s": 1, "kind": "closed_sync"}, ["think_s is not an option of the 'closed_sync'", "closed_async, closed_raw"]),
     ],
 )
 def test_bad_parameters_are_named_with_their_range(spec, words):
@@ -123,6 +125,27 @@ def test_bad_parameters_are_named_with_their_range(spec, words):
         load.start_load("http://127.0.0.1:9/", **spec)
     for word in words:
         assert word in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    "old, instead",
+    [
+        ({"loop": "open", "rate_rps": 10}, "kind='open'"),
+        ({"client": "raw"}, "kind='closed_raw'"),
+        ({"loop": "closed", "client": "sync"}, "kind='closed_sync'"),
+        ({"loop": "pipelined", "pipeline_depth": 4}, "kind='pipelined'"),
+        ({"loop": "half-open"}, "give kind= (the kinds: batch, closed_async"),
+    ],
+)
+def test_the_old_keywords_are_refused_with_the_kind_that_says_the_same(old, instead):
+    # One way to choose a client: loop= and client= are refused by name, whatever else is given.
+    for given in (old, {**old, "kind": "closed_async"}):
+        with pytest.raises(load.LoadParameterError) as raised:
+            load.LoadSpec("http://127.0.0.1:9/", **given)
+        said = str(raised.value)
+        assert instead in said and "a run names its client with kind= alone" in said, said
+        assert all(f"{keyword}={value!r}" in said for keyword, value in old.items() if keyword in ("loop", "client"))
+    assert isinstance(raised.value, ParameterError)
 
 
 def test_concurrency_is_checked_against_the_file_limit(monkeypatch):
@@ -149,7 +172,7 @@ def test_connect_first_decides_whether_the_users_are_connected_at_the_go(tornado
         ))
 
     result = load.run_load(
-        tornado.url + "/", requests=40, concurrency=8, client="raw", connect_first=connect_first,
+        tornado.url + "/", requests=40, concurrency=8, kind="closed_raw", connect_first=connect_first,
         before_go=count_connections,
     )
     assert result.stop_reason == "completed" and len(result.samples) == 40
@@ -163,7 +186,7 @@ def test_a_failing_look_before_the_go_stops_the_run_with_its_reason(tornado):
         raise RuntimeError("the server could not be read")
 
     started = time.monotonic()
-    result = load.run_load(tornado.url + "/", requests=40, concurrency=4, client="raw", before_go=broken)
+    result = load.run_load(tornado.url + "/", requests=40, concurrency=4, kind="closed_raw", before_go=broken)
     assert "before the go: RuntimeError: the server could not be read" in result.stop_reason
     assert len(result.samples) == 0 and time.monotonic() - started < STOPPED_WITHIN_S
 
@@ -173,16 +196,16 @@ def test_connect_first_to_a_port_nobody_listens_on_records_each_refusal_and_ends
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     started = time.monotonic()
-    result = load.run_load(f"http://127.0.0.1:{port}/", requests=12, concurrency=4, client="raw", connect_first=True)
+    result = load.run_load(f"http://127.0.0.1:{port}/", requests=12, concurrency=4, kind="closed_raw", connect_first=True)
     assert len(result.samples) == 12 and {s.error for s in result.samples} == {"refused"}, result.samples[:3]
     assert time.monotonic() - started < STOPPED_WITHIN_S
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("client", ["raw", "async"])
-def test_users_who_think_send_at_users_over_think_time(tornado, client):
+@pytest.mark.parametrize("kind", ["closed_raw", "closed_async"])
+def test_users_who_think_send_at_users_over_think_time(tornado, kind):
     # 4 users thinking 50 ms after each ~1 ms answer: about 4 / 0.051 = 78 requests per second.
-    result = load.run_load(tornado.url + "/", client=client, concurrency=4, think_s=0.05, requests=10_000,
+    result = load.run_load(tornado.url + "/", kind=kind, concurrency=4, think_s=0.05, requests=10_000,
                            max_duration_s=1.5)
     rate = len(result.samples) / result.duration_s
     assert 50 < rate <= 4 / 0.05 * 1.05, rate
@@ -194,6 +217,6 @@ def test_users_who_think_send_at_users_over_think_time(tornado, client):
 
 def test_think_time_is_for_the_closed_loop_only():
     with pytest.raises(load.LoadParameterError, match="think_s is not an option of the 'open' client kind"):
-        load.LoadSpec("http://127.0.0.1:1/", loop="open", rate_rps=10, think_s=0.1).validate()
+        load.LoadSpec("http://127.0.0.1:1/", kind="open", rate_rps=10, think_s=0.1).validate()
     with pytest.raises(load.LoadParameterError, match="think_s must be between"):
         load.LoadSpec("http://127.0.0.1:1/", think_s=-1).validate()

@@ -37,4 +37,4 @@ def test_one_error_type_for_every_bad_parameter():
     with pytest.raises(params.ParameterError, match="throughput must be more than 0"):
         theory.response_time(4, 0)
     with pytest.raises(load.LoadParameterError, match="rate_rps must be between"):
-        load.LoadSpec("http://127.0.0.1:9/", loop="open", rate_rps=-1).validate()
+        load.LoadSpec("http://127.0.0.1:9/", kind="open", rate_rps=-1).validate()

@@ -131,7 +131,7 @@ def test_the_labs_pipelined_client_finds_every_answer_in_order(variant):
     paths, _ = mixed_batch(16)
     with start(variant) as server:
         result = load.run_load(
-            server.url + "/", loop="pipelined", pipeline_depth=16, pipeline_paths=paths, requests=16 * 40,
+            server.url + "/", kind="pipelined", pipeline_depth=16, pipeline_paths=paths, requests=16 * 40,
             concurrency=4, timeout_s=TIMEOUT_S,
         )
         server.check()

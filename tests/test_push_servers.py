@@ -15,7 +15,7 @@ import pytest
 
 from helpers import GONE_WITHIN_S, kill_the_parent
 from iolab import load, registry, servers
-from iolab.clients import subscribers as subscribers_client
+from iolab.clients import push_routes
 
 SUBSCRIBERS, MESSAGES = 20, 3
 # Every server, transport and broadcaster (`how`), and permessage-deflate once per server that has /ws.
@@ -103,10 +103,10 @@ def test_publish_refuses_bad_values_by_name(started, name):
 
 def hold(server, subscribers, transport="ws"):
     """Start a run of idle subscribers that waits for one message; returns the run once the server counts them."""
-    before = subscribers_client.counted(server.url)
+    before = push_routes.counted(server.url)
     run = load.start_load(server.url + "/", kind="subscribers", transport=transport, requests=subscribers,
                           concurrency=subscribers, timeout_s=10, max_duration_s=20)
-    subscribers_client.wait_until_held(run, server.url, before + subscribers, timeout_s=15)
+    push_routes.wait_until_held(run, server.url, before + subscribers, timeout_s=15)
     return run
 
 
@@ -182,14 +182,14 @@ def test_a_subscriber_process_stopped_with_sigstop_is_dropped_and_learns_it_when
                               max_duration_s=20)
     others = None
     try:
-        subscribers_client.wait_until_held(stopped, server.url, 1, timeout_s=15)
+        push_routes.wait_until_held(stopped, server.url, 1, timeout_s=15)
         others = load.start_load(server.url + "/", kind="subscribers", requests=7 * 30, concurrency=7, timeout_s=5,
                                  max_duration_s=20)
-        subscribers_client.wait_until_held(others, server.url, 8, timeout_s=15)
+        push_routes.wait_until_held(others, server.url, 8, timeout_s=15)
         os.kill(stopped.processes[0].pid, signal.SIGSTOP)
         try:
             for _ in range(30):
-                subscribers_client.publish(server.url, size=BIG, how="loop")
+                push_routes.publish(server.url, size=BIG, how="loop")
             result = others.wait(timeout=20)
             assert get_json(server, "/stats")["dropped"] == dropped + 1
         finally:

@@ -2,13 +2,15 @@
 
 They run in client processes of their own; this module measures, never draws.
 
-Three kinds of load (`loop=`): closed (each user sends when its last answer is
-in), open (requests leave on a schedule, whatever the answers do), pipelined
-(each connection keeps a batch of requests in flight); `kind=` names one of
-clients.kinds, lesson 08's batch client too. A run keeps one Sample per
-request, or for large runs (`record="aggregate"`, chosen by itself above
-AGGREGATE_ABOVE requests) counts per time bin and latency histograms; the batch
-client only counts, in LoadResult.reports.
+`kind=` names the client, one of clients.kinds: a closed loop (each user sends
+when its last answer is in: "closed_async", the default, "closed_raw",
+"closed_sync"), an open loop (requests leave on a schedule, whatever the
+answers do: "open"), pipelined (each connection keeps requests in flight),
+lesson 08's batch client, lesson 11's libraries, lesson 12's subscribers. A run
+keeps one Sample per request, or for large runs (`record="aggregate"`, chosen
+by itself above AGGREGATE_ABOVE requests) counts per time bin and latency
+histograms; the batch client only counts, in LoadResult.reports
+(`run_batches` adds them up).
 """
 
 import json
@@ -17,9 +19,10 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
-from typing import NamedTuple
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 import requests
@@ -28,8 +31,9 @@ from . import usage
 from .children import python, spawn
 from .clients import kinds, wire
 from .clients.aggregate import Aggregate
-from .clients.kinds import CLIENTS, LOOPS, LoadParameterError  # noqa: F401 -- callers read them here
-from .clients.process import EVENT_LOOPS, split
+from .clients.event_loops import EVENT_LOOPS, uvloop_installed
+from .clients.kinds import CLIENTS, LoadParameterError  # noqa: F401 -- callers read them here
+from .clients.shares import split
 from .contract import FDS_BESIDES_CONNECTIONS, check_loopback
 from .params import check_choice, check_range
 
@@ -101,9 +105,9 @@ class LoadSpec:
     most outstanding requests in an open loop, connections in a pipelined run).
     `processes` splits the connections between that many client processes.
 
-    `LoadSpec(url, loop="open", rate_rps=100)` names a kind by loop and client
-    and gives its options as keywords, as calls did before kinds; an option the
-    kind does not take is refused with the kinds that take it.
+    `LoadSpec(url, kind="open", rate_rps=100)` names the kind and gives its
+    options as keywords; an option the kind does not take is refused with the
+    kinds that take it.
     """
 
     url: str
@@ -117,12 +121,10 @@ class LoadSpec:
     kind: str = "closed_async"  # a name in clients.kinds.KINDS that iolab.load runs
     options: object = None  # that kind's options (an instance of its options class)
 
-    def __init__(self, url, requests=200, concurrency=40, timeout_s=60.0, max_duration_s=300.0, processes=1,
-                 record="auto", event_loop="auto", kind=None, options=None, loop=None, client=None, **kind_options):
-        if kind is None:
-            kind = kinds.kind_for("closed" if loop is None else loop, client)
-        elif loop is not None or client is not None:
-            raise LoadParameterError(f"kind={kind!r} names the client already; give no loop= or client= with it")
+    def __init__(self, url: str, requests: int = 200, concurrency: int = 40, timeout_s: float = 60.0,
+                 max_duration_s: float = 300.0, processes: int = 1, record: str = "auto", event_loop: str = "auto",
+                 kind: str = "closed_async", options: kinds.Options | None = None, **kind_options: Any) -> None:
+        kinds.refuse_old_keywords(kind_options)
         info = kinds.get(kind)
         if options is None:
             options = kinds.options_for(kind, **kind_options)
@@ -176,7 +178,7 @@ class LoadSpec:
                 raise LoadParameterError(f"{name} must be a whole number, got {getattr(self, name)!r}")
         check_choice("record", self.record, RECORDS, error=LoadParameterError)
         check_choice("event_loop", self.event_loop, EVENT_LOOPS, error=LoadParameterError)
-        if self.event_loop == "uvloop" and not _uvloop_installed():
+        if self.event_loop == "uvloop" and not uvloop_installed():
             raise LoadParameterError("event_loop 'uvloop' was asked for, but uvloop is not installed here")
         if not self.aggregated and self.requests > SAMPLES_LIMIT:
             raise LoadParameterError(
@@ -213,12 +215,6 @@ class LoadSpec:
         return STARTUP_S + self.max_duration_s + self.timeout_s + STOP_GRACE_S
 
 
-def _uvloop_installed():
-    import importlib.util
-
-    return importlib.util.find_spec("uvloop") is not None
-
-
 @dataclass
 class LoadResult:
     """A finished run: its spec, what was recorded, and how long it took from time zero to the last answer.
@@ -234,7 +230,8 @@ class LoadResult:
     client_stderr: str = ""
     usage: object = None  # a usage.RunUsage: the CPU the server, the clients and this process spent
     time_zero: float | None = None  # the run's time zero, in time.perf_counter()
-    reports: list = ()  # each client process's totals, from its done frame, for a kind that counts (the batch client)
+    # Each client process's totals, from its done frame, for a kind that counts (the batch client).
+    reports: Sequence[dict[str, Any]] = ()
 
     @property
     def aggregated(self):
@@ -466,13 +463,67 @@ def start_load(url, server=None, before_go=None, **spec):
     return run
 
 
-def run_load(url, **spec):
-    """Run a bounded load (closed loop unless `loop=` says otherwise) to the end and return its LoadResult."""
+def run_load(url: str, **spec: Any) -> LoadResult:
+    """Run a bounded load (closed_async unless `kind=` says otherwise) to the end and return its LoadResult."""
     run = start_load(url, **spec)
     try:
         return run.wait()
     finally:
         run.stop()
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """What one run of the batch client did: requests answered and checked, errors by kind, its wall time and CPU."""
+
+    depth: int
+    connections: int
+    requests: int  # answers received, every one with the right number in its place
+    errors: dict[str, int]  # kind -> requests lost to it ("wrong answer", "timeout", "closed", "refused")
+    seconds: float  # from the first batch written to the last answer read
+    client_cpu_s: float  # this client's CPU (user + system) over those seconds
+
+    @classmethod
+    def of_reports(cls, depth: int, connections: int, reports: Sequence[dict[str, Any]]) -> "BatchResult":
+        """The run's totals from each client process's report (what clients.batch.run returns, in its done frame)."""
+        errors: dict[str, int] = {}
+        for report in reports:
+            for kind, count in report["errors"].items():
+                errors[kind] = errors.get(kind, 0) + count
+        return cls(depth=depth, connections=connections, errors=errors,
+                   requests=sum(report["requests"] for report in reports),
+                   seconds=max(report["seconds"] for report in reports),
+                   client_cpu_s=sum(report["client_cpu_s"] for report in reports))
+
+    @property
+    def rps(self) -> float:
+        return self.requests / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def client_us(self) -> float:
+        """The client's CPU per request, in microseconds."""
+        return self.client_cpu_s / self.requests * 1e6 if self.requests else float("nan")
+
+    @property
+    def error_count(self) -> int:
+        return sum(self.errors.values())
+
+
+def run_batches(url: str, depth: int = 16, connections: int = 64, duration_s: float = 3.0, timeout_s: float = 10.0,
+                max_requests: int = 1_000_000_000, processes: int = 1) -> BatchResult:
+    """Drive the server at `url` with the batch client (clients/batch.py): batches of `depth` on `connections`
+    connections for `duration_s`, in client processes of their own; the totals they report, added up.
+
+    Only pipeline_batch_app and pipeline_app answer the numbered requests it sends. A bad argument is refused with
+    a LoadParameterError naming it (the shared fields by these names: kinds.BATCH_SHARED_LIMITS).
+    """
+    result = run_load(url, kind="batch", depth=depth, concurrency=connections, max_duration_s=duration_s,
+                      timeout_s=timeout_s, requests=max_requests, processes=processes, record="aggregate")
+    if result.stop_reason not in ("completed", f"duration limit of {result.spec.max_duration_s} s reached") or len(
+            result.reports) != processes:
+        said = result.client_stderr.strip()[-800:]
+        raise RuntimeError(f"the batch client failed ({result.stop_reason}): {said}")
+    return BatchResult.of_reports(depth, connections, result.reports)
 
 
 def fire_staggered(urls, gap_s=0.1, timeout_s=30.0):
@@ -497,7 +548,7 @@ def fire_staggered(urls, gap_s=0.1, timeout_s=30.0):
         return list(pool.map(fetch, range(len(urls)), urls))
 
 
-_runs = []
+_runs: list[LoadRun] = []
 
 
 def _register(run):

@@ -6,11 +6,16 @@ request.
 
 import math
 from collections import Counter
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
 from . import wire
+
+# One batch of latencies as counted per bucket: (bucket indexes, their counts, the least and most in ns).
+CountedBatch = tuple[np.ndarray, np.ndarray, int, int]
 
 BIN_S = 0.01  # the finest time bin kept; coarser views add bins up
 LOWEST_NS = 1
@@ -27,17 +32,17 @@ class LatencyHistogram:
     with hdrh's), and added to hdrh's counts array in one step.
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.histogram = HdrHistogram(LOWEST_NS, HIGHEST_NS, SIGNIFICANT_FIGURES)
         self.counts = np.ctypeslib.as_array(self.histogram.counts)
         self.sum_s = 0.0
         self.min_s = math.inf
         self.max_s = -math.inf
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.histogram.total_count
 
-    def indexes(self, ns):
+    def indexes(self, ns: np.ndarray) -> np.ndarray:
         """HdrHistogram's counts index of each value (numpy int64 nanoseconds)."""
         h = self.histogram
         # bit length = 64 - count of leading zeros; exact through float64 because values stay below 2**53
@@ -46,7 +51,7 @@ class LatencyHistogram:
         sub_bucket = ns >> (bucket + h.unit_magnitude)
         return ((bucket + 1) << h.sub_bucket_half_count_magnitude) + (sub_bucket - h.sub_bucket_half_count)
 
-    def record(self, seconds, batch=None):
+    def record(self, seconds: np.ndarray, batch: CountedBatch | None = None) -> CountedBatch | None:
         """Add a batch of latencies (a numpy array of seconds). Returns the batch as counted per bucket, which a
         second histogram of the same values takes (batch=...) without counting them again."""
         if not len(seconds):
@@ -68,25 +73,25 @@ class LatencyHistogram:
         return batch
 
     @staticmethod
-    def record_zeros_batch(count):
+    def record_zeros_batch(count: int) -> CountedBatch:
         return np.zeros(1, np.int64), np.array([count], np.uint64), 0, 0
 
-    def merge(self, other):
+    def merge(self, other: "LatencyHistogram") -> None:
         self.histogram.add(other.histogram)
         self.sum_s += other.sum_s
         self.min_s = min(self.min_s, other.min_s)
         self.max_s = max(self.max_s, other.max_s)
 
-    def copy(self):
+    def copy(self) -> "LatencyHistogram":
         twin = LatencyHistogram()
         twin.merge(self)
         return twin
 
     @property
-    def mean_s(self):
+    def mean_s(self) -> float:
         return self.sum_s / len(self) if len(self) else math.nan
 
-    def at_rank(self, rank):
+    def at_rank(self, rank: int) -> float:
         """The rank-th smallest latency in seconds (1-based), to HdrHistogram's precision; exact at the ends."""
         total = len(self)
         if not 1 <= rank <= total:
@@ -100,7 +105,7 @@ class LatencyHistogram:
         value_ns = h.get_highest_equivalent_value(h.get_value_from_index(index))
         return min(max(value_ns / 1e9, self.min_s), self.max_s)
 
-    def encode(self):
+    def encode(self) -> bytes:
         """HdrHistogram's compressed, base64 form, which HdrHistogram's own tools (and plotters) read."""
         return self.histogram.encode()
 
@@ -108,24 +113,24 @@ class LatencyHistogram:
 class SortedLatenciesMs:
     """A histogram seen as a sorted list of latencies in milliseconds: len() and [i] are all that percentiles need."""
 
-    def __init__(self, histogram):
+    def __init__(self, histogram: LatencyHistogram) -> None:
         self.histogram = histogram
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.histogram)
 
-    def __getitem__(self, position):
+    def __getitem__(self, position: int) -> float:
         if not isinstance(position, int):
             raise TypeError("a histogram's latencies are read one rank at a time")
         if position < 0:
             position += len(self)
         return self.histogram.at_rank(position + 1) * 1000
 
-    def mean(self):
+    def mean(self) -> float:
         return self.histogram.mean_s * 1000
 
 
-def _grown(array, size):
+def _grown(array: np.ndarray, size: int) -> np.ndarray:
     if size <= len(array):
         return array
     bigger = np.zeros(max(size, 2 * len(array)), array.dtype)
@@ -140,7 +145,7 @@ class Aggregate:
     time and live's dashboard take an Aggregate wherever they take a list of samples.
     """
 
-    def __init__(self, bin_s=BIN_S):
+    def __init__(self, bin_s: float = BIN_S) -> None:
         self.bin_s = bin_s
         self.sent = np.zeros(64, np.int64)  # finished requests by the bin they were sent in
         self.finished = np.zeros(64, np.int64)  # by the bin they finished in
@@ -150,31 +155,31 @@ class Aggregate:
         self.latency = LatencyHistogram()  # from the actual send
         self.latency_from_intended = LatencyHistogram()
         self.send_lag = LatencyHistogram()  # actual send minus intended: how well an open loop held its schedule
-        self.error_kinds = Counter()  # like metrics.error_kinds: transport errors by kind, other answers "status N"
+        self.error_kinds: Counter[str] = Counter()  # like metrics.error_kinds: transport errors by kind, other answers "status N"
         self.errors = 0  # transport errors only, like LoadResult.errors for samples
         self.first_start = math.inf
         self.last_end = 0.0
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.latency)
 
-    def __iter__(self):
+    def __iter__(self) -> NoReturn:
         raise TypeError(
             "this run was recorded in aggregate (counts per time bin and a latency histogram), not one sample per"
             " request: use metrics.summarize, metrics.throughput_over_time and metrics.in_flight_over_time, or"
             " start the run with record='samples'"
         )
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         return len(self) > 0
 
     @property
-    def bins(self):
+    def bins(self) -> int:
         """How many bins hold data."""
         used = np.flatnonzero(self.sent | self.finished)
         return int(used[-1]) + 1 if len(used) else 0
 
-    def add(self, rows, error_names):
+    def add(self, rows: np.ndarray, error_names: Sequence[str | None]) -> None:
         """Fold a frame's rows (a numpy array of wire.row_dtype()) in; error_names turns the error codes into kinds."""
         if not len(rows):
             return
@@ -212,7 +217,7 @@ class Aggregate:
         self.first_start = min(self.first_start, float(start.min()))
         self.last_end = max(self.last_end, float(end.max()))
 
-    def copy(self):
+    def copy(self) -> "Aggregate":
         twin = Aggregate(self.bin_s)
         for name in ("sent", "finished", "failed", "latency_sum_s", "latency_max_s"):
             setattr(twin, name, getattr(self, name).copy())
@@ -222,27 +227,27 @@ class Aggregate:
         twin.errors, twin.first_start, twin.last_end = self.errors, self.first_start, self.last_end
         return twin
 
-    def histogram(self, measured_from="send"):
+    def histogram(self, measured_from: str = "send") -> LatencyHistogram:
         """The latencies measured from the actual send ("send") or from the intended one ("intended")."""
         return self.latency if measured_from == "send" else self.latency_from_intended
 
     # --- Over time, for metrics and the dashboard ------------------------------------------------------
 
-    def _regrouped(self, counts, bin_s, until_s):
+    def _regrouped(self, counts: np.ndarray, bin_s: float, until_s: float) -> np.ndarray:
         bins = max(1, math.ceil(until_s / bin_s))
         used = self.bins
         targets = np.minimum((np.arange(used) * self.bin_s / bin_s + 1e-9).astype(np.int64), bins - 1)
         return np.bincount(targets, weights=counts[:used], minlength=bins)[:bins]
 
-    def completions_per_bin(self, bin_s, until_s):
+    def completions_per_bin(self, bin_s: float, until_s: float) -> np.ndarray:
         """Requests finished in each bin of `bin_s` from 0 to `until_s` (exact when bin_s is a multiple of BIN_S)."""
         return self._regrouped(self.finished, bin_s, until_s)
 
-    def failures_per_bin(self, bin_s, until_s):
+    def failures_per_bin(self, bin_s: float, until_s: float) -> np.ndarray:
         """Requests sent in each bin that failed or were answered other than 2xx."""
         return self._regrouped(self.failed, bin_s, until_s)
 
-    def latency_per_bin(self, bin_s, until_s):
+    def latency_per_bin(self, bin_s: float, until_s: float) -> tuple[np.ndarray, np.ndarray]:
         """(mean, max) latency in seconds of the requests sent in each bin; NaN where none was sent."""
         sent = self._regrouped(self.sent, bin_s, until_s)
         total = self._regrouped(self.latency_sum_s, bin_s, until_s)
@@ -254,7 +259,7 @@ class Aggregate:
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(sent > 0, total / sent, np.nan), worst
 
-    def in_flight_at(self, times):
+    def in_flight_at(self, times: Sequence[float] | np.ndarray) -> np.ndarray:
         """Requests sent and not yet finished at each time (exact at multiples of BIN_S; taken at the nearest one)."""
         used = self.bins
         started = np.concatenate(([0], np.cumsum(self.sent[:used])))
@@ -263,10 +268,10 @@ class Aggregate:
         return started[edges] - ended[edges]
 
     @classmethod
-    def of_samples(cls, samples, bin_s=BIN_S):
+    def of_samples(cls, samples: Sequence[Any], bin_s: float = BIN_S) -> "Aggregate":
         """The aggregate of a list of load.Sample: the same run seen both ways, to compare them."""
         rows = np.zeros(len(samples), wire.row_dtype())
-        names = [None]
+        names: list[str | None] = [None]
         for i, sample in enumerate(samples):
             code = wire.NO_ERROR
             if sample.error:

@@ -25,54 +25,33 @@ It is the kind "batch" of clients.kinds, run by iolab.load in client processes
 like every kind (`load.run_load(url, kind="batch", depth=16, concurrency=64,
 max_duration_s=3)`), over the same frames: it reports requests, errors, wall
 time and its own CPU for the timed window in its done frame, where the others
-send rows. `run()` is that run with the batch client's own names, and returns a
-BatchResult. Every run is bounded in requests, duration and time per batch.
+send rows (`load.run_batches` is that run with the batch client's own names,
+its reports added up). Every run is bounded in requests, duration and time per
+batch.
 """
 
 import asyncio
+import functools
 import resource
 import time
-from dataclasses import dataclass
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from ..http1 import LONGEST_NUMBERED_HELLO as LONGEST_ANSWER
 from ..http1 import NUMBERED_HELLO as NUMBER
 from ..http1 import NUMBERED_HELLOS as ANSWERS
+from .recorder import Recorder
+from .shares import Share
 
 CYCLE = 64  # batches of numbers per connection before they repeat, at most
 NUMBERS_KEPT = 1 << 20  # numbers built ahead for all connections together, at most: the memory they take is bounded
 CONNECT_TIMEOUT_S = 10.0
 
 
-@dataclass(frozen=True)
-class BatchResult:
-    """What one batch run did: requests answered and checked, errors by kind, its wall time and its own CPU."""
-
-    depth: int
-    connections: int
-    requests: int  # answers received, every one with the right number in its place
-    errors: dict  # kind -> requests lost to it ("wrong answer", "timeout", "closed", "refused")
-    seconds: float  # from the first batch written to the last answer read
-    client_cpu_s: float  # this client's CPU (user + system) over those seconds
-
-    @property
-    def rps(self):
-        return self.requests / self.seconds if self.seconds > 0 else 0.0
-
-    @property
-    def client_us(self):
-        """The client's CPU per request, in microseconds."""
-        return self.client_cpu_s / self.requests * 1e6 if self.requests else float("nan")
-
-    @property
-    def error_count(self):
-        return sum(self.errors.values())
-
-
 class Batches(asyncio.Protocol):
     """One connection: a batch in flight, the numbers it must get back in order, answers checked a read at a time."""
 
-    def __init__(self, run, first_number):
+    def __init__(self, run: "Run", first_number: int) -> None:
         self.run = run
         numbers = [b"%d" % (first_number + i) for i in range(run.cycle * run.depth)]
         depth = run.depth
@@ -80,17 +59,17 @@ class Batches(asyncio.Protocol):
         self.cycle = [(_requests(run.host, numbers[i : i + depth]), numbers[i : i + depth])
                       for i in range(0, len(numbers), depth)]
         self.next_batch = 0
-        self.expected = []  # the numbers of the batch in flight, in order
+        self.expected: list[bytes] = []  # the numbers of the batch in flight, in order
         self.position = 0  # how many of them have been answered
         self.buffer = b""
-        self.transport = None
+        self.transport: asyncio.Transport | None = None
         self.sent_at = 0.0
         self.done = run.loop.create_future()
 
-    def connection_made(self, transport):
-        self.transport = transport
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # a TCP connection's
 
-    def send(self):
+    def send(self) -> None:
         run = self.run
         if time.perf_counter() >= run.ends_at or run.issued >= run.max_requests:
             self.finish()
@@ -100,9 +79,11 @@ class Batches(asyncio.Protocol):
         self.next_batch = (self.next_batch + 1) % len(self.cycle)
         run.issued += len(self.expected)
         self.sent_at = time.perf_counter()
-        self.transport.write(payload)
+        transport = self.transport
+        assert transport is not None  # Run.run sends only on the connections made
+        transport.write(payload)
 
-    def data_received(self, data):
+    def data_received(self, data: bytes) -> None:
         buffer = self.buffer + data if self.buffer else data
         position, expected = self.position, self.expected
         if _all_answers_alike(buffer, expected[position:]):
@@ -112,7 +93,8 @@ class Batches(asyncio.Protocol):
             self.position = len(expected)
             self.send()
             return
-        end = ANSWERS.match(buffer).end()  # whole answers back to back from the first byte
+        # Whole answers back to back from the first byte ("(...)*+" matches any buffer, if only emptily).
+        end = ANSWERS.match(buffer).end()  # type: ignore[union-attr]
         numbers = NUMBER.findall(buffer, 0, end)
         # One comparison in C for every answer of this read: each number must be its request's.
         if numbers != expected[position : position + len(numbers)]:
@@ -133,31 +115,32 @@ class Batches(asyncio.Protocol):
         if not waiting:
             self.send()
 
-    def fail(self, kind):
+    def fail(self, kind: str) -> None:
         """Count what was in flight as lost to `kind`, and give this connection up."""
         run = self.run
         lost = max(len(self.expected) - self.position, 1)
         run.errors[kind] = run.errors.get(kind, 0) + lost
         self.expected, self.position = [], 0
-        self.transport.abort()
+        if self.transport is not None:  # always, once connected: only a connection's events fail it
+            self.transport.abort()
         self.finish()
 
-    def in_flight(self):
+    def in_flight(self) -> bool:
         return self.position < len(self.expected)
 
-    def connection_lost(self, error):
+    def connection_lost(self, error: Exception | None) -> None:
         if self.in_flight():
             self.fail("closed")
         self.finish()
 
-    def finish(self):
+    def finish(self) -> None:
         if not self.done.done():
             self.done.set_result(None)
             if self.transport is not None and not self.transport.is_closing():
                 self.transport.close()
 
 
-def _all_answers_alike(buffer, numbers):
+def _all_answers_alike(buffer: bytes, numbers: list[bytes]) -> bool:
     """True when `buffer` is exactly the answers to `numbers`, alike but for their numbers, as they usually come.
 
     The first answer is checked by the pattern; the rest are rebuilt from it and the numbers expected, and compared
@@ -170,7 +153,7 @@ def _all_answers_alike(buffer, numbers):
     return before + (after + before).join(numbers) + after == buffer
 
 
-def _requests(host, numbers):
+def _requests(host: str, numbers: list[bytes]) -> bytes:
     """The bytes of one batch: a GET /?seq=N for each number, back to back."""
     before, after = b"GET /?seq=", b" HTTP/1.1\r\nHost: " + host.encode() + b"\r\n\r\n"
     return before + (after + before).join(numbers) + after
@@ -179,7 +162,7 @@ def _requests(host, numbers):
 class Run:
     """What the connections of one client process share: the bounds, and the counts."""
 
-    def __init__(self, spec, share, recorder):
+    def __init__(self, spec: dict[str, Any], share: Share, recorder: Recorder) -> None:
         url = urlsplit(spec["url"])
         self.host, self.port = url.hostname, url.port
         self.recorder = recorder
@@ -192,15 +175,15 @@ class Run:
         self.cycle = max(2, min(CYCLE, NUMBERS_KEPT // (self.depth * spec["concurrency"])))
         self.loop = asyncio.get_running_loop()
         self.issued = self.answered = 0
-        self.errors = {}
+        self.errors: dict[str, int] = {}  # kind -> requests lost to it
         self.ends_at = float("inf")
 
-    async def run(self):
-        batches = []
+    async def run(self) -> dict[str, Any]:
+        batches: list[Batches] = []
         for number in self.users:
             try:
                 _, protocol = await asyncio.wait_for(self.loop.create_connection(
-                    lambda number=number: Batches(self, number * self.cycle * self.depth), self.host, self.port),
+                    functools.partial(Batches, self, number * self.cycle * self.depth), self.host, self.port),
                     CONNECT_TIMEOUT_S)
             except (OSError, TimeoutError) as error:
                 kind = "refused" if isinstance(error, ConnectionRefusedError) else "timeout"
@@ -218,7 +201,7 @@ class Run:
         sweeper.cancel()
         return {"requests": self.answered, "errors": self.errors, "seconds": seconds, "client_cpu_s": cpu}
 
-    async def sweep(self, batches):
+    async def sweep(self, batches: list[Batches]) -> None:
         """A batch not answered within timeout_s is lost, and so is its connection."""
         while True:
             await asyncio.sleep(min(self.timeout_s / 4, 0.25))
@@ -228,33 +211,11 @@ class Run:
                     connection.fail("timeout")
 
 
-def _cpu_s():
+def _cpu_s() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
 
 
-async def run_batches(spec, share, recorder):
+async def run(spec: dict[str, Any], share: Share, recorder: Recorder) -> dict[str, Any]:
     """The kind's entry in its client process (clients.process): the totals it returns go in its done frame."""
     return await Run(spec, share, recorder).run()
-
-
-def run(url, depth=16, connections=64, duration_s=3.0, timeout_s=10.0, max_requests=1_000_000_000, processes=1):
-    """Drive the server at `url` with batches of `depth` on `connections` connections for `duration_s`, in client
-    processes of their own; its BatchResult. Only pipeline_batch_app and pipeline_app answer the numbered requests
-    it sends. A bad argument is refused with a LoadParameterError naming it."""
-    from .. import load  # here, not above: a client process imports this module, and must not load iolab.load's
-
-    result = load.run_load(url, kind="batch", depth=depth, concurrency=connections, max_duration_s=duration_s,
-                           timeout_s=timeout_s, requests=max_requests, processes=processes, record="aggregate")
-    if result.stop_reason not in ("completed", f"duration limit of {result.spec.max_duration_s} s reached") or len(
-            result.reports) != processes:
-        said = result.client_stderr.strip()[-800:]
-        raise RuntimeError(f"the batch client failed ({result.stop_reason}): {said}")
-    errors = {}
-    for report in result.reports:
-        for kind, count in report["errors"].items():
-            errors[kind] = errors.get(kind, 0) + count
-    return BatchResult(depth=depth, connections=connections, errors=errors,
-                       requests=sum(report["requests"] for report in result.reports),
-                       seconds=max(report["seconds"] for report in result.reports),
-                       client_cpu_s=sum(report["client_cpu_s"] for report in result.reports))

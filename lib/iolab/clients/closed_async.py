@@ -5,12 +5,15 @@
 
 import asyncio
 import weakref
+from typing import Any
 
 from .errors import error_kind
+from .recorder import Recorder
+from .shares import Share
 from .wire import NO_ERROR
 
 
-async def run(spec, share, recorder):
+async def run(spec: dict[str, Any], share: Share, recorder: Recorder) -> None:
     import aiohttp  # here, not at the top: it takes most of a second to import, and only this client needs it
 
     connector = aiohttp.TCPConnector(limit=0, force_close=not spec["keep_alive"])
@@ -18,7 +21,7 @@ async def run(spec, share, recorder):
     url = spec["url"]
     issued = 0
     # aiohttp pools connections across users; each connection's protocol object names it.
-    numbers = weakref.WeakKeyDictionary()
+    numbers: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 
     def connection_number(response):
         # A short answer is read whole before `async with` returns, and response.connection is None by then;

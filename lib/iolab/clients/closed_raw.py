@@ -8,15 +8,18 @@ timeouts are found by one sweep over the users a few times per timeout.
 """
 
 import asyncio
+from typing import Any
 from urllib.parse import urlsplit
 
 from .. import http1
 from .errors import TIMEOUT
 from .raw_connection import RawConnection
+from .recorder import Recorder
+from .shares import Share
 from .wire import NO_ERROR
 
 
-def sweep_interval(timeout_s):
+def sweep_interval(timeout_s: float) -> float:
     """How often to look for requests past their timeout: a tenth of it, between 1 ms and 100 ms."""
     return min(max(timeout_s / 10, 0.001), 0.1)
 
@@ -24,7 +27,7 @@ def sweep_interval(timeout_s):
 class ClosedLoop:
     """One process's share of the users, and the bounds they share: requests left and the duration."""
 
-    def __init__(self, spec, share, recorder):
+    def __init__(self, spec: dict[str, Any], share: Share, recorder: Recorder) -> None:
         self.spec = spec
         self.recorder = recorder
         self.loop = asyncio.get_running_loop()
@@ -41,7 +44,7 @@ class ClosedLoop:
         self.active = len(self.users)
         self.finished = self.loop.create_future()
 
-    async def run(self):
+    async def run(self) -> None:
         if self.spec.get("connect_first"):
             # Every user connects before the go: the handshakes are done, and the server can take (and a lab can
             # count) every connection before the run begins.
@@ -61,12 +64,12 @@ class ClosedLoop:
         sweeper.cancel()
         flusher.cancel()
 
-    def user_stopped(self):
+    def user_stopped(self) -> None:
         self.active -= 1
         if not self.active and not self.finished.done():
             self.finished.set_result(None)
 
-    async def sweep(self):
+    async def sweep(self) -> None:
         while True:
             await asyncio.sleep(sweep_interval(self.timeout_s))
             late = self.recorder.now() - self.timeout_s
@@ -78,17 +81,17 @@ class ClosedLoop:
 class User(RawConnection):
     """One user: its own connection (a new one per request without keep-alive), one request at a time."""
 
-    __slots__ = ("number", "run", "reader", "connection", "start", "attempt")
+    __slots__ = ("number", "start")
 
-    def __init__(self, number, run):
+    def __init__(self, number: int, run: ClosedLoop) -> None:
         self.number = number
         self.run = run
         self.reader = None
         self.connection = -1
-        self.start = None  # when the request in flight was sent; None when there is none
+        self.start: float | None = None  # when the request in flight was sent; None when there is none
         self.attempt = 0  # counts requests, so a connect that finishes after its request failed is dropped
 
-    def next(self, now):
+    def next(self, now: float) -> None:
         run = self.run
         if run.issued >= run.requests or now >= run.max_duration_s:
             run.user_stopped()
@@ -105,7 +108,7 @@ class User(RawConnection):
         else:
             self.reader.transport.write(run.payload)
 
-    def answered(self, status, length, closes, body):
+    def answered(self, status: int, length: int, closes: bool, body: bytes | None) -> None:
         start = self.start
         reader = self.reader
         if start is None or reader is None:
@@ -130,30 +133,31 @@ class User(RawConnection):
         self.start = None
         self.after(now)
 
-    def after(self, now):
+    def after(self, now: float) -> None:
         """Send the next request now, or after the run's think time."""
         if self.run.think_s:
             self.run.loop.call_later(self.run.think_s, self.thought)
         else:
             self.next(now)
 
-    def thought(self):
+    def thought(self) -> None:
         self.next(self.run.recorder.now())
 
-    def in_flight(self):
+    def in_flight(self) -> bool:
         return self.start is not None
 
-    def fail(self, kind):
+    def fail(self, kind: str) -> None:
         """Record the request in flight as an error of `kind`, drop its connection, and go on to the next."""
         run = self.run
         recorder = run.recorder
         now = recorder.now()
-        recorder.add(self.start, self.start, now, 0, 0, recorder.error_code(kind), self.number, self.connection)
+        start = now if self.start is None else self.start  # always in flight here: the sweep and the reader check
+        recorder.add(start, start, now, 0, 0, recorder.error_code(kind), self.number, self.connection)
         recorder.in_flight -= 1
         self.start = None
         self.drop()
         self.after(now)
 
 
-async def run(spec, share, recorder):
+async def run(spec: dict[str, Any], share: Share, recorder: Recorder) -> None:
     await ClosedLoop(spec, share, recorder).run()

@@ -6,20 +6,22 @@ One thread per user, each with its own Session (a Session is not thread-safe).
 import threading
 import time
 import weakref
+from typing import Any
 
 from .errors import error_kind
-from .recorder import FLUSH_EVERY_S
+from .recorder import FLUSH_EVERY_S, Recorder
+from .shares import Share
 from .wire import NO_ERROR
 
 
-def run(spec, share, recorder):
+def run(spec: dict[str, Any], share: Share, recorder: Recorder) -> None:
     import requests  # here, not at the top: only this client needs it
 
     headers = {} if spec["keep_alive"] else {"Connection": "close"}
     lock = threading.Lock()  # guards the shared count of requests and the in-flight count
     issued = 0
     # urllib3 may reconnect under the same connection object; the socket names a connection.
-    numbers = weakref.WeakKeyDictionary()
+    numbers: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 
     def may_send():
         nonlocal issued

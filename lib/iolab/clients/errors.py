@@ -11,7 +11,7 @@ OUT_OF_ORDER = "out of order"  # a pipelined answer that belongs to another requ
 TIMEOUT = "timeout"
 
 
-def error_kind(error):
+def error_kind(error: BaseException) -> str:
     """The kind of `error`: "timeout", "refused", "disconnected", "connect", or the exception's class name."""
     # Each client imports only its own library: aiohttp alone takes most of a second to import.
     aiohttp, requests = sys.modules.get("aiohttp"), sys.modules.get("requests")

@@ -8,7 +8,9 @@ the options check themselves through iolab.params when made, so a run's spec
 this package's README.md.
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from typing import Any, Protocol
 
 from ..params import ParameterError, check_choice, check_range
 from .library import LIBRARIES
@@ -24,22 +26,34 @@ class LoadParameterError(ParameterError):
     """A load run asked for something outside its allowed range; the text names parameter, value and range."""
 
 
-def _check_flag(name, value):
+def _check_flag(name: str, value: object) -> None:
     if not isinstance(value, bool):
         raise LoadParameterError(f"{name} must be True or False, got {value!r}")
 
 
-def _check_think(think_s):
+def _check_think(think_s: float) -> None:
     check_range("think_s", think_s, *THINK_LIMITS_S, integer=False, error=LoadParameterError)
 
 
+class SharedFields(Protocol):
+    """The fields every kind shares, as an options class reads them from a run's spec (iolab.load.LoadSpec)."""
+
+    url: str
+    requests: int
+    concurrency: int
+    timeout_s: float
+    max_duration_s: float
+    processes: int
+
+
+@dataclass(frozen=True)
 class Options:
     """What every kind's options class has: its fields as a dict, and a look at the shared spec."""
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
         return {field.name: getattr(self, field.name) for field in fields(self)}
 
-    def check_spec(self, spec):
+    def check_spec(self, spec: SharedFields) -> None:
         """Rules between this kind's meaning of the shared fields (spec: a LoadSpec) and its bounds."""
         if spec.requests < spec.concurrency:
             raise LoadParameterError(
@@ -58,7 +72,7 @@ class ClosedOptions(Options):
     keep_alive: bool = True
     think_s: float = 0.0
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         _check_flag("keep_alive", self.keep_alive)
         _check_think(self.think_s)
 
@@ -74,7 +88,7 @@ class ClosedRawOptions(Options):
     think_s: float = 0.0
     connect_first: bool = False
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         _check_flag("keep_alive", self.keep_alive)
         _check_think(self.think_s)
         _check_flag("connect_first", self.connect_first)
@@ -90,10 +104,10 @@ class ClosedSyncOptions(Options):
 
     keep_alive: bool = True
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         _check_flag("keep_alive", self.keep_alive)
 
-    def check_spec(self, spec):
+    def check_spec(self, spec: SharedFields) -> None:
         super().check_spec(spec)
         if spec.concurrency > SYNC_CLIENT_MAX_THREADS:
             raise LoadParameterError(
@@ -115,7 +129,7 @@ class OpenOptions(Options):
     seed: int | None = None
     keep_alive: bool = True
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.rate_rps is None:
             raise LoadParameterError("rate_rps is required for the open loop: how many requests per second to send")
         check_range("rate_rps", self.rate_rps, *RATE_LIMITS, integer=False, error=LoadParameterError)
@@ -124,7 +138,7 @@ class OpenOptions(Options):
             raise LoadParameterError(f"seed must be a whole number (or None for fresh arrivals), got {self.seed!r}")
         _check_flag("keep_alive", self.keep_alive)
 
-    def check_spec(self, spec):
+    def check_spec(self, spec: SharedFields) -> None:
         pass  # arrivals follow the schedule, not the connections: fewer requests than connections is fine
 
 
@@ -136,9 +150,9 @@ class PipelinedOptions(Options):
     """
 
     pipeline_depth: int | None = None
-    pipeline_paths: tuple | None = None
+    pipeline_paths: tuple[str, ...] | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.pipeline_depth is None:
             raise LoadParameterError("pipeline_depth is required for a pipelined run: requests in flight per connection")
         check_range("pipeline_depth", self.pipeline_depth, *PIPELINE_DEPTH_LIMITS, error=LoadParameterError)
@@ -152,7 +166,7 @@ class PipelinedOptions(Options):
 
 
 BATCH_DEPTH_LIMITS = (1, 256)
-# The batch client's own bounds on the shared fields, each with the name batch.run gives it.
+# The batch client's own bounds on the shared fields, each with the name load.run_batches gives it.
 BATCH_SHARED_LIMITS = {"concurrency": ("connections", 1, 1000, True), "max_duration_s": ("duration_s", 0.1, 600.0, False),
                        "timeout_s": ("timeout_s", 0.01, 60.0, False)}
 
@@ -167,13 +181,13 @@ class BatchOptions(Options):
 
     depth: int = 16
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         check_range("depth", self.depth, *BATCH_DEPTH_LIMITS, error=LoadParameterError)
 
-    def check_spec(self, spec):
+    def check_spec(self, spec: SharedFields) -> None:
         # `requests` bounds the run (the batch that reaches it is the last), so fewer than the connections is fine.
         for field, (called, low, high, whole) in BATCH_SHARED_LIMITS.items():
-            name = field if field == called else f"{field} (batch.run's {called})"
+            name = field if field == called else f"{field} (load.run_batches's {called})"
             check_range(name, getattr(spec, field), low, high, integer=whole, error=LoadParameterError)
 
 
@@ -189,10 +203,10 @@ class LibraryOptions(Options):
 
     library: str = "aiohttp"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         check_choice("library", self.library, LIBRARIES, error=LoadParameterError)
 
-    def check_spec(self, spec):
+    def check_spec(self, spec: SharedFields) -> None:
         super().check_spec(spec)
         if self.library.startswith("requests") and spec.concurrency > SYNC_CLIENT_MAX_THREADS:
             raise LoadParameterError(
@@ -225,7 +239,7 @@ class SubscribersOptions(Options):
     interval_s: float = 0.0
     slow: int | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         check_choice("transport", self.transport, SUBSCRIBER_TRANSPORTS, error=LoadParameterError)
         _check_flag("compression", self.compression)
         _check_flag("publish", self.publish)
@@ -236,7 +250,7 @@ class SubscribersOptions(Options):
         if self.slow is not None:
             check_range("slow", self.slow, 0, 10_000, error=LoadParameterError)
 
-    def check_spec(self, spec):
+    def check_spec(self, spec: SharedFields) -> None:
         if spec.requests % spec.concurrency:
             raise LoadParameterError(
                 f"requests must be a multiple of concurrency ({spec.concurrency}): subscribers × the messages each"
@@ -259,21 +273,19 @@ class KindInfo:
     """What iolab.load needs to know to run a kind of client."""
 
     name: str
-    module: str  # under iolab.clients; its `entry`(spec, share, recorder) runs in a client process
-    options: type  # the frozen options class: the kind's own fields, checked when made
+    module: str  # under iolab.clients; its run(spec, share, recorder) runs in a client process
+    options: type[Options]  # the frozen options class: the kind's own fields, checked when made
     loop: str  # "closed", "open", "pipelined", "batch" or "push" (the server sends): how requests leave
     client: str  # what sends them: "async" (aiohttp), "raw" (asyncio protocols), "sync" (requests in threads),
     # "library" (the one its option names: threads, or an event loop the client makes itself)
-    lesson: str = ""
-    entry: str = "run"  # the module's function a client process calls (batch.run is the batch client's own wrapper)
 
     @property
-    def option_names(self):
+    def option_names(self) -> tuple[str, ...]:
         return tuple(field.name for field in fields(self.options))
 
     @property
-    def threads(self):
-        """True when the client's entry is a plain function (threads, or a loop it makes itself), not a coroutine."""
+    def threads(self) -> bool:
+        """True when the client's run is a plain function (threads, or a loop it makes itself), not a coroutine."""
         return self.client in ("sync", "library")
 
 
@@ -283,48 +295,50 @@ KINDS = {
         KindInfo("closed_async", "closed_async", ClosedOptions, "closed", "async"),
         KindInfo("closed_raw", "closed_raw", ClosedRawOptions, "closed", "raw"),
         KindInfo("closed_sync", "closed_sync", ClosedSyncOptions, "closed", "sync"),
-        KindInfo("open", "open_loop", OpenOptions, "open", "raw", lesson="02-measuring-latency"),
-        KindInfo("pipelined", "pipelined", PipelinedOptions, "pipelined", "raw", lesson="08-pipelining"),
-        KindInfo("batch", "batch", BatchOptions, "batch", "raw", lesson="08-pipelining", entry="run_batches"),
-        KindInfo("library", "library", LibraryOptions, "closed", "library", lesson="11-the-client-side"),
-        KindInfo("subscribers", "subscribers", SubscribersOptions, "push", "raw", lesson="12-long-lived-connections"),
+        KindInfo("open", "open_loop", OpenOptions, "open", "raw"),
+        KindInfo("pipelined", "pipelined", PipelinedOptions, "pipelined", "raw"),
+        KindInfo("batch", "batch", BatchOptions, "batch", "raw"),
+        KindInfo("library", "library", LibraryOptions, "closed", "library"),
+        KindInfo("subscribers", "subscribers", SubscribersOptions, "push", "raw"),
     )
 }
-LOOPS = ("closed", "open", "pipelined")  # what `loop=` of iolab.load may name
-CLIENTS = ("async", "raw", "sync")  # the closed loop's clients
+# The closed loop's clients, as a lesson names them; the kind is f"closed_{client}".
+CLIENTS = ("async", "raw", "sync")
+OLD_KEYWORDS = ("loop", "client")  # how a run named its client before kinds: refused, with the kind= to give
 
 
-def names():
+def names() -> list[str]:
     """The kinds' names, sorted."""
     return sorted(KINDS)
 
 
-def get(name):
+def get(name: str) -> KindInfo:
     try:
         return KINDS[name]
     except KeyError:
         raise LoadParameterError(f"kind must be one of {names()}, got {name!r}") from None
 
 
-def kind_for(loop, client):
-    """The kind `loop=` and `client=` name (the keywords iolab.load took before kinds): closed with async by default."""
-    check_choice("loop", loop, LOOPS, error=LoadParameterError)
-    if loop == "closed":
-        check_choice("client", "async" if client is None else client, CLIENTS, error=LoadParameterError)
-        return f"closed_{client or 'async'}"
-    if client not in (None, "raw"):
-        raise LoadParameterError(
-            f"client must be 'raw' for the {loop} loop, which runs on raw connections, got {client!r}"
-        )
-    return loop
+def refuse_old_keywords(given: Mapping[str, object]) -> None:
+    """Refuse `loop=` and `client=` among a run's keywords, naming the kind= that says the same."""
+    old = [keyword for keyword in OLD_KEYWORDS if keyword in given]
+    if not old:
+        return
+    loop, client = given.get("loop", "closed"), given.get("client")
+    same = f"closed_{client or 'async'}" if loop == "closed" else loop
+    instead = f"kind={same!r}" if same in KINDS else "kind="
+    said = ", ".join(f"{keyword}={given[keyword]!r}" for keyword in old)
+    raise LoadParameterError(
+        f"{said}: a run names its client with kind= alone; give {instead} (the kinds: {', '.join(names())})"
+    )
 
 
-def takers(option):
+def takers(option: str) -> list[str]:
     """The kinds that take `option`."""
     return [name for name in names() if option in KINDS[name].option_names]
 
 
-def options_for(name, **given):
+def options_for(name: str, **given: Any) -> Options:
     """The kind's options made from `given`; an option the kind does not take is refused with the kinds that do."""
     info = get(name)
     for option in given:

@@ -13,16 +13,21 @@ import collections
 import random
 import threading
 import time
+from collections.abc import Callable, Iterator
+from typing import Any
 from urllib.parse import urlsplit
 
 from .. import http1
 from .closed_raw import sweep_interval
 from .errors import TIMEOUT
 from .raw_connection import RawConnection
+from .recorder import Recorder
+from .shares import Share
 from .wire import NO_ERROR
 
 
-def schedule(kind, rate_rps, requests, max_duration_s, process=0, processes=1, seed=None):
+def schedule(kind: str, rate_rps: float, requests: int, max_duration_s: float, process: int = 0, processes: int = 1,
+             seed: int | None = None) -> Iterator[tuple[int, float]]:
     """(user, intended send time) of this process's requests: its 1/processes share of the run's schedule.
 
     Fixed: the run sends every 1/rate s, and process p takes every processes-th
@@ -53,27 +58,27 @@ class Waker(threading.Thread):
     in milliseconds); a thread's timed wait is good to tens of microseconds.
     """
 
-    def __init__(self, loop, callback, time_zero):
+    def __init__(self, loop: asyncio.AbstractEventLoop, callback: Callable[[], None], time_zero: float) -> None:
         super().__init__(name="open-loop-waker", daemon=True)
         self.loop = loop
         self.callback = callback
         self.time_zero = time_zero
-        self.target = None  # the next intended send, in the run's time; None: nothing to wait for
+        self.target: float | None = None  # the next intended send, in the run's time; None: nothing to wait for
         self.changed = threading.Condition()
         self.stopped = False
 
-    def wake_at(self, intended):
+    def wake_at(self, intended: float) -> None:
         with self.changed:
             if self.target is None or intended < self.target:
                 self.target = intended
                 self.changed.notify()
 
-    def stop(self):
+    def stop(self) -> None:
         with self.changed:
             self.stopped = True
             self.changed.notify()
 
-    def run(self):
+    def run(self) -> None:
         with self.changed:
             while not self.stopped:
                 if self.target is None:
@@ -90,18 +95,18 @@ class Waker(threading.Thread):
 class Slot(RawConnection):
     """One connection and the one request it may carry at a time."""
 
-    __slots__ = ("run", "reader", "connection", "user", "intended", "start", "attempt")
+    __slots__ = ("user", "intended", "start")
 
-    def __init__(self, run):
+    def __init__(self, run: "OpenLoop") -> None:
         self.run = run
         self.reader = None
         self.connection = -1
         self.user = -1
-        self.intended = None
-        self.start = None  # when the request in flight left; None when the slot is free
+        self.intended = 0.0  # when the schedule meant the request in flight to leave
+        self.start: float | None = None  # when the request in flight left; None when the slot is free
         self.attempt = 0
 
-    def send(self, user, intended, now):
+    def send(self, user: int, intended: float, now: float) -> None:
         run = self.run
         run.recorder.in_flight += 1
         self.user, self.intended, self.start = user, intended, now
@@ -111,11 +116,11 @@ class Slot(RawConnection):
         else:
             self.reader.transport.write(run.payload)
 
-    def answered(self, status, length, closes, body):
+    def answered(self, status: int, length: int, closes: bool, body: bytes | None) -> None:
         run = self.run
         recorder = run.recorder
         now = recorder.now()
-        if self.start is None:
+        if self.start is None or self.reader is None:
             self.broken(http1.ProtocolError("an answer to a request never sent"))
             return
         recorder.add(self.intended, self.start, now, status, length, NO_ERROR, self.user, self.connection)
@@ -124,18 +129,19 @@ class Slot(RawConnection):
             self.reader = None
         self.release()
 
-    def in_flight(self):
+    def in_flight(self) -> bool:
         return self.start is not None
 
-    def fail(self, kind):
+    def fail(self, kind: str) -> None:
         """Record the request in flight as an error of `kind`, drop its connection, and free the slot."""
         recorder = self.run.recorder
-        code = recorder.error_code(kind)
-        recorder.add(self.intended, self.start, recorder.now(), 0, 0, code, self.user, self.connection)
+        code, now = recorder.error_code(kind), recorder.now()
+        start = now if self.start is None else self.start  # always in flight here: the sweep and the reader check
+        recorder.add(self.intended, start, now, 0, 0, code, self.user, self.connection)
         self.drop()
         self.release()
 
-    def release(self):
+    def release(self) -> None:
         self.run.recorder.in_flight -= 1
         self.start = None
         self.run.free.append(self)
@@ -145,7 +151,7 @@ class Slot(RawConnection):
 class OpenLoop:
     """One process's schedule and connections: sends what is due on free connections, and wakes for the next."""
 
-    def __init__(self, spec, share, recorder):
+    def __init__(self, spec: dict[str, Any], share: Share, recorder: Recorder) -> None:
         self.recorder = recorder
         self.loop = asyncio.get_running_loop()
         url = urlsplit(spec["url"])
@@ -161,28 +167,28 @@ class OpenLoop:
         self.slots = [Slot(self) for _ in share["users"]]
         self.free = collections.deque(self.slots)
         self.finished = self.loop.create_future()
-        self.waker = None
+        self.waker: Waker | None = None
 
-    async def run(self):
+    async def run(self) -> None:
         if self.keep_alive:
             await asyncio.gather(*(slot.open() for slot in self.slots))
         await self.recorder.wait_for_go_async()
-        self.waker = Waker(self.loop, self.send_due, self.recorder.time_zero)
-        self.waker.start()
+        self.waker = waker = Waker(self.loop, self.send_due, self.recorder.time_zero)
+        waker.start()
         flusher = asyncio.create_task(self.recorder.flush_periodically())
         sweeper = asyncio.create_task(self.sweep())
         try:
             self.send_due()
             await self.finished
         finally:
-            self.waker.stop()
+            waker.stop()
             sweeper.cancel()
             flusher.cancel()
             for slot in self.slots:
                 if slot.reader is not None:
                     slot.reader.transport.close()
 
-    def send_due(self):
+    def send_due(self) -> None:
         now = self.recorder.now()
         while self.free and self.upcoming is not None and self.upcoming[1] <= now:
             user, intended = self.upcoming
@@ -191,11 +197,11 @@ class OpenLoop:
         if self.upcoming is None:
             if len(self.free) == len(self.slots) and not self.finished.done():
                 self.finished.set_result(None)
-        elif self.free:
+        elif self.free and self.waker is not None:
             self.waker.wake_at(self.upcoming[1])
         # else every connection is busy: the next answer frees one and calls send_due
 
-    async def sweep(self):
+    async def sweep(self) -> None:
         while True:
             await asyncio.sleep(sweep_interval(self.timeout_s))
             late = self.recorder.now() - self.timeout_s
@@ -204,5 +210,5 @@ class OpenLoop:
                     slot.fail(TIMEOUT)
 
 
-async def run(spec, share, recorder):
+async def run(spec: dict[str, Any], share: Share, recorder: Recorder) -> None:
     await OpenLoop(spec, share, recorder).run()

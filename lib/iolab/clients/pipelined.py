@@ -10,37 +10,43 @@ once the whole last one is answered.
 
 import asyncio
 import collections
+from collections.abc import Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
 from .. import http1
 from .closed_raw import sweep_interval
 from .errors import OUT_OF_ORDER, TIMEOUT
 from .raw_connection import RawConnection
+from .recorder import Recorder
+from .shares import Share
 from .wire import NO_ERROR
 
 
 class FirstAnswer:
     """Waits for one answer on a connection: how the answer to each path alone is learned before the run."""
 
-    def __init__(self):
-        self.answer = asyncio.get_running_loop().create_future()
+    def __init__(self) -> None:
+        self.answer: asyncio.Future[tuple[int, bytes | None]] = asyncio.get_running_loop().create_future()
 
-    def answered(self, status, length, closes, body):
+    def answered(self, status: int, length: int, closes: bool, body: bytes | None) -> None:
         if not self.answer.done():
             self.answer.set_result((status, body))
 
-    def broken(self, error):
+    def broken(self, error: BaseException) -> None:
         if not self.answer.done():
             self.answer.set_exception(error)
 
-    def lost(self, reader, error):
+    def lost(self, reader: http1.AnswerProtocol, error: BaseException | None) -> None:
         self.broken(error or ConnectionResetError("the server closed the connection"))
 
 
-async def learn_answers(host, port, requests, timeout_s):
+async def learn_answers(host: str | None, port: int | None, requests: Sequence[bytes],
+                        timeout_s: float) -> list[tuple[int, bytes | None]] | None:
     """The (status, body) each request gets when sent alone, or None if the server cannot be asked."""
-    loop = asyncio.get_running_loop()
-    answers = []
+    # Any: asyncio takes any object with a protocol's methods, and http1's readers do not subclass asyncio.Protocol.
+    loop: Any = asyncio.get_running_loop()
+    answers: list[tuple[int, bytes | None]] = []
     try:
         for request in requests:
             waiter = FirstAnswer()
@@ -60,7 +66,7 @@ async def learn_answers(host, port, requests, timeout_s):
 class Pipeline:
     """One process's pipelined connections and the bounds they share."""
 
-    def __init__(self, spec, share, recorder):
+    def __init__(self, spec: dict[str, Any], share: Share, recorder: Recorder) -> None:
         self.recorder = recorder
         self.loop = asyncio.get_running_loop()
         url = urlsplit(spec["url"])
@@ -68,18 +74,18 @@ class Pipeline:
         paths = spec.get("pipeline_paths") or [None]
         self.requests_by_path = [http1.get_request(spec["url"], True, path) for path in paths]
         self.depth = spec["pipeline_depth"]
-        self._batches = {}  # (position in the cycle of paths, count) -> the bytes of that batch
+        self._batches: dict[tuple[int, int], bytes] = {}  # (position in the cycle of paths, count) -> the bytes of that batch
         self.requests = share["requests"]
         self.issued = 0
         self.max_duration_s = spec["max_duration_s"]
         self.timeout_s = spec["timeout_s"]
-        self.expected = None  # (status, body) per path, learned before the run
+        self.expected: list[tuple[int, bytes | None]] | None = None  # (status, body) per path, learned first
         self.connections = [PipelinedConnection(number, self) for number in share["users"]]
         self.active = len(self.connections)
         self.finished = self.loop.create_future()
         self.out_of_order = recorder.error_code(OUT_OF_ORDER)
 
-    def take(self, wanted, now):
+    def take(self, wanted: int, now: float) -> int:
         """How many more requests a connection may send now: up to `wanted`, within the count and the duration."""
         if now >= self.max_duration_s:
             return 0
@@ -87,7 +93,7 @@ class Pipeline:
         self.issued += granted
         return granted
 
-    def batch(self, first, count):
+    def batch(self, first: int, count: int) -> bytes:
         """The bytes of `count` requests, the first of them number `first` in the cycle of paths."""
         key = (first % len(self.requests_by_path), count)
         payload = self._batches.get(key)
@@ -96,12 +102,12 @@ class Pipeline:
             payload = self._batches[key] = b"".join(cycle[(first + i) % len(cycle)] for i in range(count))
         return payload
 
-    def stopped(self):
+    def stopped(self) -> None:
         self.active -= 1
         if not self.active and not self.finished.done():
             self.finished.set_result(None)
 
-    async def run(self):
+    async def run(self) -> None:
         self.expected = await learn_answers(self.host, self.port, self.requests_by_path, self.timeout_s)
         await self.recorder.wait_for_go_async()
         flusher = asyncio.create_task(self.recorder.flush_periodically())
@@ -114,7 +120,7 @@ class Pipeline:
         sweeper.cancel()
         flusher.cancel()
 
-    async def sweep(self):
+    async def sweep(self) -> None:
         while True:
             await asyncio.sleep(sweep_interval(self.timeout_s))
             late = self.recorder.now() - self.timeout_s
@@ -126,20 +132,21 @@ class Pipeline:
 class PipelinedConnection(RawConnection):
     """One user: a connection with up to `depth` requests in flight, their paths remembered in order."""
 
-    __slots__ = ("number", "run", "reader", "connection", "start", "waiting", "sent", "attempt")
+    __slots__ = ("number", "start", "waiting", "sent")
     reader_type = http1.BodyKeepingProtocol  # each answer's body too, to check it is its own request's
 
-    def __init__(self, number, run):
+    def __init__(self, number: int, run: Pipeline) -> None:
         self.number = number
         self.run = run
         self.reader = None
         self.connection = -1
-        self.start = None  # when the batch in flight was written
-        self.waiting = collections.deque()  # the cycle position of each request still unanswered, oldest first
+        self.start = 0.0  # when the batch in flight was written
+        # The cycle position of each request still unanswered, oldest first.
+        self.waiting: collections.deque[int] = collections.deque()
         self.sent = 0  # requests sent on this user so far: the next one's position in the cycle of paths
         self.attempt = 0
 
-    def next_batch(self, now):
+    def next_batch(self, now: float) -> None:
         run = self.run
         count = run.take(run.depth, now)
         if not count:
@@ -159,7 +166,7 @@ class PipelinedConnection(RawConnection):
         else:
             self.reader.transport.write(payload)
 
-    def answered(self, status, length, closes, body):
+    def answered(self, status: int, length: int, closes: bool, body: bytes | None) -> None:
         run = self.run
         recorder = run.recorder
         if not self.waiting or self.reader is None:
@@ -185,10 +192,10 @@ class PipelinedConnection(RawConnection):
         if not self.waiting:
             self.next_batch(now)
 
-    def in_flight(self):
+    def in_flight(self) -> bool:
         return bool(self.waiting)
 
-    def fail(self, kind):
+    def fail(self, kind: str) -> None:
         """Record every request still waiting as an error of `kind`, drop the connection, and go on."""
         recorder = self.run.recorder
         code = recorder.error_code(kind)
@@ -201,5 +208,5 @@ class PipelinedConnection(RawConnection):
         self.next_batch(now)
 
 
-async def run(spec, share, recorder):
+async def run(spec: dict[str, Any], share: Share, recorder: Recorder) -> None:
     await Pipeline(spec, share, recorder).run()

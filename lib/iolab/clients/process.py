@@ -11,52 +11,26 @@ done frame as `report`. It dies with its parent as every child of the lab does
 (contract.die_with_parent).
 """
 
-import asyncio
 import concurrent.futures
 import importlib
 import json
 import os
 import sys
 import threading
+from typing import Any
 
 from ..contract import die_with_parent
 from . import kinds, wire
+from .event_loops import new_event_loop
 from .recorder import Recorder
-
-EVENT_LOOPS = ("auto", "uvloop", "asyncio")
-
-
-def split(total, parts, index):
-    """The index-th of `parts` near-equal shares of `total` (the first ones one larger when it does not divide)."""
-    return total // parts + (1 if index < total % parts else 0)
+from .shares import share_of
 
 
-def share_of(spec):
-    """This process's users (a range of the run's user numbers) and its requests."""
-    process, processes = spec["process"], spec["processes"]
-    first = sum(split(spec["concurrency"], processes, i) for i in range(process))
-    users = range(first, first + split(spec["concurrency"], processes, process))
-    return {"users": users, "requests": split(spec["requests"], processes, process)}
-
-
-def new_event_loop(choice="auto"):
-    """uvloop when installed (or asked for), else asyncio's own loop: the one place a client picks its loop."""
-    if choice in ("auto", "uvloop"):
-        try:
-            import uvloop
-        except ImportError:
-            if choice == "uvloop":
-                raise
-        else:
-            return uvloop.new_event_loop()
-    return asyncio.new_event_loop()
-
-
-def listen_to_parent():
+def listen_to_parent() -> concurrent.futures.Future[float]:
     """A future for the parent's go (the run's time zero); end of file on stdin before the go fails it."""
-    go = concurrent.futures.Future()
+    go: concurrent.futures.Future[float] = concurrent.futures.Future()
 
-    def watch():
+    def watch() -> None:
         # os.read, not sys.stdin: a buffered read would hold a lock that interpreter shutdown then waits for.
         pending = b""
         while chunk := os.read(0, 4096):
@@ -73,14 +47,14 @@ def listen_to_parent():
     return go
 
 
-def main():
+def main() -> None:
     die_with_parent()
-    spec = json.loads(sys.argv[1])
+    spec: dict[str, Any] = json.loads(sys.argv[1])
     frames = sys.stdout.buffer
     sys.stdout = sys.stderr  # stdout carries frames only; a stray print must not break one
     recorder = Recorder(frames, listen_to_parent(), spec["process"], spec["processes"])
     info = kinds.get(spec["kind"])
-    client = getattr(importlib.import_module(f"{__package__}.{info.module}"), info.entry)  # (spec, share, recorder)
+    client = importlib.import_module(f"{__package__}.{info.module}").run  # run(spec, share, recorder)
     share = share_of(spec)
     if info.threads:
         report = client(spec, share, recorder)

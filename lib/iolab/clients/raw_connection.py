@@ -9,27 +9,36 @@ class opens the connection when a request needs one and turns a refusal, a
 garbled answer or a server hanging up into `fail` with the error's kind.
 """
 
+from typing import Any
+
 from .. import http1
 from .errors import error_kind
 
 
 class RawConnection:
-    """Mixin: needs `self.run` (host, port, loop, recorder), `self.attempt`, `in_flight()` and `fail(kind)`.
+    """Base of a raw client's per-connection object, which says `in_flight()` and how to `fail(kind)`.
 
-    And slots `reader` (the connection's http1 reader, None while there is none) and
-    `connection` (the recorder's number for it, for its rows).
+    Its slots: `run` (the client's shared state: host, port, loop, recorder),
+    `reader` (the connection's http1 reader, None while there is none),
+    `connection` (the recorder's number for it, for its rows) and `attempt`
+    (counts requests, so a connect that finishes after its request failed is dropped).
     """
 
-    __slots__ = ()  # the clients keep their per-request objects small: no __dict__
-    reader_type = http1.AnswerProtocol  # parses each answer and calls self.answered(...)
+    # The clients keep their per-request objects small: slots, no __dict__; a subclass adds its own.
+    __slots__ = ("run", "reader", "connection", "attempt")
+    reader_type: type[http1.AnswerProtocol] = http1.AnswerProtocol  # parses each answer, calls self.answered(...)
+    run: Any
+    reader: http1.AnswerProtocol | None
+    connection: int
+    attempt: int
 
-    def in_flight(self):
+    def in_flight(self) -> bool:
         raise NotImplementedError
 
-    def fail(self, kind):
+    def fail(self, kind: str) -> None:
         raise NotImplementedError
 
-    async def open(self):
+    async def open(self) -> None:
         """Connect ahead of the first request; if that fails, the first request connects (and records why not)."""
         run = self.run
         try:
@@ -38,7 +47,7 @@ class RawConnection:
         except OSError:
             self.reader = None
 
-    async def connect(self, attempt, payload):
+    async def connect(self, attempt: int, payload: bytes) -> None:
         """Open a connection and write `payload`, unless the request it was for has timed out meanwhile."""
         run = self.run
         try:
@@ -54,20 +63,20 @@ class RawConnection:
         self.connection = run.recorder.new_connection()
         transport.write(payload)
 
-    def drop(self):
+    def drop(self) -> None:
         """Abort the connection, if there is one: nothing on it can be trusted any more."""
         if self.reader is not None:
             self.reader.transport.abort()
             self.reader = None
 
-    def broken(self, error):
+    def broken(self, error: BaseException) -> None:
         """The reader could not parse the answer: fail what is in flight, or just drop an idle connection."""
         if self.in_flight():
             self.fail(error_kind(error))
         else:
             self.drop()
 
-    def lost(self, reader, error):
+    def lost(self, reader: http1.AnswerProtocol, error: BaseException | None) -> None:
         """The connection closed: if it was ours and a request was on it, that request failed."""
         if reader is not self.reader:
             return  # a connection already let go of

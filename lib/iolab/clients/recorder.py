@@ -4,9 +4,11 @@ The clock every process shares, rows of finished requests, and frames to the par
 """
 
 import asyncio
+import concurrent.futures
 import itertools
 import threading
 import time
+from typing import IO, Any
 
 from . import wire
 
@@ -20,23 +22,24 @@ class Recorder:
     picks it once all are ready), so their rows merge without shifting.
     """
 
-    def __init__(self, out, go, process=0, processes=1):
+    def __init__(self, out: IO[bytes], go: concurrent.futures.Future[float], process: int = 0,
+                 processes: int = 1) -> None:
         self.out = out
         self.go = go  # a concurrent.futures.Future that the parent's go line resolves to time zero
         self.rows = wire.RowBuffer()
         self.add = self.rows.add  # the hot path: clients call recorder.add(...) with wire.FIELDS
         self.in_flight = 0
         self.time_zero = time.perf_counter()
-        self.error_names = [None]  # index = the code in a row's error field; 0 is no error
-        self._codes = {}
+        self.error_names: list[str | None] = [None]  # index = the code in a row's error field; 0 is no error
+        self._codes: dict[str, int] = {}
         self._lock = threading.Lock()
         # Connection numbers unique across the run's processes: this one takes process, process + processes, ...
         self.connection_numbers = itertools.count(process, processes)
 
-    def now(self):
+    def now(self) -> float:
         return time.perf_counter() - self.time_zero
 
-    def error_code(self, kind):
+    def error_code(self, kind: str) -> int:
         """The number a row carries for an error of `kind` ("timeout", "refused", ...)."""
         code = self._codes.get(kind)
         if code is None:
@@ -46,19 +49,19 @@ class Recorder:
                     self.error_names.append(kind)
         return code
 
-    def new_connection(self):
+    def new_connection(self) -> int:
         return next(self.connection_numbers)
 
-    def _ready(self):
+    def _ready(self) -> None:
         wire.write_frame(self.out, wire.READY)
 
-    def wait_for_go(self):
+    def wait_for_go(self) -> None:
         """Tell the parent this process is set up, then sleep until the run's time zero (threads)."""
         self._ready()
         self.time_zero = self.go.result()
         time.sleep(max(0.0, self.time_zero - time.perf_counter()))
 
-    async def wait_for_go_async(self):
+    async def wait_for_go_async(self) -> None:
         """Tell the parent this process is set up, then sleep until the run's time zero (event loops)."""
         self._ready()
         self.time_zero = await asyncio.wrap_future(self.go)
@@ -67,19 +70,22 @@ class Recorder:
         await asyncio.sleep(max(0.0, self.time_zero - time.perf_counter() - 0.002))
         time.sleep(max(0.0, self.time_zero - time.perf_counter()))
 
-    def flush(self):
+    def flush(self) -> None:
         with self._lock:
             rows = self.rows.take()
             wire.write_frame(
                 self.out, wire.ROWS, rows, t=self.now(), in_flight=self.in_flight, error_names=self.error_names
             )
 
-    async def flush_periodically(self):
+    async def flush_periodically(self) -> None:
         while True:
             await asyncio.sleep(FLUSH_EVERY_S)
             self.flush()
 
-    def done(self, report=None):
+    def done(self, report: dict[str, Any] | None = None) -> None:
         """The last rows, then the done frame; `report`: the totals of a kind that counts instead of keeping rows."""
         self.flush()
-        wire.write_frame(self.out, wire.DONE, t=self.now(), **({} if report is None else {"report": report}))
+        if report is None:
+            wire.write_frame(self.out, wire.DONE, t=self.now())
+        else:
+            wire.write_frame(self.out, wire.DONE, t=self.now(), report=report)

@@ -28,8 +28,9 @@ body) and long polling (a keep-alive GET /poll?cursor=K, then the next).
 receive buffer (the slow consumer). Every wait is bounded: a connect by
 timeout_s, the run by max_duration_s after the go.
 
-held_subscribers.py holds the same subscribers open instead, asked over a
-pipe (the kind's held mode): Subscriptions is what both share.
+holder.py holds the same subscribers open instead, asked over a pipe (the
+kind's held mode, driven by held_subscribers.Held): Subscriptions is what both
+share. Whoever drives a run asks the push server through push_routes.py.
 """
 
 import asyncio
@@ -40,9 +41,12 @@ import resource
 import socket
 import time
 import zlib
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from .. import environment, http1
+from .recorder import Recorder
+from .shares import Share
 
 TRANSPORTS = ("ws", "sse", "poll")
 PATHS = {"ws": "/ws", "sse": "/sse", "poll": "/poll"}
@@ -57,25 +61,28 @@ class Subscriber(asyncio.Protocol):
     """One connection: the request that subscribes, the answer's head, then messages, each handed to its `run`
     (a Subscriptions: the bounded Run below, or held_subscribers.Holder)."""
 
-    def __init__(self, run, user):
+    expected_status: str  # the answer's status that means subscribed
+    headers: dict[str, str]  # the answer's headers, once its head is in
+
+    def __init__(self, run: "Subscriptions", user: int) -> None:
         self.run = run
         self.user = user
         self.connection = run.new_connection()
-        self.transport = None
+        self.transport: asyncio.Transport | None = None
         self.buffer = b""
         self.head_done = False
-        self.ready = run.loop.create_future()  # set once the server has answered the subscription
+        self.ready: asyncio.Future[None] = run.loop.create_future()  # set once the server has answered the subscription
         self.ready.add_done_callback(lambda future: future.cancelled() or future.exception())  # seen: no warning
         self.received = 0
         self.ended = False  # no more rows come from this subscriber: it has them all, failed, or was closed
         self.counted = False  # the run no longer waits for it
 
     # --- asyncio.Protocol ---
-    def connection_made(self, transport):
-        self.transport = transport
-        transport.write(self.request())
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # a TCP connection's
+        self.transport.write(self.request())
 
-    def data_received(self, data):
+    def data_received(self, data: bytes) -> None:
         now = time.perf_counter()
         buffer = self.buffer + data if self.buffer else data
         if not self.head_done:
@@ -93,14 +100,22 @@ class Subscriber(asyncio.Protocol):
                 self.ready.set_result(None)
         self.buffer = self.parse(buffer, now)
 
-    def connection_lost(self, error):
+    def connection_lost(self, error: Exception | None) -> None:
         if not self.ready.done():
             self.ready.set_exception(ConnectionError("the server closed the connection before it answered"))
         if not self.ended:
             self.fail("closed")
 
     # --- what every transport shares ---
-    def message(self, payload, now):
+    def request(self) -> bytes:
+        """The bytes that subscribe (and for a long poll, each poll after)."""
+        raise NotImplementedError
+
+    def parse(self, buffer: bytes, now: float) -> bytes:
+        """Hand every whole message in `buffer` (which arrived at `now`) to `message`; what is left of it."""
+        raise NotImplementedError
+
+    def message(self, payload: bytes, now: float) -> None:
         """Hand one message to the run, read from its JSON head: {"seq": n, "t": publish time}."""
         head = json.loads(payload[: payload.index(SEQ_END) + 1])
         self.run.delivered(self, head["seq"], head["t"], len(payload), now)
@@ -109,12 +124,12 @@ class Subscriber(asyncio.Protocol):
             self.ended = True
             self.count_out()
 
-    def count_out(self):
+    def count_out(self) -> None:
         if not self.counted:
             self.counted = True
             self.run.subscriber_done(self)
 
-    def fail(self, kind):
+    def fail(self, kind: str) -> None:
         """A row with the error `kind` (no more messages will come on this connection), and give it up."""
         if self.ended:
             return
@@ -126,7 +141,8 @@ class Subscriber(asyncio.Protocol):
         if self.transport is not None:
             self.transport.abort()
 
-    def answer_head(self, head):
+    def answer_head(self, head: str) -> str | None:
+        """None when the head says subscribed (its headers kept), else what went wrong."""
         status = head.split(" ", 2)[1] if head.count(" ") >= 1 else "?"
         expected = self.expected_status
         if status != expected:
@@ -137,7 +153,7 @@ class Subscriber(asyncio.Protocol):
         }
         return None
 
-    def close(self):
+    def close(self) -> None:
         self.ended = True
         if self.transport is not None:
             self.transport.abort()
@@ -146,22 +162,23 @@ class Subscriber(asyncio.Protocol):
 class WebSocketSubscriber(Subscriber):
     expected_status = "101"
 
-    def request(self):
+    def request(self) -> bytes:
         offer = "Sec-WebSocket-Extensions: permessage-deflate\r\n" if self.run.compression else ""
         return (f"GET {self.run.path} HTTP/1.1\r\nHost: {self.run.host}\r\nUpgrade: websocket\r\n"
                 f"Connection: Upgrade\r\nSec-WebSocket-Key: {WS_KEY}\r\nSec-WebSocket-Version: 13\r\n"
                 f"{offer}\r\n").encode()
 
-    def answer_head(self, head):
+    def answer_head(self, head: str) -> str | None:
         problem = super().answer_head(head)
         # Inflate only if the server agreed; the inflater is made at the first compressed message (an idle
         # subscriber holds none: its memory is the server's to measure, not ours).
-        self.inflater = None
+        self.inflater: Any = None  # a zlib decompressor, once needed
         self.deflate = "permessage-deflate" in self.headers.get("sec-websocket-extensions", "")
-        self.fragments = []
+        self.fragments: list[bytes] = []
+        self.compressed = False
         return problem
 
-    def parse(self, buffer, now):
+    def parse(self, buffer: bytes, now: float) -> bytes:
         position, size = 0, len(buffer)
         while size - position >= 2:
             first, second = buffer[position], buffer[position + 1]
@@ -184,7 +201,7 @@ class WebSocketSubscriber(Subscriber):
             position = end
         return buffer[position:]
 
-    def frame(self, first, data, now):
+    def frame(self, first: int, data: bytes, now: float) -> None:
         opcode = first & 0x0F
         if opcode in (0x0, 0x1, 0x2):
             if opcode and first & 0x40:  # RSV1 on a message's first frame: compressed (RFC 7692)
@@ -207,26 +224,27 @@ class WebSocketSubscriber(Subscriber):
             self.send_control(CLOSE, data[:2])
             self.fail("closed")
 
-    def send_control(self, opcode, data):
+    def send_control(self, opcode: int, data: bytes) -> None:
         # A client masks every frame (RFC 6455 5.3); a zero key leaves the data as it is.
+        assert self.transport is not None  # a frame came in on it
         self.transport.write(bytes((0x80 | opcode, 0x80 | len(data))) + b"\0\0\0\0" + data)
 
 
 class EventsSubscriber(Subscriber):
     expected_status = "200"
 
-    def request(self):
+    def request(self) -> bytes:
         return (f"GET {self.run.path} HTTP/1.1\r\nHost: {self.run.host}\r\nAccept: text/event-stream\r\n"
                 "Cache-Control: no-cache\r\n\r\n").encode()
 
-    def answer_head(self, head):
+    def answer_head(self, head: str) -> str | None:
         problem = super().answer_head(head)
         self.chunked = "chunked" in self.headers.get("transfer-encoding", "")
         self.raw = b""
         self.body = b""
         return problem
 
-    def parse(self, buffer, now):
+    def parse(self, buffer: bytes, now: float) -> bytes:
         if self.chunked:
             raw = self.raw + buffer
             position, body = 0, []
@@ -260,16 +278,16 @@ class PollSubscriber(Subscriber):
 
     expected_status = "200"
 
-    def request(self):
+    def request(self) -> bytes:
         cursor = "" if self.cursor is None else f"?cursor={self.cursor}"
         return f"GET {self.run.path}{cursor} HTTP/1.1\r\nHost: {self.run.host}\r\n\r\n".encode()
 
-    def __init__(self, run, user):
+    def __init__(self, run: "Subscriptions", user: int) -> None:
         super().__init__(run, user)
-        self.cursor = None  # the first poll waits for the next message
+        self.cursor: int | None = None  # the first poll waits for the next message
         self.ready.set_result(None)  # parked once sent: the server answers only when there is a message
 
-    def data_received(self, data):
+    def data_received(self, data: bytes) -> None:
         now = time.perf_counter()
         buffer = self.buffer + data if self.buffer else data
         while True:
@@ -294,12 +312,14 @@ class PollSubscriber(Subscriber):
                 self.poll()
         self.buffer = buffer
 
-    def poll(self):
+    def poll(self) -> None:
         """The next long poll, from the cursor of the last message it got."""
+        assert self.transport is not None  # polls again only once answered
         self.transport.write(self.request())
 
 
-KINDS = {"ws": WebSocketSubscriber, "sse": EventsSubscriber, "poll": PollSubscriber}
+# Each transport's protocol class: the subscriber that one connection of it is.
+PROTOCOLS = {"ws": WebSocketSubscriber, "sse": EventsSubscriber, "poll": PollSubscriber}
 
 
 class Subscriptions:
@@ -309,41 +329,42 @@ class Subscriptions:
     Two kinds of run build on it: Run below (the client kind's bounded run, a row per message) and
     held_subscribers.Holder (held until the driving process lets go, asked over a pipe)."""
 
-    messages = math.inf  # how many messages a subscriber waits for before it ends
+    messages: float = math.inf  # how many messages a subscriber waits for before it ends
     repoll_at_once = True  # a long poll asks again as soon as it is answered
-    slow = None  # the user that stops reading once connected
+    slow: int | None = None  # the user that stops reading once connected
 
-    def __init__(self, url, transport, compression, timeout_s):
+    def __init__(self, url: str, transport: str, compression: bool, timeout_s: float) -> None:
         parts = urlsplit(url)
-        self.host, self.port = parts.hostname, parts.port
+        # Every url here names its host: LoadSpec.validate checked a run's, a lesson passes its server's.
+        self.host, self.port = cast(str, parts.hostname), parts.port
         self.transport_name = transport  # ws, sse or poll
         self.path = PATHS[transport]
-        self.kind = KINDS[transport]
+        self.protocol = PROTOCOLS[transport]
         self.compression = compression
         self.timeout_s = timeout_s
         self.loop = asyncio.get_running_loop()
         # A payload's t is time.monotonic(); `now` is time.perf_counter(): on Linux both read CLOCK_MONOTONIC.
         self.clock_offset = time.monotonic() - time.perf_counter()
-        self.subscribers = []
-        self.lost = {}  # error kind -> messages (Run) or subscribers (Holder) lost with it
+        self.subscribers: list[Subscriber] = []
+        self.lost: dict[str, int] = {}  # error kind -> messages (Run) or subscribers (Holder) lost with it
 
-    def new_connection(self):
+    def new_connection(self) -> int:
         return len(self.subscribers)
 
-    def delivered(self, subscriber, seq, t, size, now):
+    def delivered(self, subscriber: Subscriber, seq: int, t: float, size: int, now: float) -> None:
         """A message arrived: `t` its publish time (monotonic), `now` its arrival (perf_counter)."""
         raise NotImplementedError
 
-    def failed(self, subscriber, kind):
+    def failed(self, subscriber: Subscriber, kind: str) -> None:
         self.lost[kind] = self.lost.get(kind, 0) + 1
 
-    def subscriber_done(self, subscriber):
+    def subscriber_done(self, subscriber: Subscriber) -> None:
         pass
 
-    async def connect(self, user):
+    async def connect(self, user: int) -> Subscriber:
         """One subscriber, connected and subscribed (the server holds it) before this returns; a failure is the
         subscriber's (`failed`), not raised."""
-        subscriber = self.kind(self, user)
+        subscriber = self.protocol(self, user)
         self.subscribers.append(subscriber)
         try:
             sock = socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET)
@@ -363,7 +384,7 @@ class Subscriptions:
                 sock.close()
             subscriber.fail("refused" if isinstance(error, ConnectionRefusedError) else "closed")
             return subscriber
-        if user == self.slow:
+        if user == self.slow and subscriber.transport is not None:  # connected: it is
             subscriber.transport.pause_reading()
         return subscriber
 
@@ -371,7 +392,9 @@ class Subscriptions:
 class Run(Subscriptions):
     """The client kind's run: every subscriber waits for requests / concurrency messages, a row each."""
 
-    def __init__(self, spec, share, recorder):
+    messages: int
+
+    def __init__(self, spec: dict[str, Any], share: Share, recorder: Recorder) -> None:
         super().__init__(spec["url"], spec["transport"], spec["compression"], spec["timeout_s"])
         self.spec = spec
         self.users = share["users"]
@@ -381,34 +404,34 @@ class Run(Subscriptions):
         self.waiting = 0
         self.all_done = self.loop.create_future()
         self.last_seq = 0
-        self.published = []
+        self.published: list[dict[str, Any]] = []  # what each /publish answered
 
-    def new_connection(self):
+    def new_connection(self) -> int:
         return self.recorder.new_connection()
 
-    def delivered(self, subscriber, seq, t, size, now):
+    def delivered(self, subscriber: Subscriber, seq: int, t: float, size: int, now: float) -> None:
         zero = self.recorder.time_zero
         published = t - self.clock_offset - zero
         self.recorder.add(published, published, now - zero, 200, size, 0, subscriber.user, subscriber.connection)
         self.last_seq = max(self.last_seq, seq)
 
-    def failed(self, subscriber, kind):
+    def failed(self, subscriber: Subscriber, kind: str) -> None:
         """A row with the error `kind`; the messages the subscriber will never get are lost with it."""
         now = self.recorder.now()
         self.recorder.add(now, now, now, 0, 0, self.recorder.error_code(kind), subscriber.user, subscriber.connection)
         self.lost[kind] = self.lost.get(kind, 0) + self.messages - subscriber.received
 
-    def subscriber_done(self, subscriber):
+    def subscriber_done(self, subscriber: Subscriber) -> None:
         self.waiting -= 1
         self.recorder.in_flight = self.waiting
         if self.waiting <= 0 and not self.all_done.done():
             self.all_done.set_result(None)
 
-    async def connect(self, user):
+    async def connect(self, user: int) -> Subscriber:
         self.waiting += 1
         return await super().connect(user)
 
-    async def run(self):
+    async def run(self) -> dict[str, Any]:
         started = time.perf_counter()
         for user in self.users:  # one after another: the server's send order is this order
             await self.connect(user)
@@ -448,7 +471,7 @@ class Run(Subscriptions):
                 "connect_s": connect_s, "client_cpu_s": used.ru_utime + used.ru_stime - cpu.ru_utime - cpu.ru_stime,
                 "published": self.published}
 
-    async def hear_from_the_slow_one(self):
+    async def hear_from_the_slow_one(self) -> None:
         """Let the stopped subscriber read again, briefly: what its kernel held arrives late, then the end of the
         connection if the server dropped it (a subscriber that does not read cannot see its connection close)."""
         slow = next((s for s in self.subscribers if s.user == self.slow and not s.ended), None)
@@ -459,7 +482,7 @@ class Run(Subscriptions):
         while not slow.ended and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
 
-    async def publish(self):
+    async def publish(self) -> None:
         """Wait until the server counts every subscriber of the run, then ask for the messages, interval_s apart."""
         spec = self.spec
         deadline = time.monotonic() + self.timeout_s
@@ -475,10 +498,10 @@ class Run(Subscriptions):
             self.published.append(json.loads(await http_get(self.host, self.port, query, self.timeout_s)))
 
 
-async def http_get(host, port, path, timeout_s):
+async def http_get(host: str | None, port: int | None, path: str, timeout_s: float) -> str:
     """The body of one GET on a new connection (the server answers 200, or this raises with what it said)."""
 
-    async def get():
+    async def get() -> str:
         reader, writer = await asyncio.open_connection(host, port)
         try:
             writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n".encode())
@@ -493,45 +516,8 @@ async def http_get(host, port, path, timeout_s):
     return await asyncio.wait_for(get(), timeout_s)
 
 
-async def run(spec, share, recorder):
+async def run(spec: dict[str, Any], share: Share, recorder: Recorder) -> dict[str, Any]:
     problem = environment.file_limit_reason(len(share["users"]))
     if problem:
         raise SystemExit(problem)
     return await Run(spec, share, recorder).run()
-
-
-# --- For whoever drives a run and publishes itself (a lesson, a benchmark, a test) ------------------------
-
-def get_json(url, path, timeout_s=10.0):
-    """GET a push server's JSON route (/stats, /publish?...) the plain way, from the driving process."""
-    import urllib.request  # here: client processes never need it
-
-    with urllib.request.urlopen(url.rstrip("/") + path, timeout=timeout_s) as answer:
-        return json.loads(answer.read())
-
-
-def counted(url):
-    """Subscribers the server holds now, every transport together."""
-    return sum(get_json(url, "/stats")["subscribers"].values())
-
-
-def wait_until_held(run, url, subscribers, timeout_s=30.0):
-    """Block until the server counts `subscribers` in all (those held before the run included) and the run's go
-    has passed, so that a message published now is recorded on the run's clock. Raises TimeoutError naming what
-    was missing, RuntimeError if the run ended first."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        held = counted(url)
-        went = run.time_zero is not None and time.perf_counter() > run.time_zero
-        if held >= subscribers and went:
-            return held
-        if run.done():
-            raise RuntimeError(f"the subscribers' run ended before it held them: {run.result().stop_reason}")
-        time.sleep(0.02)
-    raise TimeoutError(f"after {timeout_s} s the server counts {counted(url)} of {subscribers} subscribers"
-                       f" and the run's go has{' ' if run.time_zero else ' not '}come")
-
-
-def publish(url, size=64, how=None):
-    """One broadcast: the server's answer {"seq", "subscribers", "how", "wall_s", "cpu_s"}."""
-    return get_json(url, f"/publish?size={size}" + (f"&how={how}" if how else ""))

@@ -8,6 +8,10 @@ import json
 import struct
 import sys
 from array import array
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # One finished request, in this order on the wire; read by name on the other end (rows["start"]).
 # Times are seconds since the run's time zero, which every client process of a run shares.
@@ -26,7 +30,7 @@ NO_ERROR = 0
 
 
 @functools.cache
-def row_dtype():
+def row_dtype() -> "np.dtype":
     """The numpy dtype of a row, for the parent. Client processes never import numpy: it adds a fifth of a second to
     every start."""
     import numpy as np
@@ -38,16 +42,17 @@ class RowBuffer:
     """Rows of finished requests, kept as one flat list of numbers until the next frame: adding is every client's hot
     path, and a list's extend is cheaper than any per-row object."""
 
-    def __init__(self):
-        self._values = []
+    def __init__(self) -> None:
+        self._values: list[float] = []
         self._extend = self._values.extend
 
-    def add(self, intended, start, end, status, bytes, error, user, connection):
+    def add(self, intended: float, start: float, end: float, status: int, bytes: int, error: int, user: int,
+            connection: int) -> None:
         """Record one finished request; the parameters are FIELDS, in order (a test holds them equal)."""
         # One extend of a tuple is one step under the GIL: threads adding at once never interleave a row.
         self._extend((intended, start, end, status, bytes, error, user, connection))
 
-    def take(self):
+    def take(self) -> tuple[int, bytes]:
         """(count, bytes) of the rows added so far, and forget them (safe while other threads keep adding)."""
         size = len(self._values)
         size -= size % len(FIELDS)
@@ -63,7 +68,7 @@ class RowBuffer:
 READY, ROWS, DONE = "ready", "rows", "done"
 
 
-def write_frame(out, kind, rows=(0, b""), **header):
+def write_frame(out: IO[bytes], kind: str, rows: tuple[int, bytes] = (0, b""), **header: Any) -> None:
     """Write one frame, `rows` being RowBuffer.take()'s (count, bytes), and flush it: the parent reads frames as
     they come, for live plots."""
     count, payload = rows
@@ -71,7 +76,7 @@ def write_frame(out, kind, rows=(0, b""), **header):
     out.flush()
 
 
-def read_frame(stream):
+def read_frame(stream: IO[bytes]) -> "tuple[dict[str, Any], np.ndarray] | None":
     """The next (header, rows) from a binary stream, rows a numpy array of row_dtype(), read by field name
     (rows["start"]); None at the stream's end (the client process has exited)."""
     import numpy as np
@@ -92,13 +97,13 @@ def read_frame(stream):
 GO = "go"
 
 
-def go_line(time_zero):
+def go_line(time_zero: float) -> bytes:
     """Tells a ready client process to start at `time_zero`, a time.perf_counter() value (CLOCK_MONOTONIC on Linux,
     one clock for every process on the machine)."""
     return f"{GO} {time_zero!r}\n".encode()
 
 
-def parse_go(line):
+def parse_go(line: str) -> float | None:
     """The time zero in a go line, or None if the line is something else."""
     word, _, value = line.strip().partition(" ")
     return float(value) if word == GO else None

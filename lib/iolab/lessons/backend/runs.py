@@ -330,7 +330,7 @@ def start_open_loop(front, rate, seconds, ms, worker=None):
     """
     meter = usage.CpuMeter(worker.pid) if worker is not None else None
     run = load.start_load(
-        f"{front.url}/backend?ms={ms}&how=forget", loop="open", rate_rps=rate, requests=max(1, round(rate * seconds)),
+        f"{front.url}/backend?ms={ms}&how=forget", kind="open", rate_rps=rate, requests=max(1, round(rate * seconds)),
         concurrency=64, timeout_s=10.0, max_duration_s=seconds + RUN_SLACK_S, before_go=meter.start if meter else None,
     )
     run.worker_meter = meter

@@ -141,7 +141,7 @@ def start_bank_load(server, bank, requests, concurrency, delay_ms):
         server=server,
         requests=requests,
         concurrency=concurrency,
-        client="async",
+        kind="closed_async",
         keep_alive=False,
         timeout_s=min(600.0, 2 * worst_s + 10),
         max_duration_s=min(3600.0, 2 * worst_s + 30),

@@ -118,7 +118,7 @@ def run(label, name, options, connections=1000, duration_s=10, wait_ms=10, timeo
         # server. wrk stops at its deadline with a request in flight on every connection, which the
         # server would go on serving for C·Z/W afterwards.
         expected_s = lab_rounds * (scene.predicted_latency_s or timeout_s)
-        result = load.run_load(url, requests=lab_rounds * connections, concurrency=connections, client="raw",
+        result = load.run_load(url, requests=lab_rounds * connections, concurrency=connections, kind="closed_raw",
                                timeout_s=max(30.0, 4 * expected_s), max_duration_s=max(60.0, 6 * expected_s),
                                record="samples")
         server.check()

@@ -184,7 +184,7 @@ def alternating_rps(urls, requests, concurrency, repetitions, client="raw", time
         order = list(urls) if repetition % 2 == 0 else list(reversed(urls))
         for name in order:
             result = load.run_load(
-                urls[name], requests=requests, concurrency=concurrency, client=client,
+                urls[name], requests=requests, concurrency=concurrency, kind=f"closed_{client}",
                 timeout_s=timeout_s, max_duration_s=max_duration_s,
             )
             summary = metrics.summarize(result)

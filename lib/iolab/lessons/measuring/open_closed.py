@@ -56,7 +56,7 @@ def calibrate(server, path, duration_s):
     added, since the two take turns), which sets 1/D, the most this one-threaded server can serve.
     Returns (D in seconds, the run's metrics.Summary)."""
     result = load.run_load(
-        server.url + path, server=server, loop="closed", client="raw", concurrency=1, requests=100_000,
+        server.url + path, server=server, kind="closed_raw", concurrency=1, requests=100_000,
         max_duration_s=duration_s, timeout_s=30,
     )
     server.check()
@@ -94,7 +94,7 @@ def run_point(server, path, load_share, nominal_s, duration_s, seed=1):
     users = max(1, round(rate * THINK_S))
     url = server.url + path
     closed = load.run_load(
-        url, server=server, loop="closed", client="raw", concurrency=users, think_s=THINK_S,
+        url, server=server, kind="closed_raw", concurrency=users, think_s=THINK_S,
         requests=int(rate * duration_s * 3) + users, max_duration_s=duration_s, timeout_s=30,
     )
     connections = min(1000, max(32, math.ceil(rate * duration_s)))  # never short of a connection: a queue, not a cap
@@ -102,7 +102,7 @@ def run_point(server, path, load_share, nominal_s, duration_s, seed=1):
     if note:  # once: the next points find the limits raised
         print(note)
     opened = load.run_load(
-        url, server=server, loop="open", schedule="poisson", seed=seed, rate_rps=rate, concurrency=connections,
+        url, server=server, kind="open", schedule="poisson", seed=seed, rate_rps=rate, concurrency=connections,
         requests=max(1, int(rate * duration_s)), max_duration_s=duration_s, timeout_s=30,
     )
     server.check()

@@ -144,7 +144,7 @@ def closed_loop(server, rate_rps, users, duration_s, stall_s, follow=None):
 
     `follow(run)` may draw the run live (live.follow) and must return its LoadResult."""
     return _lab_run(
-        server, "closed loop", stall_s, duration_s, "send", follow, loop="closed", client="raw", concurrency=users,
+        server, "closed loop", stall_s, duration_s, "send", follow, kind="closed_raw", concurrency=users,
         requests=int(rate_rps * duration_s * 2) + users, think_s=users / rate_rps,
     )
 
@@ -154,7 +154,7 @@ def open_loop(server, rate_rps, duration_s, stall_s, follow=None, stall_from_s=N
     # Enough connections for every request due during the stall, so none waits for a free one.
     connections = min(1000, math.ceil(rate_rps * (stall_s + 0.5)) + 16)
     return _lab_run(
-        server, "open loop", stall_s, duration_s, "intended", follow, stall_from_s, loop="open", rate_rps=rate_rps,
+        server, "open loop", stall_s, duration_s, "intended", follow, stall_from_s, kind="open", rate_rps=rate_rps,
         schedule="fixed",
         concurrency=connections, requests=max(1, int(rate_rps * duration_s)),
     )

@@ -41,7 +41,7 @@ def with_lab_client(server, depth=16, connections=8, requests=16_000):
     """The lab's pipelined client: it learns each path's answer alone first, then checks every pipelined one."""
     paths, _ = batch(depth)
     result = load.run_load(
-        server.url + "/", loop="pipelined", pipeline_depth=depth, pipeline_paths=paths, concurrency=connections,
+        server.url + "/", kind="pipelined", pipeline_depth=depth, pipeline_paths=paths, concurrency=connections,
         requests=requests, timeout_s=TIMEOUT_S, max_duration_s=60, processes=min(environment.usable_cores(), connections),
     )
     kinds = metrics.summarize(result).error_kinds

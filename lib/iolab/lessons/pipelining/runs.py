@@ -20,7 +20,6 @@ from pathlib import Path
 import psutil
 
 from iolab import benchtools, environment, load, metrics, syscalls, usage, wrk_lua
-from iolab.clients import batch as batch_client
 
 TIMEOUT_S = 10  # per request
 LAB_CLIENT_MAX_REQUESTS = 100_000_000  # the lab's client is bounded by its duration here, not its count
@@ -69,7 +68,7 @@ def drive(url, depth, connections, duration_s, paths=None, client=None):
     client = client or client_name()
     if client == "batch client":
         began = time.perf_counter()
-        result = batch_client.run(url, depth, connections, duration_s, timeout_s=TIMEOUT_S)
+        result = load.run_batches(url, depth, connections, duration_s, timeout_s=TIMEOUT_S)
         return Drive("batch client", result.requests, result.seconds, result.client_cpu_s, result.error_count, 1,
                      time.perf_counter() - began)
     if client == "wrk":
@@ -89,7 +88,7 @@ def drive(url, depth, connections, duration_s, paths=None, client=None):
         return Drive("wrk", report["requests"], seconds, _children_cpu_s() - before, errors, 1, wall)
     processes = min(environment.usable_cores(), connections)
     result = load.run_load(
-        url, loop="pipelined", pipeline_depth=depth, pipeline_paths=paths, concurrency=connections,
+        url, kind="pipelined", pipeline_depth=depth, pipeline_paths=paths, concurrency=connections,
         requests=LAB_CLIENT_MAX_REQUESTS, max_duration_s=duration_s, timeout_s=TIMEOUT_S, record="aggregate",
         processes=processes,
     )

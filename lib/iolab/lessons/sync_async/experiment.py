@@ -58,7 +58,7 @@ def start(server, mode, requests, concurrency, delay_ms, client="async"):
     worst_s = requests * service_s if mode == "sync" else service_s * math.ceil(requests / concurrency)
     return load.start_load(
         f"{server.url}/{ROUTES[mode]}?ms={delay_ms}", server=server, requests=requests, concurrency=concurrency,
-        client=client, timeout_s=min(600.0, worst_s + 30), max_duration_s=min(3600.0, 2 * worst_s + 30),
+        kind=f"closed_{client}", timeout_s=min(600.0, worst_s + 30), max_duration_s=min(3600.0, 2 * worst_s + 30),
     )
 
 

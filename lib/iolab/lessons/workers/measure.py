@@ -157,7 +157,7 @@ def run(server, path, requests, users, handler="", keep_alive=True, client="raw"
     before_cores = cores.read(cpus)
     began = time.monotonic()
     pending = load.start_load(
-        server.url + path, requests=requests, concurrency=users, client=client, processes=client_processes,
+        server.url + path, requests=requests, concurrency=users, kind=f"closed_{client}", processes=client_processes,
         server=server, keep_alive=keep_alive, timeout_s=TIMEOUT_S, max_duration_s=max(60.0, 10 * expected_s),
         before_go=read_spread_at_go if ahead else None, **({"connect_first": True} if ahead else {}),
     )
