@@ -238,10 +238,10 @@ def throughput_over_time(
         return [i * bin_s for i in range(len(counts))], [float(count) / bin_s for count in counts]
     end = until_s if until_s is not None else max((sample.end for sample in samples), default=0.0)
     bins = max(1, math.ceil(end / bin_s))
-    counts = [0] * bins
+    per_bin = [0] * bins
     for sample in samples:
-        counts[min(int(sample.end / bin_s), bins - 1)] += 1
-    return [i * bin_s for i in range(bins)], [count / bin_s for count in counts]
+        per_bin[min(int(sample.end / bin_s), bins - 1)] += 1
+    return [i * bin_s for i in range(bins)], [count / bin_s for count in per_bin]
 
 
 def in_flight_over_time(
