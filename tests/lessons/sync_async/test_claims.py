@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import pytest
 
 from iolab import params
-from iolab.claims import ClaimsFailed
+from iolab.claims import Claims, ClaimsFailed
 from iolab.lessons.sync_async import claims, experiment, parameters
 
 USERS, REQUESTS, WAIT_S, DEMAND_S = 4, 8, 0.1, 0.001
@@ -62,3 +62,28 @@ def test_parameters_out_of_range_are_refused_by_name():
     plan = parameters.Plan.from_cell(cell(quick=True))
     assert (plan.quick, plan.requests, plan.concurrency, plan.delay_ms) == (True, 10, 5, 400)
     assert plan.sweep == (60, 4, 3, 15) and parameters.Plan.from_cell(cell()).sweep == (200, 8, 10, 100)
+
+
+def sweeps(knee_measured=30.0, cpu_bound=True):
+    """Both sweeps' figures as claims.results keeps them: every run in band, the blocking thread held all the time."""
+    row = {"errors": 0, "in_band": True}
+    sync = {"points": [row] * 3, "lone_idle_ms": [0.1, 0.2],
+            "held": [{"users": 4, "held": 0.99, "least": 0.95, "window": 1.0}], "knee_predicted": 1.0}
+    asynchronous = {"points": [row] * 4, "users": [1, 10, 30, 60], "knee_predicted": 28.0,
+                    "knee_measured": knee_measured, "knee_bounds": [20.0, 40.0], "listen_drops": 0,
+                    "busiest_thread_busy": 0.7,
+                    "cpu_bound": {"users": 60, "busy": 0.7, "least_busy": 0.5, "row": row} if cpu_bound else None}
+    return sync, asynchronous
+
+
+def test_the_sweeps_claims_hold_and_a_curve_that_bends_too_late_is_named():
+    said, notes = Claims("02"), []
+    claims.sweep_claims(said, notes, *sweeps())
+    assert [row[0] for row in said.rows] == ["✓"] * 5 and "measured curve bends at 30" in notes[-1]
+    said = Claims("02")
+    claims.sweep_claims(said, [], *sweeps(knee_measured=50.0))
+    assert said.failed()[0][-1] == ("the curve bends at 50.0 users, outside the 20.0 .. 40.0 the bounds from D allow;"
+                                    " D predicted 28.0")
+    said, notes = Claims("02"), []
+    claims.sweep_claims(said, notes, *sweeps(cpu_bound=False))
+    assert said.rows[-1][0] == "–" and "busy or waiting for a CPU 70%" in notes[-2]
