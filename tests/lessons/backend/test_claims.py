@@ -89,3 +89,16 @@ def test_the_claims_read_the_results_file_as_written(tmp_path, capsys):
     checked = claims.check_claims(json.loads(path.read_text()))
     assert not checked.failed()
     assert "✓ hello, tornado_backend: every answer a 200, X ≤ min(w, cores) / D: 900.0 req/s" in capsys.readouterr().out
+
+
+def test_the_memory_caps_claims_read_its_figures_by_key(capsys):
+    cap = {"measured_tasks": 120, "held_bounds": [110.0, 130.0], "answered_200": 120,
+           "after_first_503": {"503": 40}, "alone_503_ms": 1.5, "median_503_ms": 9.0, "reason_status": 503,
+           "reason": "503 broker full: Redis refused the task (OOM)"}
+    checked = claims.check_claims(lab(memory_cap=cap))
+    out = capsys.readouterr().out
+    assert not checked.failed() and "✓ after the first refusal every answer is a 503: 40 answers: [503]" in out
+    with pytest.raises(ClaimsFailed) as failed:
+        claims.check_claims(lab(memory_cap={**cap, "after_first_503": {"503": 38, "200": 2}}))
+    assert "1 of 25 claims failed" in str(failed.value) and "'after_first_503': {'503': 38, '200': 2}" in str(failed.value)
+    assert "✗ after the first refusal every answer is a 503: 40 answers: [200, 503]" in capsys.readouterr().out
