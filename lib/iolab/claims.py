@@ -75,3 +75,10 @@ class Claims:
         print(f"All {held} of this lesson's claims hold on this run."
               + (f" ({skipped} skipped)" if skipped else ""))
         return held
+
+
+class ClaimFirst(Claims):
+    """Claims whose failure messages open with the claim, then the values that broke it (lessons 07 and 08)."""
+
+    def check(self, claim, holds, measured="", bounds="", message=""):
+        return super().check(claim, holds, measured, bounds, f"{claim}: {message}" if message else "")
