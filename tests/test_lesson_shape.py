@@ -1,5 +1,8 @@
-"""Every lesson has the one shape lib/iolab/lessons/README.md describes: four modules, Plan.from_cell and
-check_claims, no fifth name for them, and a notebook that builds its plan and checks its claims the same way."""
+"""Every lesson has the one shape lib/iolab/lessons/README.md describes.
+
+Four modules, Plan.from_cell and check_claims, no fifth name for them, and a notebook that builds its plan and checks
+its claims the same way.
+"""
 
 import ast
 import json

@@ -1,5 +1,8 @@
-"""Lesson 10's experiment, each of its runs one method of a Lab: the notebook calls them cell by cell,
-benchmarks/slow_backend.py in one go, and both get the same runs, with the same figures measured and kept."""
+"""Lesson 10's experiment: each of its runs is one method of a Lab.
+
+The notebook calls them cell by cell, benchmarks/slow_backend.py in one go; both
+get the same runs, with the same figures measured and kept.
+"""
 
 import contextlib
 import math
