@@ -1,5 +1,7 @@
-"""Lesson 08's results and closing claims, each checked against this run's own figures, on a line of its own;
-nothing here compares with a figure from another machine."""
+"""Lesson 08's results and closing claims, each checked against this run's own figures, on a line of its own.
+
+Nothing here compares with a figure from another machine.
+"""
 
 from iolab import environment, servers
 from iolab.claims import ClaimFirst
