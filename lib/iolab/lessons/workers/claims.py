@@ -23,7 +23,7 @@ def _quiet(*cells):
     return all(c.run.others_share <= model.DISTURBED_SHARE for c in cells)
 
 
-def results(plan, lab, one_core, cells, c_code, gil_latencies, scaling, check_cell, nginx_cell, best_gunicorn):
+def results(plan, *, lab, one_core, cells, c_code, gil_latencies, scaling, check_cell, nginx_cell, best_gunicorn):
     """The run's figures, as the results file keeps them and the claims read them: `cells` maps "threads",
     "processes" and "matrix" to their sweep.Cells; "summary" holds the headline figures in sentences."""
     judged = list({id(c): c for part in ("threads", "processes", "matrix") for c in cells[part]}.values())
