@@ -11,7 +11,7 @@ import json
 import time
 
 from iolab import servers
-from iolab.lessons.backend import experiment, stack
+from iolab.lessons.backend import experiment, parameters, stack
 
 
 def counts(text):
@@ -47,8 +47,8 @@ def parse(defaults):
 
 
 def main():
-    args = parse(experiment.Plan())
-    plan = experiment.Plan(
+    args = parse(parameters.Plan())
+    plan = parameters.Plan(
         task_ms=args.task_ms, users=args.users, blocking_requests=args.requests, article_workers=args.article_workers,
         sweep_workers=args.sweep_workers, sweep_users=args.sweep_users, sweep_requests=args.sweep_requests,
         sweep_threads=args.threads, queue_workers=args.queue_workers, arrival_rps=args.arrival_rps,

@@ -25,7 +25,7 @@ TOOLS_OFF_IN_BROWSER = {
     ),
     "06-workers-threads-processes": (
         "tests/lessons/workers/test_measure.py",  # nginx + Tornado and nginx alone measured, nginx's own D
-        "tests/lessons/workers/test_lesson.py",  # the claims with nginx's figures, and Exercise 7 judged on them
+        "tests/lessons/workers/test_claims.py",  # the claims with nginx's figures, and Exercise 7 judged on them
     ),
     "07-c10k": (
         "tests/lessons/c10k/test_scene.py",  # the wrk scene on four sync workers and Tornado, timeouts and all

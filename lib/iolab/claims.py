@@ -130,3 +130,10 @@ class Claims:
               + (f" ({skipped} skipped)" if skipped else "")
               + (f" {excused} could not be judged: other programs held the CPUs (⚠ above)." if excused else ""))
         return held
+
+
+class ClaimFirst(Claims):
+    """Claims whose failure messages open with the claim, then the values that broke it (lessons 07 and 08)."""
+
+    def check(self, claim, holds, measured="", bounds="", message=""):
+        return super().check(claim, holds, measured, bounds, f"{claim}: {message}" if message else "")

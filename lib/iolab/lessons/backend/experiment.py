@@ -1,14 +1,13 @@
-"""Lesson 10's experiment: its sizes as one Plan, and each of its runs as one method of a Lab.
+"""Lesson 10's experiment: each of its runs is one method of a Lab.
 
 The notebook calls them cell by cell, benchmarks/slow_backend.py in one go; both
 get the same runs, with the same figures measured and kept.
 """
 
 import contextlib
-import dataclasses
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from iolab import params, servers
 
@@ -19,109 +18,6 @@ FRONT_TIMEOUT_MS = 30000  # how long a front end waits for a result in the measu
 HELLO_FRONTS = {"tornado_backend": {}, "gevent_flask": {}, "gunicorn_flask": {"workers": article.HELLO_GUNICORN_WORKERS}}
 FORGET_FRONTS = ("tornado_backend", "gevent_flask")
 REDIS_FAULT_USERS, REDIS_FAULT_AFTER = 4, 20  # gevent's users while Redis dies, and the requests sent after it
-
-
-@dataclass
-class Plan:
-    """The lesson's sizes, as its parameters cell names them; check() refuses what the lesson cannot run."""
-
-    task_ms: int = 200  # T: how long each backend task waits
-    users: int = 20  # N in the blocking tests
-    blocking_requests: int = 60
-    article_workers: int = 1  # c in the article's tests
-    gunicorn_workers: int = 3  # gunicorn's sync workers in the blocking test
-    hello_users: int = 200
-    hello_requests: int = 3000
-    sweep_threads: list = field(default_factory=lambda: [1, 2, 4, 8])  # k: Tornado's threads that wait for results
-    sweep_workers: int = 4  # c during the sweep
-    sweep_users: int = 16
-    sweep_requests: int = 40
-    forget_users: int = 50
-    forget_requests: int = 2000
-    queue_workers: int = 2  # c while the queue is watched, bounded and broken
-    arrival_rps: float = 50  # λ
-    queue_seconds: float = 8
-    queue_limit: int = 20
-    cap_mb: int = 4  # Redis's memory cap for the run that fills it; full size only
-    timeout_ms: int = 1500  # a front end's wait for a result in the fault runs
-    run_faults: bool = True
-    quick: bool = False  # the small sizes, for CI (quick_sizes)
-
-    @property
-    def task_s(self):
-        return self.task_ms / 1000
-
-    @property
-    def drain_rps(self):
-        """c / T: what the queue's worker pool takes per second, from T alone."""
-        return self.queue_workers / self.task_s
-
-    @property
-    def fault_lead_s(self):
-        """Seconds of answers before a part is killed: long enough to see it work first."""
-        return 1 if self.quick else 2
-
-    @classmethod
-    def from_cell(cls, names):
-        """The plan a notebook's parameters cell set (`names`: its globals()), checked, at quick sizes if asked.
-
-        quick, solutions and results_path are checked as every lesson's are; quick is on with IOLAB_QUICK=1 too.
-        """
-        quick = params.check_common(names["quick"], names["solutions"], names["results_path"])
-        sizes = {size.name: names[size.name] for size in dataclasses.fields(cls) if size.name != "quick"}
-        plan = cls(**sizes).check()
-        return plan.quick_sizes() if quick else plan
-
-    def check(self):
-        """Raise a params.ParameterError naming the first parameter outside what the lesson allows; else self."""
-        check = params.check_range
-        check("task_ms", self.task_ms, 50, 1000)
-        check("users", self.users, 2, 200)
-        check("blocking_requests", self.blocking_requests, 4, 1000)
-        check("article_workers", self.article_workers, 1, 4)
-        check("gunicorn_workers", self.gunicorn_workers, 1, 8)
-        check("hello_users", self.hello_users, 1, 500)
-        check("hello_requests", self.hello_requests, 10, 20000)
-        threads = self.sweep_threads
-        if not (isinstance(threads, list) and threads and len(threads) <= 8):
-            raise params.ParameterError(f"parameter sweep_threads={threads!r} must be a list of 1 to 8 thread counts")
-        for k in threads:
-            check("each of sweep_threads", k, 1, 64)
-        check("sweep_workers", self.sweep_workers, 1, 16)
-        check("sweep_users", self.sweep_users, max(threads), 200)
-        check("sweep_requests", self.sweep_requests, self.sweep_users, 1000)
-        check("forget_users", self.forget_users, 1, 500)
-        check("forget_requests", self.forget_requests, self.forget_users, 20000)
-        check("queue_workers", self.queue_workers, 1, 8)
-        check("arrival_rps", self.arrival_rps, 1, 1000)
-        if self.arrival_rps < 2 * self.drain_rps:
-            raise params.ParameterError(
-                f"parameter arrival_rps={self.arrival_rps} must be at least twice what the workers drain, queue_workers"
-                f" / task_ms = {self.drain_rps:g}/s, so the queue grows fast enough to measure its slope")
-        check("queue_seconds", self.queue_seconds, 2, 60)
-        check("queue_limit", self.queue_limit, 1, 10000)
-        check("cap_mb", self.cap_mb, 4, 16)  # under 4 MB Redis's fixed overhead blurs the count; 16 MB fills in under a minute
-        check("timeout_ms", self.timeout_ms, 2 * self.task_ms, 30000)
-        params.check_flag("run_faults", self.run_faults)
-        if self.blocking_requests < self.users:
-            raise params.ParameterError(f"parameter blocking_requests={self.blocking_requests} must be at least"
-                                        f" users={self.users}")
-        return self
-
-    def quick_sizes(self):
-        """The same plan at CI's small sizes: short tasks, few users, and arrivals three times the drain at least."""
-        small = dataclasses.replace(
-            self, quick=True, task_ms=50, users=6, blocking_requests=10, hello_users=50, hello_requests=200,
-            sweep_threads=[1, 4], sweep_workers=2, sweep_users=8, sweep_requests=12, timeout_ms=400,
-            forget_users=20, forget_requests=200, arrival_rps=60, queue_seconds=2, queue_limit=10)
-        small.arrival_rps = max(small.arrival_rps, 3 * small.drain_rps)
-        return small
-
-    def as_dict(self):
-        return {"task_ms": self.task_ms, "users": self.users, "article_workers": self.article_workers,
-                "sweep_workers": self.sweep_workers, "queue_workers": self.queue_workers,
-                "arrival_rps": self.arrival_rps, "queue_limit": self.queue_limit, "cap_mb": self.cap_mb,
-                "quick": self.quick}
 
 
 @dataclass
@@ -402,21 +298,40 @@ class Lab:
         return params.write_results(results_path, {**self.results(skipped), **extra}, default=str)
 
     def results(self, skipped=None):
-        """The lesson's measurements as plain data, for its results file and the benchmark's JSON line."""
-        queue, bounded = self.queue, self.bounded
-        keys = ("test", "front_end", "how", "rps", "predicted_rps", "bottleneck", "container", "cpu_ms_per_request",
-                "waits_ms")
+        """The lesson's measurements as plain data, for its results file, its claims and the benchmark's JSON line."""
+        keys = ("test", "front_end", "how", "rps", "predicted_rps", "bound_rps", "low_rps", "bottleneck", "statuses",
+                "errors", "container", "cpu_ms_per_request", "waits_ms")
         return {
             "tests": [{key: row.as_dict()[key] for key in keys} for row in self.rows()],
-            "queue_container": vars(queue.result.container()) if queue and queue.result.container() else None,
-            "queue_slope": {"measured": queue.measured_slope() if queue else None,
-                            "predicted": queue.predicted_slope if queue else None,
-                            "with_waits": queue.slope_here() if queue else None},
-            "backpressure": {"statuses": bounded.statuses(), "longest_queue": max(n for _, n in bounded.points),
-                             "limit": self.plan.queue_limit} if bounded else None,
-            "memory_cap": self.cap.as_dict() if self.cap else None,
+            **self._queue_results(),
+            "memory_cap": self._cap_results(),
             "faults": self.faults,
             "rss_mb": self.rss,
             "skipped": skipped,
             "parameters": self.plan.as_dict(),
         }
+
+    def _queue_results(self):
+        """The queue's slope, measured against the law's two sides, and the bounded queue's refusals."""
+        queue, bounded = self.queue, self.bounded
+        lowest, highest = queue.slope_bounds(self.plan.task_s) if queue else (None, None)
+        refused = [sample.latency for sample in bounded.result.samples if sample.status == 503] if bounded else []
+        return {
+            "queue_container": vars(queue.result.container()) if queue and queue.result.container() else None,
+            "queue_slope": {"measured": queue.measured_slope() if queue else None,
+                            "predicted": queue.predicted_slope if queue else None,
+                            "with_waits": queue.slope_here() if queue else None,
+                            "lowest": lowest, "highest": highest, "sent_rps": queue.sent_rps() if queue else None},
+            "backpressure": {"statuses": bounded.statuses(), "longest_queue": max(n for _, n in bounded.points),
+                             "limit": self.plan.queue_limit, "points": bounded.points, "refused": len(refused),
+                             "slowest_refusal_s": max(refused, default=None), "drain_rps": bounded.drain_here(),
+                             } if bounded else None,
+        }
+
+    def _cap_results(self):
+        """The memory cap's run: what Redis held against its own readings' bounds, and the answers after it filled."""
+        cap = self.cap
+        if not cap:
+            return None
+        return {**cap.as_dict(), "held_bounds": list(cap.held_bounds()),
+                "answered_200": runs.statuses(cap.result).get(200), "reason_status": cap.reason_status}

@@ -76,7 +76,8 @@ class Row:
     def as_dict(self):
         return {"test": self.test, "front_end": self.front_end, "how": self.how, "users": self.users,
                 "rps": self.rps, "predicted_rps": self.predicted_rps, "bound_rps": self.bound_rps,
-                "bottleneck": self.bottleneck, "off": self.off, "statuses": self.statuses,
+                "bottleneck": self.bottleneck, "off": self.off, "statuses": self.statuses, "low_rps": self.low_rps,
+                "errors": self.summary.errors if self.summary else None,
                 "container": vars(self.container) if self.container else None, "waits_ms": self.waits_ms,
                 "cpu_ms_per_request": {"server": self.summary.demand_ms, "client": self.summary.client_demand_ms,
                                        "lab": self.summary.lab_demand_ms} if self.summary else None}

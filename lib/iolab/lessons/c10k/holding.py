@@ -1,8 +1,4 @@
-"""Hold N connections on a server and measure their cost.
-
-Hold N connections against a running server and measure what they cost it: memory, threads, files,
-and a fresh request's latency.
-"""
+"""Hold N connections on a running server and measure their cost: memory, threads, files, a fresh request's latency."""
 
 import json
 import os

@@ -1,8 +1,4 @@
-"""The limits on holding ten thousand connections.
-
-The limits that stop a machine holding ten thousand connections, read from the kernel, and a name
-and a sentence for whichever one a run hit.
-"""
+"""The limits that stop a machine holding ten thousand connections, and a name and a sentence for the one a run hit."""
 
 import contextlib
 import math
@@ -165,14 +161,20 @@ def diagnose(step, server, overflows=0, stderr=""):
     `overflows` how often the kernel found an accept queue full meanwhile;
     `stderr` what the server wrote during the step.
     """
-    errors = step.errors
     first = step.first_error or {}
     who = server.name if server is not None else "the server"
-    short = step.held < step.target
     late = [ms for ms in step.connect_ms if ms >= 900]
-    if not (short or errors or late or step.closed_by_server):
+    if not (step.held < step.target or step.errors or late or step.closed_by_server):
         return None, None
     at = f"at {struck_at(first) if first else step.held:,} connections"
+    return (_client_limit(step, first, at) or _server_death(step, server, who, at, stderr)
+            or _server_limit(server, who, at, stderr) or _what_the_client_saw(step, who, at, late, overflows)
+            or (None, None))
+
+
+def _client_limit(step, first, at):
+    """The limits the client meets itself: its files, the machine's, its source ports; or None."""
+    errors = step.errors
     if errors.get("EMFILE"):
         soft, hard = step.client_nofile
         return NOFILE_CLIENT, (
@@ -189,6 +191,11 @@ def diagnose(step, server, overflows=0, stderr=""):
             f" {ports_per_source():,} ports (ip_local_port_range {port_range()[0]}-{port_range()[1]}) per server"
             " address and port. Fix: spread the connections over more source addresses (127.0.0.2, .3, ...)."
         )
+    return None
+
+
+def _server_death(step, server, who, at, stderr):
+    """The server died during the step: of memory, or of something it said; or None."""
     if server is not None and step.closed_by_server and server.alive():
         # A server that dies has its connections closed by the kernel as it exits, a moment before its parent can see
         # the exit; under a CPU quota that moment can outlast the step. Wait for it, so a death is not read as an idle
@@ -204,6 +211,11 @@ def diagnose(step, server, overflows=0, stderr=""):
                 + ". Fix: choose N from the memory each connection costs and the memory you have."
             )
         return DIED, f"{who} died {at} with exit code {code}; its last words:\n{server.stderr_tail(lines=5)}"
+    return None
+
+
+def _server_limit(server, who, at, stderr):
+    """A limit the living server met and said so (files, threads, memory); or None."""
     if "Too many open files" in stderr or (server is not None and _near_file_limit(server)):
         soft, hard = file_limits(server.pid)
         return NOFILE_SERVER, (
@@ -223,6 +235,12 @@ def diagnose(step, server, overflows=0, stderr=""):
         )
     if "MemoryError" in stderr:
         return MEMORY, f"{who} ran out of memory {at} (MemoryError). Fix: choose N from the memory each connection costs."
+    return None
+
+
+def _what_the_client_saw(step, who, at, late, overflows):
+    """A limit told from what the client saw alone: late connects, closes, no answers, time; or None."""
+    errors, short = step.errors, step.held < step.target
     if errors.get("connect timeout") or (late and overflows):
         queue = f" (the kernel counted {overflows:,} overflows of a full accept queue)" if overflows else ""
         return BACKLOG, (
@@ -250,7 +268,7 @@ def diagnose(step, server, overflows=0, stderr=""):
         )
     if short or errors.get("step deadline"):
         return TIME, f"{step.held:,} of {step.target:,} connections were held when the step's time ran out."
-    return None, None
+    return None
 
 
 def _near_file_limit(server):

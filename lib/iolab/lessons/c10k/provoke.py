@@ -1,8 +1,4 @@
-"""Runs that each meet one limit on purpose, then its fix.
-
-Runs that each meet one limit on purpose, then the same run with the fix: the limit's name, the
-error it produced, the way past it.
-"""
+"""Runs that each meet one limit on purpose, then again with its fix: the limit's name, its error, the way past it."""
 
 import contextlib
 import os

@@ -139,11 +139,10 @@ def run(server, path, requests, users, handler="", keep_alive=True, client="raw"
         read_split=False, expected_s=1.0):
     """Run a closed-loop load of `requests` from `users` against a started server and measure who spent what.
 
-    With `read_split`, the connections each application process holds are read
-    a few times while the run is under way (at the SPLIT_AT shares of
-    `expected_s`); and, where the users keep their connections (keep-alive, the
-    raw client), every user connects before the run begins and the spread is
-    read then too (a prediction may use it: it is known before the measured window).
+    With `read_split`, the connections each application process holds are read a few times while the run is under
+    way (at the SPLIT_AT shares of `expected_s`); and, where the users keep their connections (keep-alive, the raw
+    client), every user connects before the run begins and the spread is read then too (a prediction may use it: it
+    is known before the measured window).
     """
     cpus = cores.usable_cores()
     idle_sockets = sockets_per_app_process(server) if read_split else {}
@@ -161,18 +160,7 @@ def run(server, path, requests, users, handler="", keep_alive=True, client="raw"
         server=server, keep_alive=keep_alive, timeout_s=TIMEOUT_S, max_duration_s=max(60.0, 10 * expected_s),
         before_go=read_spread_at_go if ahead else None, **({"connect_first": True} if ahead else {}),
     )
-    readings = []
-    try:
-        for share in SPLIT_AT if read_split else ():
-            while not pending.done() and pending.client_time_s < share * expected_s:
-                time.sleep(0.01)
-            reading = sockets_per_app_process(server)
-            if pending.done():  # the users were leaving while we counted: the count is not the run's
-                break
-            readings.append(reading)
-        result = pending.wait()
-    finally:
-        pending.stop()
+    result, readings = _wait_reading(pending, server, read_split, expected_s)
     wall_s = time.monotonic() - began
     after_cores = cores.read(cpus)
     after_roles = cpu_by_role(server.pid)
@@ -182,10 +170,6 @@ def run(server, path, requests, users, handler="", keep_alive=True, client="raw"
     use = cores.between(before_cores, after_cores, wall_s, sum(spent.values()), usable)
     summary = metrics.summarize(result)
     done = summary.completed
-
-    def per_request_ms(seconds):
-        return seconds / done * 1000 if done else math.nan
-
     return Run(
         server=server.name,
         options=dict(getattr(server, "lesson_options", {})),
@@ -199,13 +183,9 @@ def run(server, path, requests, users, handler="", keep_alive=True, client="raw"
         mean_ms=summary.mean_ms,
         p99_ms=summary.p99_ms,
         duration_s=summary.duration_s,
-        server_demand_ms=per_request_ms(sum(spent.values())),
-        app_demand_ms=per_request_ms(spent["app"]),
-        nginx_demand_ms=per_request_ms(spent["nginx"]),
-        app_queued_ms=per_request_ms(after_roles["app"][1] - before_roles["app"][1]),
+        **_demands_ms(spent, after_roles["app"][1] - before_roles["app"][1], use.interrupts_s, done),
         app_processes=after_roles["app"][2],
         client_demand_ms=summary.client_demand_ms,
-        kernel_demand_ms=per_request_ms(use.interrupts_s),
         others_share=use.others_share,
         idle_share=use.idle_share,
         cores=usable,
@@ -215,6 +195,33 @@ def run(server, path, requests, users, handler="", keep_alive=True, client="raw"
         throttled_s=use.throttled_s,
         window_s=wall_s,
     )
+
+
+def _wait_reading(pending, server, read_split, expected_s):
+    """Wait for a started load's result; with `read_split`, read the connections each application process holds at
+    the SPLIT_AT shares of `expected_s` meanwhile. Returns (result, readings)."""
+    readings = []
+    try:
+        for share in SPLIT_AT if read_split else ():
+            while not pending.done() and pending.client_time_s < share * expected_s:
+                time.sleep(0.01)
+            reading = sockets_per_app_process(server)
+            if pending.done():  # the users were leaving while we counted: the count is not the run's
+                break
+            readings.append(reading)
+        return pending.wait(), readings
+    finally:
+        pending.stop()
+
+
+def _demands_ms(spent, app_queued_s, interrupts_s, done):
+    """Each party's seconds over the `done` requests, in ms per request (NaN where none was done)."""
+    def per_request_ms(seconds):
+        return seconds / done * 1000 if done else math.nan
+
+    return {"server_demand_ms": per_request_ms(sum(spent.values())), "app_demand_ms": per_request_ms(spent["app"]),
+            "nginx_demand_ms": per_request_ms(spent["nginx"]), "app_queued_ms": per_request_ms(app_queued_s),
+            "kernel_demand_ms": per_request_ms(interrupts_s)}
 
 
 def start(name, **options):

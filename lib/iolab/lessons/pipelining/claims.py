@@ -1,51 +1,69 @@
-"""Lesson 08's results file and its closing claims, each checked against this run's own figures.
+"""Lesson 08's results and closing claims, each checked against this run's own figures, on a line of its own.
 
-The notebook calls `write_results` and `check_claims` in one line each; every claim prints on a line of its own
-(iolab.claims), and a claim that fails names the values that broke it, as the lesson's asserts did. Nothing here
-compares with a figure from another machine.
+Nothing here compares with a figure from another machine.
 """
 
-
-from iolab import claims as lab_claims
-from iolab import environment, params, servers
+from iolab import environment, servers
+from iolab.claims import ClaimFirst
 
 from . import exercises, frameworks, hol, runs
 
+LESSON = "08 Pipelining"
 CORE_SERVERS = ("tornado_app", "aiohttp_app", "raw asyncio", "uvloop + httptools")
 
 
-class Claims(lab_claims.Claims):
-    """iolab.claims.Claims whose failure messages open with the claim, then the values that broke it."""
-
-    def check(self, claim, holds, measured="", bounds="", message=""):
-        return super().check(claim, holds, measured, bounds, f"{claim}: {message}" if message else "")
-
-
-def write_results(results_path, cores, client, ladder_rows, depth_rows, japronto_like, python_pair, reach,
-                  order_checks, hol_ms, batch_alone, batch_pair):
-    """Write the run's headline figures to `results_path` (when given) as JSON, and return them."""
-    results = {
+def results(plan, *, cores, client, ladder_rows, depth_rows, japronto_like, python_pair, reach, order_checks,
+            timings, throttled, batch_alone, batch_pair):
+    """The run's figures, as the results file keeps them and the claims read them: every run's row whole, each
+    answer's arrival in the head-of-line batches, `throttled` (times, seconds) the CPU quota stopped those batches."""
+    found = {
         "cores": cores,
         "client": client,
-        "ladder": [{key: row[key] for key in ("server", "rps", "demand_us", "syscalls_per_request")}
-                   for row in ladder_rows],
-        "depth": [{key: row[key] for key in ("depth", "batched", "rps", "demand_us", "syscalls_per_request")}
-                  for row in depth_rows],
+        "ladder": ladder_rows,
+        "depth": depth_rows,
         "japronto_conditions": {"rps": japronto_like.rps, "demand_us": japronto_like.demand_us},
         "python_client": {"rps": python_pair.rps, "demand_us": python_pair.demand_us},
         "reach_rps": reach,
+        "order_checks": [check.row() for check in order_checks],
         "order_errors": sum(check.out_of_order + check.other_errors for check in order_checks),
         "order_checked": sum(check.checked for check in order_checks),
-        "hol_ms": hol_ms,
+        "hol": {label: {"arrived_ms": timing.arrived_ms, "last_ms": timing.last_ms} for label, timing in timings.items()},
+        "hol_ms": timings["the wait first"].last_ms,
+        "hol_throttled": {"times": throttled[0], "seconds": throttled[1]},
         "per_batch": {"demand_us": batch_alone.demand_us, "client_us": batch_pair.client_us, "rps": batch_pair.rps,
                       "pair_demand_us": batch_pair.demand_us, "per_request_rps": python_pair.rps,
                       "per_request_client_us": python_pair.client_us},
+        "pairs": {"batch_alone": batch_alone.row(), "batch_pair": batch_pair.row(), "python_pair": python_pair.row()},
         "exercises": exercises.statuses(),
+        "servers_left_running": servers.running(),
+        "plan": plan.as_dict(),
     }
     four = frameworks.four_times(ladder_rows, cores)
-    results["four_times"] = four.row() if four else None
-    params.write_results(results_path, results)
-    return results
+    found["four_times"] = four.row() if four else None
+    return found
+
+
+def check_claims(found):
+    """Check every claim of lesson 08 against `found` (the results), print one line each, and raise
+    iolab.claims.ClaimsFailed naming each that failed with its values."""
+    claims = ClaimFirst(LESSON)
+    ladder_rows, depth_rows, cores = found["ladder"], found["depth"], found["cores"]
+    at = {(row["depth"], row["batched"]): row for row in depth_rows}
+    _counts(claims, ladder_rows, depth_rows)
+    _ladder_reach(claims, ladder_rows)
+    _four_times(claims, ladder_rows, cores)
+    _depth(claims, at)
+    _reach(claims, at[16, True])
+    _order(claims, found["order_checks"], found["plan"]["order_requests"])
+    _head_of_line(claims, found["hol"], found["plan"]["wait_ms"], found["hol_throttled"])
+    _per_batch(claims, at, found["pairs"], cores)
+    running = found["servers_left_running"]
+    claims.check("no server left running", not running, str(running) if running else "none", message=str(running))
+    if found["plan"]["solutions"]:
+        statuses = found["exercises"]
+        claims.check("with the solutions, every exercise is correct", set(statuses.values()) == {"correct"},
+                     ", ".join(f"{q} {s}" for q, s in statuses.items()), message=str(statuses))
+    return claims.report()
 
 
 def _counts(claims, ladder_rows, depth_rows):
@@ -167,71 +185,62 @@ def _four_times(claims, ladder_rows, cores):
                  f"[0, {most:.2f}] times, from D", message=str(four.row()))
 
 
-def _order(claims, order_checks, order_requests, timings, wait_ms, throttled, throttled_s):
-    errors = sum(check.out_of_order + check.other_errors for check in order_checks)
-    checked = sum(check.checked for check in order_checks)
+def _order(claims, order_checks, order_requests):
+    errors = sum(check["out_of_order"] + check["other_errors"] for check in order_checks)
+    checked = sum(check["checked"] for check in order_checks)
     # Every answer in its place, and every one of them checked.
     claims.check("every pipelined answer came back in its place", errors == 0,
-                 f"{errors} out of place or missing of {checked:,}", message=str([check.row() for check in order_checks]))
-    claims.check("the lab's client checked every request it was asked to", order_checks[0].checked == order_requests,
-                 f"{order_checks[0].checked:,}", f"[{order_requests:,}, {order_requests:,}]", message=str(order_checks[0].row()))
+                 f"{errors} out of place or missing of {checked:,}", message=str(order_checks))
+    first_checked = order_checks[0]["checked"]
+    claims.check("the lab's client checked every request it was asked to", first_checked == order_requests,
+                 f"{first_checked:,}", f"[{order_requests:,}, {order_requests:,}]", message=str(order_checks[0]))
+
+
+def _head_of_line(claims, timings, wait_ms, throttled):
     # Head-of-line blocking: nothing behind the wait leaves before it ends (a timer fires at most its clock's
     # resolution early) ...
     first, last, none = timings["the wait first"], timings["the wait last"], timings["no wait"]
     early = wait_ms - hol.TIMER_EARLY_AT_MOST_MS
-    claims.check("with the wait first, no answer left before the wait ended", min(first.arrived_ms) >= early,
-                 f"first answer at {min(first.arrived_ms):.0f} ms", f"[{early}, ∞) ms", message=str(first))
-    claims.check("with the wait last, the last answer came after the wait", last.last_ms >= early,
-                 f"{last.last_ms:.0f} ms", f"[{early}, ∞) ms", message=str(last))
-    if throttled:
-        reason = (f"this container's CPU quota stopped it {throttled} times ({throttled_s:.2f} s) while the batches"
-                  " ran: a stall that delays answers whether or not they wait")
+    claims.check("with the wait first, no answer left before the wait ended", min(first["arrived_ms"]) >= early,
+                 f"first answer at {min(first['arrived_ms']):.0f} ms", f"[{early}, ∞) ms", message=str(first))
+    claims.check("with the wait last, the last answer came after the wait", last["last_ms"] >= early,
+                 f"{last['last_ms']:.0f} ms", f"[{early}, ∞) ms", message=str(last))
+    if throttled["times"]:
+        reason = (f"this container's CPU quota stopped it {throttled['times']} times ({throttled['seconds']:.2f} s)"
+                  " while the batches ran: a stall that delays answers whether or not they wait")
         claims.skip("with the wait last, the answers ahead of it did not wait", reason)
         claims.skip("with no wait, no answer waited that long", reason)
         return
     # ... and without a wait ahead of them, no answer waits that long.
-    ahead = max(last.arrived_ms[:-1])
+    ahead = max(last["arrived_ms"][:-1])
     claims.check("with the wait last, the answers ahead of it did not wait", ahead < early,
                  f"latest at {ahead:.0f} ms", f"[0, {early}) ms", message=str(last))
-    claims.check("with no wait, no answer waited that long", none.last_ms < early, f"{none.last_ms:.0f} ms",
+    claims.check("with no wait, no answer waited that long", none["last_ms"] < early, f"{none['last_ms']:.0f} ms",
                  f"[0, {early}) ms", message=str(none))
 
 
-def _per_batch(claims, at, batch_alone, batch_pair, python_pair, cores):
+def _pair_reach(pair, cores):
+    """runs.pair_reach for a pair's results row: the smallest of runs.ceilings() from its D, client CPU and threads."""
+    return min(runs.ceilings(pair["demand_us"], pair["client_us"], cores, pair["client_threads"],
+                             pair["thread_us"]).values())
+
+
+def _per_batch(claims, at, pairs, cores):
     # The last rung: per batch, the server and the client each spend less per request, measured with the same clients.
+    batch_alone, batch_pair, python_pair = pairs["batch_alone"], pairs["batch_pair"], pairs["python_pair"]
     claims.check("the per-batch runs answered, without an error",
-                 batch_alone.errors == 0 and batch_pair.errors == 0 and batch_pair.requests > 0,
-                 f"errors {batch_alone.errors} and {batch_pair.errors}, {batch_pair.requests:,} requests",
+                 batch_alone["errors"] == 0 and batch_pair["errors"] == 0 and batch_pair["requests"] > 0,
+                 f"errors {batch_alone['errors']} and {batch_pair['errors']}, {batch_pair['requests']:,} requests",
                  message=str((batch_alone, batch_pair)))
     claims.check("per batch, the server spends less CPU per request than pipeline_app at depth 16",
-                 batch_alone.demand_us < at[16, True]["demand_us"], f"D {batch_alone.demand_us:.2f} µs",
+                 batch_alone["demand_us"] < at[16, True]["demand_us"], f"D {batch_alone['demand_us']:.2f} µs",
                  f"[0, {at[16, True]['demand_us']:.2f}) µs", message=str((batch_alone, at[16, True])))
     claims.check("per batch, the client spends less per request than the lab's client",
-                 batch_pair.client_us < python_pair.client_us, f"{batch_pair.client_us:.2f} µs",
-                 f"[0, {python_pair.client_us:.2f}) µs", message=str((batch_pair, python_pair)))
+                 batch_pair["client_us"] < python_pair["client_us"], f"{batch_pair['client_us']:.2f} µs",
+                 f"[0, {python_pair['client_us']:.2f}) µs", message=str((batch_pair, python_pair)))
     for pair in (python_pair, batch_pair):
         # The utilization law bounds both Python pairs, from their own D, client CPU and threads, over their windows.
-        reach = runs.pair_reach(pair, cores)
-        claims.check(f"{pair.label}: under the pair's reach from D", pair.rps <= pair.edges * reach,
-                     f"{pair.rps:,.0f} req/s",
-                     f"[0, {reach * pair.edges:,.0f}] req/s, the reach × {pair.edges:.3f}", message=str(pair))
-
-
-def check_claims(ladder_rows, depth_rows, at, order_checks, order_requests, timings, wait_ms, throttled, throttled_s,
-                 batch_alone, batch_pair, python_pair, cores, solutions):
-    """Check every claim of the lesson on this run, print one line each, and raise ClaimsFailed if any failed."""
-    claims = Claims("08 Pipelining")
-    _counts(claims, ladder_rows, depth_rows)
-    _ladder_reach(claims, ladder_rows)
-    _four_times(claims, ladder_rows, cores)
-    _depth(claims, at)
-    _reach(claims, at[16, True])
-    _order(claims, order_checks, order_requests, timings, wait_ms, throttled, throttled_s)
-    _per_batch(claims, at, batch_alone, batch_pair, python_pair, cores)
-    running = servers.running()
-    claims.check("no server left running", not running, str(running) if running else "none", message=str(running))
-    if solutions:
-        statuses = exercises.statuses()
-        claims.check("with the solutions, every exercise is correct", set(statuses.values()) == {"correct"},
-                     ", ".join(f"{q} {s}" for q, s in statuses.items()), message=str(statuses))
-    return claims.report()
+        reach = _pair_reach(pair, cores)
+        claims.check(f"{pair['label']}: under the pair's reach from D", pair["rps"] <= pair["edges"] * reach,
+                     f"{pair['rps']:,.0f} req/s",
+                     f"[0, {reach * pair['edges']:,.0f}] req/s, the reach × {pair['edges']:.3f}", message=str(pair))

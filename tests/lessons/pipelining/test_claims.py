@@ -1,26 +1,10 @@
-"""Lesson 08's parameters and closing claims, on plain data: a run that holds, and one that names what broke."""
-
-from types import SimpleNamespace
+"""Lesson 08's closing claims, on plain data: a run that holds, and one that names what broke."""
 
 import pytest
 
-from iolab import params
-from iolab.claims import ClaimsFailed
-from iolab.lessons.pipelining import frameworks, ladder, parameters, verdict
-
-SIZES = dict(connections=64, duration_s=3, depths=[1, 2, 4, 8, 16, 32], wait_ms=300, batch_size=8,
-             order_requests=32_000, quick=False, solutions=False, results_path=None)
-
-
-def test_quick_shrinks_the_sizes_and_full_keeps_them():
-    assert parameters.check(**{**SIZES, "depths": [16, 1, 16]}).depths == [1, 16]
-    quick = parameters.check(**{**SIZES, "quick": True})
-    assert (quick.duration_s, quick.depths, quick.order_requests) == (1, [1, 4, 16], 4000)
-
-
-def test_depths_without_16_are_refused_by_name():
-    with pytest.raises(params.ParameterError, match=r"depths=\[1, 8\] must be a list of depths that includes 1 and 16"):
-        parameters.check(**{**SIZES, "depths": [1, 8]})
+from iolab.claims import ClaimFirst, ClaimsFailed
+from iolab.lessons.pipelining import claims as lesson_claims
+from iolab.lessons.pipelining import frameworks, ladder
 
 
 def row(depth, batched, demand_us, calls=None, writes=None):
@@ -31,34 +15,37 @@ def row(depth, batched, demand_us, calls=None, writes=None):
 def test_the_depth_claims_hold_when_batches_divide_the_costs(capsys):
     at = {(1, True): row(1, True, 20.0), (16, True): row(16, True, 4.0, calls=0.15),
           (16, False): row(16, False, 9.0, writes=1.0)}
-    claims = verdict.Claims("08")
-    verdict._depth(claims, at)
+    claims = ClaimFirst("08")
+    lesson_claims._depth(claims, at)
     assert claims.report() == 4
     assert "D 4.00 µs within [0, 20.00) µs" in capsys.readouterr().out
 
 
 def test_a_batch_that_costs_more_than_one_request_fails_and_names_both():
     at = {(1, True): row(1, True, 3.0), (16, True): row(16, True, 4.0), (16, False): row(16, False, 9.0)}
-    claims = verdict.Claims("08")
-    verdict._depth(claims, at)
+    claims = ClaimFirst("08")
+    lesson_claims._depth(claims, at)
     with pytest.raises(ClaimsFailed) as failed:
         claims.report()
     assert "1 of 3 claims failed" in str(failed.value) and "'demand_us': 3.0" in str(failed.value)
 
 
 def timing(arrived_ms):
-    return SimpleNamespace(arrived_ms=arrived_ms, last_ms=max(arrived_ms))
+    return {"arrived_ms": arrived_ms, "last_ms": max(arrived_ms)}
 
 
 def test_head_of_line_claims_skip_what_a_quota_stall_would_decide():
     timings = {"the wait first": timing([301.0] * 8), "the wait last": timing([1.0] * 7 + [301.0]),
                "no wait": timing([1.0] * 8)}
-    checks = [SimpleNamespace(out_of_order=0, other_errors=0, checked=4000, row=lambda: {})]
-    claims = verdict.Claims("08")
-    verdict._order(claims, checks, 4000, timings, 300, throttled=3, throttled_s=0.2)
+    checks = [{"out_of_order": 0, "other_errors": 0, "checked": 4000}]
+    claims = ClaimFirst("08")
+    lesson_claims._order(claims, checks, 4000)
+    lesson_claims._head_of_line(claims, timings, 300, {"times": 3, "seconds": 0.2})
     assert claims.report() == 4 and sum(mark == "–" for mark, *_ in claims.rows) == 2
-    claims = verdict.Claims("08")
-    verdict._order(claims, checks, 4000, {**timings, "the wait first": timing([2.0] + [301.0] * 7)}, 300, 0, 0.0)
+    claims = ClaimFirst("08")
+    lesson_claims._order(claims, checks, 4000)
+    lesson_claims._head_of_line(claims, {**timings, "the wait first": timing([2.0] + [301.0] * 7)}, 300,
+                                {"times": 0, "seconds": 0.0})
     with pytest.raises(ClaimsFailed, match="with the wait first, no answer left before the wait ended"):
         claims.report()
 
@@ -81,9 +68,9 @@ def test_the_seeds_second_is_the_rival_with_the_least_d_and_four_processes_multi
     assert four.measured_ratio == 7_147 / 4_407 and four.measured_ratio <= four.most_ratio
     said = frameworks.sentence(four, {row["server"]: row for row in LADDER})
     assert "django_gunicorn is second: D 218 µs (cherrypy_app 584 µs)" in said and "1.41 times" in said
-    claims = verdict.Claims("08")
-    verdict._ladder_reach(claims, LADDER)
-    verdict._four_times(claims, LADDER, cores=2)
+    claims = ClaimFirst("08")
+    lesson_claims._ladder_reach(claims, LADDER)
+    lesson_claims._four_times(claims, LADDER, cores=2)
     assert claims.report() == 2
     assert "four processes behind nginx: 1.62 times django_gunicorn" in capsys.readouterr().out
 
@@ -96,14 +83,14 @@ def test_without_the_four_processes_the_claim_bounds_one_and_a_small_lead_refute
     assert close.verdict == "refuted" and "refuted here" in frameworks.sentence(
         close, {"django_gunicorn": rung("django_gunicorn", 160.0, 6_000), "tornado_app": rung("tornado_app", 200.0, 5_000)})
     assert frameworks.four_times([rung("tornado_app", 150.0, 6_000)], 2) is None
-    claims = verdict.Claims("08")
-    verdict._four_times(claims, [rung("tornado_app", 150.0, 6_000)], cores=2)
+    claims = ClaimFirst("08")
+    lesson_claims._four_times(claims, [rung("tornado_app", 150.0, 6_000)], cores=2)
     assert claims.rows[0][0] == "–"
 
 
 def test_a_rung_over_its_reach_fails_by_name():
-    claims = verdict.Claims("08")
-    verdict._ladder_reach(claims, [rung("tornado_app", 154.9, 9_000)])  # 9,000 x 154.9 µs: 1.39 of one thread
+    claims = ClaimFirst("08")
+    lesson_claims._ladder_reach(claims, [rung("tornado_app", 154.9, 9_000)])  # 9,000 x 154.9 µs: 1.39 of one thread
     with pytest.raises(ClaimsFailed, match="tornado_app"):
         claims.report()
 
