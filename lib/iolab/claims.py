@@ -135,5 +135,5 @@ class Claims:
 class ClaimFirst(Claims):
     """Claims whose failure messages open with the claim, then the values that broke it (lessons 07 and 08)."""
 
-    def check(self, claim, holds, measured="", bounds="", message=""):
+    def check(self, claim: str, holds: Any, measured: str = "", bounds: str = "", message: str = "") -> bool:
         return super().check(claim, holds, measured, bounds, f"{claim}: {message}" if message else "")
