@@ -12,7 +12,7 @@ from celery import Celery
 from celery.exceptions import TimeoutError as CeleryTimeout
 
 from apps import backend_tasks
-from iolab.contract import MAX_MS, BadParameter, check_loopback, parse_ms
+from iolab.contract import MAX_MS, BadParameter, check_loopback_url, parse_ms
 
 HOWS = ("wait", "forget", "pool", "await")  # each front end answers the ones it can, a 400 for the others
 TASKS = {"wait": backend_tasks.WAIT_TASK, "cpu": backend_tasks.CPU_TASK}
@@ -44,13 +44,18 @@ def add_arguments(parser):
     )
 
 
+def check_broker(url):
+    """A redis:// URL on a loopback address (the front ends' and the worker's --broker), or a clear refusal."""
+    try:
+        return check_loopback_url(url, "--broker", "redis", "/0")
+    except ValueError as error:
+        raise SystemExit(str(error)) from None
+
+
 def check_arguments(args):
     """Refuse a broker off the loopback, or a limit or timeout out of range, by name."""
     if args.broker is not None:
-        try:
-            check_loopback(redis.connection.parse_url(args.broker).get("host", ""))
-        except ValueError as error:
-            raise SystemExit(f"--broker must be a redis:// URL on a loopback address, got {args.broker!r}: {error}") from None
+        check_broker(args.broker)
     if not 0 <= args.queue_limit <= 10_000_000:
         raise SystemExit(f"--queue-limit must be between 0 and 10000000, got {args.queue_limit}")
     if not 1 <= args.timeout_ms <= MAX_MS:

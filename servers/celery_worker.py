@@ -23,9 +23,10 @@ import time
 from pathlib import Path
 
 import _wrapper
+from _backend_client import check_broker
 from _wrapper import count_between
 from apps.backend_tasks import BROKER_ENV, READY_FD_ENV
-from iolab.contract import HELLO_BODY, check_loopback_url, parse_args
+from iolab.contract import HELLO_BODY, parse_args
 
 HERE = Path(__file__).resolve().parent
 POOLS = ("threads", "prefork", "gevent", "solo")
@@ -42,14 +43,6 @@ def add_arguments(parser):
         "--concurrency", type=count_between(1, MAX_CONCURRENCY), default=4,
         help="tasks the worker runs at once: c, the backend tier's servers",
     )
-
-
-def check_broker(url):
-    """A redis:// URL on a loopback address, or a clear refusal."""
-    try:
-        return check_loopback_url(url, "--broker", "redis", "/0")
-    except ValueError as error:
-        raise SystemExit(str(error)) from None
 
 
 def worker_command(args):

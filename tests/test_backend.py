@@ -119,6 +119,20 @@ def test_a_front_end_without_a_broker_says_so():
     assert status == 503 and "without --broker" in body
 
 
+@pytest.mark.parametrize("name", ["celery_worker", "tornado_backend", "gunicorn_flask"])
+@pytest.mark.parametrize(("broker", "words"), [
+    ("redis://10.1.2.3:6379/0", ["--broker 'redis://10.1.2.3:6379/0': host must be a loopback address", "'10.1.2.3'"]),
+    ("http://127.0.0.1:6379/0", ["--broker must look like redis://127.0.0.1:PORT/0", "'http://127.0.0.1:6379/0'"]),
+])
+def test_a_broker_off_the_loopback_or_not_redis_is_refused_by_name(name, broker, words):
+    # The worker's wrapper and the front ends check --broker with the same rule, before anything connects.
+    already = servers.running()  # the module's own Redis and worker may be running
+    with pytest.raises(servers.ServerError) as raised:
+        servers.start(name, broker=broker)
+    assert all(word in str(raised.value) for word in words), str(raised.value)
+    assert servers.running() == already
+
+
 def test_tornados_ways_of_waiting_serve_as_many_at_once_as_the_law_says(redis, worker):
     """Blocking: one at a time; a pool of k = 2: two at a time; awaiting: all four of the worker's slots."""
     with servers.serve("tornado_backend", broker=broker_of(redis), threads=2) as front:
