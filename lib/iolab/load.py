@@ -23,7 +23,6 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from typing import Any, NamedTuple
-from urllib.parse import urlsplit
 
 import requests
 
@@ -34,7 +33,7 @@ from .clients.aggregate import Aggregate
 from .clients.event_loops import EVENT_LOOPS, uvloop_installed
 from .clients.kinds import CLIENTS, LoadParameterError  # noqa: F401 -- callers read them here
 from .clients.shares import split
-from .contract import FDS_BESIDES_CONNECTIONS, check_loopback
+from .contract import FDS_BESIDES_CONNECTIONS, check_loopback_url
 from .params import check_choice, check_range
 
 LIMITS = {
@@ -164,13 +163,10 @@ class LoadSpec:
         return self.record == "aggregate"
 
     def validate(self):
-        parts = urlsplit(self.url)
-        if parts.scheme != "http" or not parts.hostname or not parts.port:
-            raise LoadParameterError(f"url must look like http://127.0.0.1:PORT/path, got {self.url!r}")
         try:
-            check_loopback(parts.hostname)
+            check_loopback_url(self.url, "url", "http", "/path")  # the one loopback rule, as the servers' wrappers read it
         except ValueError as error:
-            raise LoadParameterError(f"url {self.url!r}: {error}") from None
+            raise LoadParameterError(str(error)) from None
         for name, (low, high) in LIMITS.items():
             check_range(name, getattr(self, name), low, high, integer=False, error=LoadParameterError)
         for name in ("requests", "concurrency", "processes"):
