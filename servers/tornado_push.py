@@ -70,15 +70,18 @@ class Hub:
         if unsent(handler) > self.cap:
             self.drop(handler)
 
-    async def publish(self, size, how):
+    def next_message(self, size):
+        """The next message's seq and payload, kept for the long polls that ask after it."""
         self.counts.published += 1
         seq = self.counts.published
         text = _push.payload(seq, size)
         self.kept = (self.kept + [(seq, text)])[-_push.KEPT_FOR_POLLS:]
-        subscribers = list(self.subscribers.items())
-        parked = self.polls_parked
+        return seq, text
+
+    async def publish(self, size, how):
+        seq, text = self.next_message(size)
+        subscribers, parked = list(self.subscribers.items()), self.polls_parked
         wall, cpu = time.perf_counter(), time.thread_time()
-        started_cpu = cpu
         if how == "floor":
             cpu_s = self.floor(text, subscribers)
         elif how == "loop":
@@ -134,7 +137,7 @@ class Hub:
         # Long polls: the chat demo's notify_all; each parked handler answers when the loop wakes it.
         self.new_message.notify_all()
         return _push.publish_answer(seq, len(subscribers) + parked, how, time.perf_counter() - wall, cpu_s,
-                                    cpu_at_start_s=started_cpu)
+                                    cpu_at_start_s=cpu)
 
     def floor(self, text, subscribers):
         """The floor at this moment, to these subscribers: one bare send() of one frame to each WebSocket's socket
