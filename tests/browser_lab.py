@@ -3,6 +3,7 @@
 Run as root (as CI runs `make test`), the lab runs as an unprivileged user with a laptop's soft open-files limit.
 """
 
+import functools
 import json
 import os
 import pwd
@@ -71,8 +72,13 @@ def lab_account():
     return None if account.pw_uid == 0 else account
 
 
+@functools.cache
 def why_the_lab_cannot_run():
-    """Why the browser test cannot run here, or None: a tool missing, or (run as root) a lab user who cannot read the lab."""
+    """Why the browser test cannot run here, or None: a tool missing, or (run as root) a lab user who cannot read the lab.
+
+    Asked once a session: conftest asks at collection and the browser test's lab asks again, and a lab user's answer
+    takes a copy of the interpreter and a Python that imports JupyterLab as that user (about 7 s here).
+    """
     missing = missing_browser_tools()
     if missing:
         return missing

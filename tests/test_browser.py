@@ -26,6 +26,7 @@ from browser_lab import (
     launch_chromium,
     missing_browser_tools,
     runs_from_servers,
+    why_the_lab_cannot_run,
 )
 from student_copies import WITH_SOLUTIONS, unexpected_statuses, write_filled, write_student_copy
 from test_glossary import anchors
@@ -62,6 +63,7 @@ GRACE_MS = 100  # for the page to draw the status the kernel sent last
 SMALLEST_RUN = {"requests": 1, "delay_ms": 100}
 PLAY_FRAMES = 3  # frames the Play animation must draw to count as playing
 SHUTDOWN_TIMEOUT_S = 20
+CLOSE_TIMEOUT_S = 10
 SETTLE_S = 5  # how long a lesson's servers may take to notice their kernel has gone
 LESSON_TIMEOUT_S = 240
 SCREENSHOT_MAX_PX = 32000  # the longest lesson's height with its outputs, with room to grow
@@ -236,7 +238,7 @@ class LessonInBrowser:
             timeout=OPEN_TIMEOUT_S * 1000,
         )
         self.timings["open"] = time.monotonic() - began
-        if len(self.lab.kernels()) != 1:  # JupyterLab joined the kernel open_lab started, and started none of its own
+        if len(self.lab.kernels()) != 1:  # JupyterLab joined the kernel the test started, and started none of its own
             self.fail(f"{len(self.lab.kernels())} kernels run for one lesson")
 
     def check_kernel_programs(self, without):
@@ -279,6 +281,13 @@ class LessonInBrowser:
             }""",
             self.notebook_path,
         )
+        try:  # gone from the page before the next lesson opens in this tab
+            self.page.wait_for_function(
+                "path => ![...window.jupyterapp.shell.widgets('main')].some(widget => widget.context?.path === path)",
+                arg=self.notebook_path, timeout=CLOSE_TIMEOUT_S * 1000,
+            )
+        except PlaywrightTimeout:
+            self.fail(f"the lesson's tab was still open {CLOSE_TIMEOUT_S} s after closing it")
 
     def menu(self, menu, item):
         self.page.locator("#jp-MainMenu .lm-MenuBar-itemLabel", has_text=re.compile(f"^{menu}$")).click()
@@ -496,15 +505,11 @@ def lab(tmp_path_factory):
 
     Run as root, the lab runs as an unprivileged user (browser_lab.lab_account), or the test skips saying why.
     """
+    reason = why_the_lab_cannot_run()  # the answer conftest had at collection, kept
+    if reason is not None:
+        pytest.skip(f"browser test skipped: {reason}")
+    server = Lab(tmp_path_factory.mktemp("jupyter"), lab_account())
     try:
-        account = lab_account()
-    except LookupError as missing:
-        pytest.skip(f"browser test skipped: {missing}")
-    server = Lab(tmp_path_factory.mktemp("jupyter"), account)
-    try:
-        unreadable = server.unreadable()
-        if unreadable:
-            pytest.skip(f"browser test skipped: {unreadable}")
         server.spawn()  # ready by the first page: see `page`
         yield server
     finally:
@@ -575,24 +580,62 @@ def no_leaks(browser):
     assert listening(me) <= listening_before, f"test left listening sockets open: {listening(me) - listening_before}"
 
 
-@pytest.fixture
-def page(lab, browser):
-    """A Chromium tab for one lesson; run_in_browser opens JupyterLab in it (the browser's cache makes it load fast)."""
+class LabTab:
+    """One Chromium tab on JupyterLab, where the lessons open one after another as in a student's tab.
+
+    JupyterLab loads once, not once a lesson. After a test that failed, the next loads it again in a new tab, so
+    nothing a failed lesson left on the page can fail the next one.
+    """
+
+    def __init__(self, lab, context):
+        self.lab = lab
+        self.context = context
+        self.page = None
+
+    def loaded(self):
+        if self.page is None:
+            self.lab.wait_ready()
+            self.page = self.context.new_page()
+            load_lab(self.lab, self.page, "lessons")
+        return self.page
+
+    def drop(self):
+        if self.page is not None:
+            self.page.close()
+            self.page = None
+
+
+@pytest.fixture(scope="module")
+def lab_tab(lab, browser):
     context, _ = browser
-    lab.wait_ready()
-    tab = context.new_page()
+    tab = LabTab(lab, context)
     try:
         yield tab
     finally:
-        tab.close()
+        tab.drop()
+
+
+@pytest.fixture
+def page(lab_tab, request):
+    """The lab's tab with JupyterLab loaded, for one lesson; a new one after a test that failed (LabTab)."""
+    failed_before = request.session.testsfailed
+    yield lab_tab.loaded()
+    if request.session.testsfailed > failed_before:  # counted once a test's call has failed, before its teardown
+        lab_tab.drop()
+
+
+def load_lab(lab, page, workspace):
+    """JupyterLab in `page`, in a fresh workspace whose name starts with `workspace`."""
+    page.goto(lab.lab_url(f"{workspace}-{secrets.token_hex(4)}"))
+    page.wait_for_function("() => window.jupyterapp?.shell?.widgets", timeout=OPEN_TIMEOUT_S * 1000)
+    page.locator("#jp-MainMenu").wait_for(timeout=OPEN_TIMEOUT_S * 1000)
 
 
 def open_lab(lab, page, path, kernel_name="python3"):
-    """JupyterLab in a fresh workspace named after the lesson, its kernel starting while the page loads."""
+    """JupyterLab in a fresh workspace named after the lesson, its kernel starting while the page loads (a tab per
+    lesson, as benchmarks/lessons_in_jupyterlab.py opens them)."""
     lab.start_kernel_for(path.relative_to(REPO).as_posix(), kernel_name)
-    page.goto(lab.lab_url(f"{path.stem}-{secrets.token_hex(4)}"))
-    page.wait_for_function("() => window.jupyterapp?.shell?.widgets", timeout=OPEN_TIMEOUT_S * 1000)
-    page.locator("#jp-MainMenu").wait_for(timeout=OPEN_TIMEOUT_S * 1000)
+    load_lab(lab, page, path.stem)
 
 
 def run_in_browser(lab, page, path, screenshots=SCREENSHOTS, kernel_name="python3"):
@@ -607,8 +650,8 @@ def run_in_browser(lab, page, path, screenshots=SCREENSHOTS, kernel_name="python
         gave_up = True
         try:
             began = time.monotonic()
-            open_lab(lab, page, path, kernel_name)
-            lesson.timings["lab"] = time.monotonic() - began
+            lab.start_kernel_for(lesson.notebook_path, kernel_name)  # JupyterLab joins its session on opening
+            lesson.timings["kernel"] = time.monotonic() - began
             lesson.open()
             lesson.check_kernel_programs(without=kernel_name == TOOLS_OFF_KERNEL)
             lesson.check_kernel_account()
@@ -688,7 +731,7 @@ def test_the_glossary_renders_with_every_anchor(lab, page):
     lesson = LessonInBrowser(page, lab, GLOSSARY)
     began = time.monotonic()
     try:
-        open_lab(lab, page, GLOSSARY)
+        lab.start_kernel_for(lesson.notebook_path)
         lesson.open()
         lesson.check_markdown(anchors(GLOSSARY))
         kernels_left = [describe(kernel) for kernel in lesson.shut_down_kernel()]
