@@ -53,7 +53,8 @@ def test_head_of_line_claims_skip_what_a_quota_stall_would_decide():
 def rung(server, demand_us, rps, user_us=None, thread_us=None):
     return {"server": server, "demand_us": demand_us, "rps": rps, "user_us": user_us or 0.8 * demand_us,
             "system_us": demand_us - (user_us or 0.8 * demand_us), "client_us": 6.0, "client_threads": 1,
-            "thread_us": thread_us or demand_us, "edges": 1.01, "window_s": 3.0}
+            "thread_us": thread_us or demand_us, "edges": 1.01, "window_s": 3.0,
+            "cpus_within": 2.0}  # the CPU the run's window could get: two cores, no quota
 
 
 # D (µs) and req/s as a two-core run measured them (one process each; nginx and four Tornado processes together).

@@ -19,8 +19,8 @@ def results(plan, *, cores, client, ladder_rows, depth_rows, japronto_like, pyth
     found = {
         "cores": cores,
         "client": client,
-        "ladder": ladder_rows,
-        "depth": depth_rows,
+        "ladder": [_with_cpus(row) for row in ladder_rows],
+        "depth": [_with_cpus(row) for row in depth_rows],
         "japronto_conditions": {"rps": japronto_like.rps, "demand_us": japronto_like.demand_us},
         "python_client": {"rps": python_pair.rps, "demand_us": python_pair.demand_us},
         "reach_rps": reach,
@@ -41,6 +41,11 @@ def results(plan, *, cores, client, ladder_rows, depth_rows, japronto_like, pyth
     four = frameworks.four_times(ladder_rows, cores)
     found["four_times"] = four.row() if four else None
     return found
+
+
+def _with_cpus(row):
+    """A run's row with the CPU its window could get here (environment.cpus_within), for the claims' reach."""
+    return {**row, "cpus_within": environment.cpus_within(row["window_s"])}
 
 
 def check_claims(found):
@@ -141,8 +146,8 @@ def _depth(claims, at):
 def _reach(claims, best):
     # The prediction from D, the client's threads and the cores bounds what the machine measured. Under a CPU quota a
     # run's window may also catch the unused rest of the quota period before it, so the cores' term is what a window
-    # that long can get (environment.cpus_within); without a quota it is the cores themselves.
-    most = min(runs.ceilings(best["demand_us"], best["client_us"], environment.cpus_within(best["window_s"]),
+    # that long can get (environment.cpus_within, kept in the results); without a quota it is the cores themselves.
+    most = min(runs.ceilings(best["demand_us"], best["client_us"], best["cpus_within"],
                              best["client_threads"], best["thread_us"]).values())
     claims.check("depth 16 stays under the reach predicted from D, the client and the cores",
                  best["rps"] <= most * best["edges"], f"{best['rps']:,.0f} req/s",
@@ -156,7 +161,7 @@ def _ladder_reach(claims, ladder_rows):
     # cores they share, from the rung's own D and client CPU, over the run's windows (as _reach at depth 16).
     over = []
     for row in ladder_rows:
-        most = min(runs.ceilings(row["demand_us"], row["client_us"], environment.cpus_within(row["window_s"]),
+        most = min(runs.ceilings(row["demand_us"], row["client_us"], row["cpus_within"],
                                  row["client_threads"], row["thread_us"]).values())
         if not row["rps"] <= most * row["edges"]:
             over.append((row["server"], row["rps"], most * row["edges"]))
@@ -178,7 +183,7 @@ def _four_times(claims, ladder_rows, cores):
         measured, most, what = four.measured_ratio, four.most_ratio, "four processes behind nginx"
     else:
         row = next(row for row in ladder_rows if row["server"] == frameworks.TORNADO)
-        reach = min(runs.ceilings(row["demand_us"], row["client_us"], environment.cpus_within(row["window_s"]),
+        reach = min(runs.ceilings(row["demand_us"], row["client_us"], row["cpus_within"],
                                   row["client_threads"], row["thread_us"]).values())
         measured, most, what = four.tornado_rps / four.second_rps, reach * row["edges"] / four.second_rps, "one process"
     claims.check(claim, measured <= most, f"{what}: {measured:.2f} times {four.second}",
