@@ -59,3 +59,20 @@ def test_an_event_loop_that_grows_threads_or_memory_fails_by_name():
     assert "2 of 13 claims failed" in message
     assert "tornado_app: one thread whatever N: ('tornado_app', 5, 2)" in message
     assert "('tornado_app', 20.0)" in message
+
+
+def others(share):
+    """A run's neighbours as the results keep them (iolab.neighbours.Neighbours.as_dict), others holding `share`."""
+    return {"seconds": 8.0, "source": "host", "pressure_share": share, "own_wait_share": 0.0, "steal_share": 0.0,
+            "throttled": 0, "throttled_s": 0.0, "others_cpu_share": share, "others_share": share}
+
+
+@pytest.mark.parametrize("share", [0.0, 0.6])
+def test_a_run_above_w_over_z_fails_whatever_others_held(share):
+    """w / Z is a ceiling: others can only slow a run, so a run above it is never theirs to explain."""
+    claims = ClaimFirst("07")
+    lesson_claims._scenes(claims, [{**scene(1990.0), "lab_rps": 110.0, "neighbours": others(share)}])
+    with pytest.raises(ClaimsFailed) as failed:
+        claims.report()
+    assert "the lab's X stays under w / Z: {'wrk_max_ms': 1990.0}" in str(failed.value)
+    assert [mark for mark, *_ in claims.rows] == ["✓", "✗", "✓", "✓"]

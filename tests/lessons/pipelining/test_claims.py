@@ -2,6 +2,7 @@
 
 import pytest
 
+from iolab import environment
 from iolab.claims import ClaimFirst, ClaimsFailed
 from iolab.lessons.pipelining import claims as lesson_claims
 from iolab.lessons.pipelining import frameworks, ladder
@@ -62,7 +63,8 @@ LADDER = [rung("cherrypy_app", 584.1, 1_731, thread_us=54.3), rung("django_gunic
           rung("tornado_app", 154.9, 6_260), rung("nginx + 4 tornado", 144.8, 7_147, thread_us=34.8)]
 
 
-def test_the_seeds_second_is_the_rival_with_the_least_d_and_four_processes_multiply_its_lead(capsys):
+def test_the_seeds_second_is_the_rival_with_the_least_d_and_four_processes_multiply_its_lead(capsys, monkeypatch):
+    monkeypatch.setattr(environment, "cpus_within", lambda seconds: 2.0)  # the two cores LADDER was measured on
     four = frameworks.four_times(LADDER, cores=2)
     assert four.second == "django_gunicorn" and four.lead == 217.9 / 154.9 and four.four_ran
     assert four.predicted_on_four_cores == 4 * 217.9 / 144.8 and four.verdict == "reproduced"
@@ -106,3 +108,27 @@ def test_quick_mode_counts_the_lab_servers_calls_not_the_frameworks():
     assert ladder.counted("tornado_app", quick=True) and not ladder.counted("django_gunicorn", quick=True)
     assert ladder.counted("django_gunicorn") and not ladder.counted("nginx + 4 tornado")
     assert set(ladder.FRAMEWORKS) | set(ladder.NEVER_COUNTED) <= {label for label, *_ in ladder.RUNGS}
+
+
+def others(share):
+    """A run's neighbours as Measured.row() keeps them (iolab.neighbours.Neighbours.as_dict), others holding `share`."""
+    return {"seconds": 2.0, "source": "host", "pressure_share": share, "own_wait_share": 0.0, "steal_share": 0.0,
+            "throttled": 0, "throttled_s": 0.0, "others_cpu_share": share, "others_share": share}
+
+
+def pair(label, rps, demand_us, client_us, share):
+    return {"label": label, "rps": rps, "demand_us": demand_us, "client_us": client_us, "client_threads": 1,
+            "thread_us": demand_us, "edges": 1.0, "errors": 0, "requests": 100_000, "neighbours": others(share)}
+
+
+@pytest.mark.parametrize("share", [0.0, 0.6])
+def test_a_pair_above_its_reach_fails_whatever_others_held(share):
+    """The reach is a ceiling: others can only slow a run, so a run above it is never theirs to explain."""
+    at = {(16, True): row(16, True, 4.0)}
+    pairs = {"batch_alone": pair("batch alone", 200_000.0, 2.0, 1.0, share),
+             "batch_pair": pair("per batch", 400_000.0, 2.0, 1.0, share),  # reach 1e6 / 3 µs = 333,333
+             "python_pair": pair("Python client", 100_000.0, 3.0, 5.0, share)}
+    claims = ClaimFirst("08")
+    lesson_claims._per_batch(claims, at, pairs, cores=1)
+    assert [mark for mark, *_ in claims.rows][-2:] == ["✓", "✗"]
+    assert claims.failed()[0][-1].startswith("per batch: under the pair's reach from D: {'label': 'per batch'")

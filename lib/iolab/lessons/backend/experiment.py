@@ -54,11 +54,12 @@ class QueueGrowth:
         run = runs.start_open_loop(self.front, plan.arrival_rps, plan.queue_seconds, plan.task_ms, lab.backend.worker)
         try:
             result = (follow or settle)(run, watch)
+            others = runs.over_run(run)
         finally:
             run.stop()
             watch.stop()  # stopped already, unless following failed
         lab.queue = runs.QueueRun(plan.arrival_rps, self.drain_rps, watch.points, result, plan.queue_workers,
-                                  self.trip_s, run.worker_meter.stop())
+                                  self.trip_s, run.worker_meter.stop(), others)
         lab.bytes_per_task = watch.bytes_per_task()
         lab.rss = lab.backend.rss_mb(self.front)  # everything running: Redis with its queue, the worker pool, the front end
         return lab.queue
@@ -134,9 +135,10 @@ class Lab:
                 run = runs.start_cpu_bound(front, "/", plan.hello_users, plan.hello_requests)
                 try:
                     result = run.wait()
+                    others = runs.over_run(run)
                 finally:
                     run.stop()
-                row = runs.cpu_bound_row("hello", front, "hello", result, options.get("workers", 1))
+                row = runs.cpu_bound_row("hello", front, "hello", result, options.get("workers", 1), others)
                 row.worker_timeouts = front.stderr_tail(1000).count("WORKER TIMEOUT")
             self.hello_rows.append(row)
         return self.hello_rows
@@ -178,13 +180,14 @@ class Lab:
         return self.wait_rows
 
     def blocking(self, blocking, follow=None):
-        """One blocking run with the worker pool's wait for a CPU metered: its runs.Row."""
-        run = runs.start_blocking(blocking, self.backend.worker)
+        """One blocking run with the worker pool's and Redis's wait for a CPU metered: its runs.Row."""
+        run = runs.start_blocking(blocking, self.backend.worker, self.backend.redis_server)
         try:
             result = follow(run, blocking) if follow else run.wait()
+            others = runs.over_run(run)
         finally:
             run.stop()
-        return runs.blocking_row(blocking, result, run.worker_meter)
+        return runs.blocking_row(blocking, result, run.worker_meter, others, run.broker_meter)
 
     def thread_sweep(self):
         """Moving the bottleneck: Tornado awaiting, then on k threads, against c = sweep_workers."""
@@ -214,7 +217,8 @@ class Lab:
                 run = runs.start_cpu_bound(front, f"/backend?ms={plan.task_ms}&how=forget", plan.forget_users,
                                            plan.forget_requests)
                 try:
-                    row = runs.cpu_bound_row("forget", front, "forget", run.wait(), 1)
+                    result = run.wait()
+                    row = runs.cpu_bound_row("forget", front, "forget", result, 1, runs.over_run(run))
                 finally:
                     run.stop()
             row.left_in_queue = self.backend.queue_length()
@@ -249,10 +253,11 @@ class Lab:
             run = runs.start_open_loop(front, plan.arrival_rps, plan.queue_seconds, plan.task_ms)
             try:
                 result = (follow or settle)(run, watch)
+                others = runs.over_run(run)
             finally:
                 run.stop()
                 watch.stop()  # stopped already, unless following failed
-            self.bounded = runs.QueueRun(plan.arrival_rps, self.drain_rps, watch.points, result)
+            self.bounded = runs.QueueRun(plan.arrival_rps, self.drain_rps, watch.points, result, neighbours=others)
         return self.bounded
 
     def kill_worker(self):
@@ -300,7 +305,7 @@ class Lab:
     def results(self, skipped=None):
         """The lesson's measurements as plain data, for its results file, its claims and the benchmark's JSON line."""
         keys = ("test", "front_end", "how", "rps", "predicted_rps", "bound_rps", "low_rps", "bottleneck", "statuses",
-                "errors", "container", "cpu_ms_per_request", "waits_ms")
+                "errors", "container", "cpu_ms_per_request", "waits_ms", "neighbours")
         return {
             "tests": [{key: row.as_dict()[key] for key in keys} for row in self.rows()],
             **self._queue_results(),
@@ -321,10 +326,12 @@ class Lab:
             "queue_slope": {"measured": queue.measured_slope() if queue else None,
                             "predicted": queue.predicted_slope if queue else None,
                             "with_waits": queue.slope_here() if queue else None,
-                            "lowest": lowest, "highest": highest, "sent_rps": queue.sent_rps() if queue else None},
+                            "lowest": lowest, "highest": highest, "sent_rps": queue.sent_rps() if queue else None,
+                            "neighbours": queue.neighbours if queue else None},
             "backpressure": {"statuses": bounded.statuses(), "longest_queue": max(n for _, n in bounded.points),
                              "limit": self.plan.queue_limit, "points": bounded.points, "refused": len(refused),
                              "slowest_refusal_s": max(refused, default=None), "drain_rps": bounded.drain_here(),
+                             "neighbours": bounded.neighbours,
                              } if bounded else None,
         }
 

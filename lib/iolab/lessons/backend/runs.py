@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from iolab import environment, load, metrics, theory, usage
+from iolab import environment, load, metrics, neighbours, theory, usage
 from iolab.lessons.backend.stack import QUEUE
 
 TIE = 0.05  # tiers whose limits are within 5% share the bottleneck: closer than one run can tell apart
@@ -61,9 +61,10 @@ class Row:
     # twice, as a machine whose CPUs are shared (a browser, the worker, Redis, the client) can stretch it.
     low_rps: float = math.nan
     container: object = None  # usage.ContainerWindow: the container's CPU over the run, under a CPU quota
-    waits_ms: tuple = (0.0, 0.0)  # the front end's and the worker pool's wait for a CPU per request (cpu_waits)
+    waits_ms: tuple = (0.0, 0.0, 0.0)  # the front end's, the worker pool's and Redis's wait for a CPU per request
     worker_timeouts: int = 0  # gunicorn's WORKER TIMEOUT lines during the run
     left_in_queue: int | None = None  # fire and forget: tasks the workers had not started when the run ended
+    neighbours: dict | None = None  # what else held the CPUs over the run (iolab.neighbours, as_dict)
 
     def quota_note(self):
         return quota_note(self.container)
@@ -79,6 +80,7 @@ class Row:
                 "bottleneck": self.bottleneck, "off": self.off, "statuses": self.statuses, "low_rps": self.low_rps,
                 "errors": self.summary.errors if self.summary else None,
                 "container": vars(self.container) if self.container else None, "waits_ms": self.waits_ms,
+                "neighbours": self.neighbours,
                 "cpu_ms_per_request": {"server": self.summary.demand_ms, "client": self.summary.client_demand_ms,
                                        "lab": self.summary.lab_demand_ms} if self.summary else None}
 
@@ -95,6 +97,25 @@ def quota_note(container):
     if not container.throttled:
         return f"{used}; never stopped"
     return f"{used}; stopped {container.throttled}×, {container.throttled_s:.2f} s in all"
+
+
+def others_held(row):
+    """The share of a run others held the CPUs, for a table: "38%", or "unknown" where it was not read."""
+    return f"{row.neighbours['others_share']:.0%}" if row.neighbours else "unknown"
+
+
+def watched(url, **options):
+    """load.start_load(url, **options), with the neighbours read just before it: over_run() reads them to its end."""
+    before = neighbours.read()
+    run = load.start_load(url, **options)
+    run.neighbours_before = before
+    return run
+
+
+def over_run(run):
+    """What else held the CPUs from a watched() run's start to now, as a dict (iolab.neighbours), or None."""
+    before = getattr(run, "neighbours_before", None)
+    return neighbours.between(before, neighbours.read()).as_dict() if before else None
 
 
 def statuses(result):
@@ -142,41 +163,54 @@ class Blocking:
         return f"{self.front.url}/backend?ms={self.task_ms}&how={self.how}"
 
 
-def start_blocking(blocking, worker=None):
+def start_blocking(blocking, worker=None, broker=None):
     """Start a closed loop of `blocking.tiers.users` on /backend?how=...; each request may wait behind everyone else.
 
     A first round of short tasks from every user goes before it, unmeasured: each
     thread of a pool, each awaiting request, opens its connections to Redis then.
     With `worker` (the worker pool's Server) the run also measures, from its go,
-    how long the worker pool's threads waited for a CPU: `run.worker_meter`.
+    how long the worker pool's threads waited for a CPU: `run.worker_meter`; with
+    `broker` (Redis's Server), how long Redis waited: `run.broker_meter`.
     """
     front, users = blocking.front, blocking.tiers.users
     warm = f"{front.url}/backend?ms=1&how={blocking.how}"
     load.run_load(warm, requests=users, concurrency=users, timeout_s=RUN_SLACK_S + users * blocking.trip_s)
     bound, _ = blocking.law()
     worst_s = blocking.requests / bound + blocking.trip_s  # the last request waits for all the others
-    meter = usage.CpuMeter(worker.pid) if worker is not None else None
-    run = load.start_load(
+    meters = [usage.CpuMeter(part.pid) if part is not None else None for part in (worker, broker)]
+
+    def start_meters():
+        for meter in meters:
+            if meter is not None:
+                meter.start()
+
+    run = watched(
         blocking.url, server=front, requests=blocking.requests, concurrency=users,
         timeout_s=min(600.0, worst_s + RUN_SLACK_S), max_duration_s=min(1800.0, 2 * worst_s + RUN_SLACK_S),
-        before_go=meter.start if meter else None,
+        before_go=start_meters,
     )
-    run.worker_meter = meter
+    run.worker_meter, run.broker_meter = meters
     return run
 
 
-def cpu_waits(summary, worker_usage):
-    """(front end's, worker pool's) seconds per request spent ready to run but waiting for a CPU, in this run.
+def cpu_waits(summary, worker_usage, broker_usage=None):
+    """(front end's, worker pool's, Redis's) seconds per request spent ready to run but waiting for a CPU, in this run.
 
     A slot of either tier is held for its round trip alone and for those waits: on a busy machine, beside a
     hog, or while a CPU quota has stopped the whole container (a throttled thread waits on its run queue too).
     The front end's figure is its busiest thread's (the event loop's, or the thread a blocking call holds);
-    the worker pool's is all its threads', the consumer's and the pool's, each on every task's way.
+    the worker pool's is all its threads', the consumer's and the pool's, each on every task's way. Redis's is
+    on both tiers' way: a front end's slot waits for it to take the task and give the result back, a worker's
+    slot for it to store the result, take the acknowledgement and hand over the next task.
     """
     done = summary.completed or 1
     front = summary.queued_ms / 1000 if summary.queued_ms == summary.queued_ms else 0.0
-    worker = worker_usage.queued_s / done if worker_usage is not None and worker_usage.queued_s == worker_usage.queued_s else 0.0
-    return front, worker
+    return front, _queued_per(worker_usage, done), _queued_per(broker_usage, done)
+
+
+def _queued_per(used, done):
+    """A usage.Usage's seconds waiting for a CPU per request, 0 where it was not measured."""
+    return used.queued_s / done if used is not None and used.queued_s == used.queued_s else 0.0
 
 
 def gil_turns(tiers, summary, worker_usage):
@@ -208,19 +242,21 @@ def quota_tier(container, completed):
     return container.quota / demand_s, demand_s
 
 
-def blocking_row(blocking, result, worker=None):
+def blocking_row(blocking, result, worker=None, others=None, broker=None):
     """The row for a finished blocking run: predicted from R and T_w measured alone and, under a CPU quota, the
     container's CPU per request in this run (quota_tier); bounded above by the task's own T.
 
     The pessimistic side holds each tier's slot for its own way twice, for its threads' wait for a CPU in this
-    run (cpu_waits), and for their turns at their process's GIL (gil_turns); `worker` is the run's worker_meter,
-    if it had one.
+    run, Redis's included (cpu_waits), and for their turns at their process's GIL (gil_turns); `worker` and
+    `broker` are the run's worker_meter and broker_meter, if it had them; `others`, what else held the CPUs over
+    it (over_run).
     """
     front, tiers, trip, slot, ms = blocking.front, blocking.tiers, blocking.trip_s, blocking.slot_s, blocking.task_ms
     front.check()
     summary = metrics.summarize(result)
     worker_usage = worker.stop() if worker is not None else None
-    front_wait, worker_wait = cpu_waits(summary, worker_usage)
+    broker_usage = broker.stop() if broker is not None else None
+    front_wait, worker_wait, broker_wait = cpu_waits(summary, worker_usage, broker_usage)
     front_turns, worker_turns = gil_turns(tiers, summary, worker_usage)
     predicted, bottleneck = tiers.law(trip, slot)
     container = result.container()
@@ -230,18 +266,20 @@ def blocking_row(blocking, result, worker=None):
         predicted, bottleneck = min(predicted, quota[0]), f"the container's CPU quota{tied}"
     bound, _ = tiers.law(ms / 1000)  # no slot of any tier can be held for less than the task's T
     own_s = max(0.0, trip - ms / 1000)
-    low, _ = tiers.law(trip + own_s + front_wait + front_turns, slot + own_s + worker_wait + worker_turns)
+    low, _ = tiers.law(trip + own_s + front_wait + broker_wait + front_turns,
+                       slot + own_s + worker_wait + broker_wait + worker_turns)
     return Row(blocking.test, front.name, blocking.how, tiers.users, summary.rps, predicted, bound, bottleneck,
-               statuses(result), summary, low, container, (front_wait * 1000, worker_wait * 1000))
+               statuses(result), summary, low, container, (front_wait * 1000, worker_wait * 1000, broker_wait * 1000),
+               neighbours=others)
 
 
 def start_cpu_bound(front, path, users, requests):
     """Start a closed loop on a route that holds nothing but the front end's CPU (hello world, fire and forget)."""
-    return load.start_load(f"{front.url}{path}", server=front, requests=requests, concurrency=users,
+    return watched(f"{front.url}{path}", server=front, requests=requests, concurrency=users,
                            timeout_s=RUN_SLACK_S + 15, max_duration_s=300.0)
 
 
-def cpu_bound_row(test, front, how, result, processes):
+def cpu_bound_row(test, front, how, result, processes, others=None):
     """The row for a CPU-bound run: its bound is the utilization law's, min(processes, cores) / D, with D measured."""
     front.check()
     summary = metrics.summarize(result)
@@ -250,7 +288,7 @@ def cpu_bound_row(test, front, how, result, processes):
     busy = summary.utilization / cores
     bottleneck = "front end's CPU" if busy >= 0.8 else f"the machine's CPUs, shared (front end {busy:.0%} busy)"
     return Row(test, front.name, how, summary.concurrency, summary.rps, bound, bound, bottleneck, statuses(result), summary,
-               container=result.container())
+               container=result.container(), neighbours=others)
 
 
 @dataclass
@@ -264,6 +302,7 @@ class QueueRun:
     workers: int = 0  # c
     slot_s: float = math.nan  # T_w: how long a slot is held per task, measured alone
     worker_usage: object = None  # usage.Usage of the worker pool over the run: its threads' wait for a CPU
+    neighbours: dict | None = None  # what else held the CPUs over the run (over_run)
 
     @property
     def predicted_slope(self):
@@ -330,9 +369,10 @@ def start_open_loop(front, rate, seconds, ms, worker=None):
     With `worker` (the worker pool's Server), `run.worker_meter` measures its threads' wait for a CPU from the go.
     """
     meter = usage.CpuMeter(worker.pid) if worker is not None else None
-    run = load.start_load(
-        f"{front.url}/backend?ms={ms}&how=forget", kind="open", rate_rps=rate, requests=max(1, round(rate * seconds)),
-        concurrency=64, timeout_s=10.0, max_duration_s=seconds + RUN_SLACK_S, before_go=meter.start if meter else None,
+    run = watched(
+        f"{front.url}/backend?ms={ms}&how=forget", kind="open", rate_rps=rate,
+        requests=max(1, round(rate * seconds)), concurrency=64, timeout_s=10.0, max_duration_s=seconds + RUN_SLACK_S,
+        before_go=meter.start if meter else None,
     )
     run.worker_meter = meter
     return run

@@ -6,7 +6,7 @@ Wrk's report beside the lab's client, which records every request.
 import math
 from dataclasses import dataclass, field
 
-from iolab import benchtools, load, metrics, registry, servers
+from iolab import benchtools, load, metrics, neighbours, registry, servers
 
 WRK_TIMEOUT_S = 2  # wrk's default --timeout, in whole seconds (wrk reads no fractions)
 
@@ -47,6 +47,7 @@ class Scene:
     lab_latencies_ms: list = field(default_factory=list, repr=False)
     skipped: str | None = None
     timeout_s: float = WRK_TIMEOUT_S
+    neighbours: dict | None = None  # what else held the CPUs over both clients' runs (iolab.neighbours, as_dict)
 
     @property
     def bound_rps(self):
@@ -91,7 +92,13 @@ class Scene:
             "lab_max_ms": lab.max_ms if lab else None,
             "lab_over_timeout": self.lab_over_timeout if lab else None,
             "skipped": self.skipped,
+            "neighbours": self.neighbours,
         }
+
+
+def others_held(row):
+    """The share of a scene others held the CPUs (a Scene.row()'s neighbours), for a table: "38%", or "unknown"."""
+    return f"{row['neighbours']['others_share']:.0%}" if row.get("neighbours") else "unknown"
 
 
 def missing_reason(name):
@@ -112,7 +119,7 @@ def run(label, name, options, connections=1000, duration_s=10, wait_ms=10, timeo
     if reason:
         scene.skipped = reason
         return scene
-    with servers.serve(name, **options) as server:
+    with servers.serve(name, **options) as server, neighbours.watching() as watch:
         url = server.url + path
         # The lab's client first: it waits for every answer, so nothing of its run is left queued in the
         # server. wrk stops at its deadline with a request in flight on every connection, which the
@@ -125,6 +132,7 @@ def run(label, name, options, connections=1000, duration_s=10, wait_ms=10, timeo
         scene.wrk = benchtools.run_wrk(url, connections, duration_s, threads=min(wrk_threads, connections),
                                        timeout_s=timeout_s, latency=True)
         server.check()
+    scene.neighbours = watch.found.as_dict() if watch.found else None
     scene.lab = metrics.summarize(result)
     scene.lab_latencies_ms = sorted(sample.latency * 1000 for sample in result.samples if not sample.error)
     return scene

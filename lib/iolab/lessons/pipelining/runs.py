@@ -19,7 +19,7 @@ from pathlib import Path
 
 import psutil
 
-from iolab import benchtools, environment, load, metrics, syscalls, usage, wrk_lua
+from iolab import benchtools, environment, load, metrics, neighbours, syscalls, usage, wrk_lua
 
 TIMEOUT_S = 10  # per request
 LAB_CLIENT_MAX_REQUESTS = 100_000_000  # the lab's client is bounded by its duration here, not its count
@@ -140,6 +140,7 @@ class Measured:
     # The busiest thread's CPU per request: the event loop's, which the one-thread law bounds. D also holds the
     # process's other threads (the parent watchdog wakes four times a second), so X·D may read a little over 1.
     thread_us: float = math.nan
+    neighbours: dict | None = None  # what else held the CPUs over the timed run (iolab.neighbours, as_dict)
 
     @property
     def one_process_ceiling_rps(self):
@@ -159,6 +160,11 @@ class Measured:
 
     def row(self):
         return {**asdict(self), "edges": self.edges}
+
+
+def others_held(row):
+    """The share of a run others held the CPUs (a Measured.row()'s neighbours), for a table: "38%", or "unknown"."""
+    return f"{row['neighbours']['others_share']:.0%}" if row.get("neighbours") else "unknown"
 
 
 def ceilings(demand_us, client_us, cores, client_threads=1, thread_us=math.nan):
@@ -182,7 +188,8 @@ def measure(label, server, depth=1, connections=64, duration_s=2, batched=True, 
     """Time `server` under load at `depth`, then (if `count`) count its system calls in a second, shorter run."""
     before = _tree_times(server.pid)
     meter = usage.measure(server)
-    drive_ = drive(server.url + "/", depth, connections, duration_s, paths, client)
+    with neighbours.watching() as watch:
+        drive_ = drive(server.url + "/", depth, connections, duration_s, paths, client)
     used = meter.stop()
     after = _tree_times(server.pid)
     server.check()
@@ -207,7 +214,7 @@ def measure(label, server, depth=1, connections=64, duration_s=2, batched=True, 
         errors=drive_.errors, syscalls_per_request=per_request, writes_per_request=writes, syscalls_skipped=skipped,
         top_calls=top, cores=used.cores, connections=connections, client_threads=drive_.threads,
         seconds=drive_.seconds, window_s=max(used.wall_s, drive_.window_s), counted_requests=counted,
-        thread_us=used.busiest_cpu_s / requests * 1e6,
+        thread_us=used.busiest_cpu_s / requests * 1e6, neighbours=watch.found.as_dict() if watch.found else None,
     )
 
 

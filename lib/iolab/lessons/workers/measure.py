@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 
 import psutil
 
-from iolab import environment, load, metrics, servers, usage
+from iolab import environment, load, metrics, neighbours, servers, usage
 
 from . import cores
 
@@ -125,11 +125,12 @@ class Run:
     cores: float  # usable CPUs: the affinity's, or fewer under a container's CPU quota
     connections: tuple = ()  # client connections per application process, read during the run (largest first)
     connections_at_go: tuple = ()  # the same, read once every user had connected, before the run began
-    throttled: int = 0  # times the container's CPU quota stopped it during the run
+    throttled: int = 0  # times the container's CPU quota stopped it during the run (iolab.neighbours)
     throttled_s: float = 0.0  # how long in all
     # The span the cores' shares are of: from before the load client started to after it ended, so longer than
     # duration_s, the client's own window. others_share x window_s x cores is what other programs took in it.
     window_s: float = 0.0
+    neighbours: dict | None = None  # what else held the CPUs over the same window (iolab.neighbours, as_dict)
 
     def as_dict(self):
         return asdict(self)
@@ -153,7 +154,7 @@ def run(server, path, requests, users, handler="", keep_alive=True, client="raw"
         at_go.append(spread_once_connected(server, users, idle_sockets))
 
     before_roles = cpu_by_role(server.pid)
-    before_cores = cores.read(cpus)
+    before_cores, before_others = cores.read(cpus), neighbours.read()
     began = time.monotonic()
     pending = load.start_load(
         server.url + path, requests=requests, concurrency=users, kind=f"closed_{client}", processes=client_processes,
@@ -162,7 +163,7 @@ def run(server, path, requests, users, handler="", keep_alive=True, client="raw"
     )
     result, readings = _wait_reading(pending, server, read_split, expected_s)
     wall_s = time.monotonic() - began
-    after_cores = cores.read(cpus)
+    after_cores, others = cores.read(cpus), neighbours.between(before_others, neighbours.read())
     after_roles = cpu_by_role(server.pid)
     server.check()
     spent = {name: after_roles[name][0] - before_roles[name][0] for name in ROLES}
@@ -191,9 +192,10 @@ def run(server, path, requests, users, handler="", keep_alive=True, client="raw"
         cores=usable,
         connections=connections_held(idle_sockets, readings),
         connections_at_go=at_go[0] if at_go else (),
-        throttled=use.throttled,
-        throttled_s=use.throttled_s,
+        throttled=others.throttled,
+        throttled_s=others.throttled_s,
         window_s=wall_s,
+        neighbours=others.as_dict(),
     )
 
 

@@ -142,7 +142,7 @@ class Cell:
             "verdict": self.verdict.kind, "reason": self.verdict.reason,
             "demand_ms": self.run.app_demand_ms, "client_demand_ms": self.run.client_demand_ms,
             "mean_ms": self.run.mean_ms, "p99_ms": self.run.p99_ms, "errors": self.run.errors,
-            "others_share": self.run.others_share, "idle_share": self.run.idle_share,
+            "others_share": self.run.others_share, "idle_share": self.run.idle_share, "neighbours": self.run.neighbours,
             "connections": list(self.run.connections), "connections_at_go": list(self.run.connections_at_go),
             "tries_rps": list(self.tries), "tries_demand_ms": list(self.tries_demand_ms),
         }
@@ -287,7 +287,12 @@ class Lab:
 
 
 REPORT_HEADERS = ["configuration", "handler", "users", "predicted req/s", "limit", "measured req/s", "error",
-                  "D (ms)", "client's D (ms)", "verdict"]
+                  "D (ms)", "client's D (ms)", "verdict", "others held the CPUs"]
+
+
+def others_held(run):
+    """The share of a run others held the CPUs (iolab.neighbours), for a table: "38%", or "unknown"."""
+    return f"{run.neighbours['others_share']:.0%}" if run.neighbours else "unknown"
 
 
 def report_rows(cells):
@@ -298,7 +303,7 @@ def report_rows(cells):
         rows.append([
             cell.config.label, cell.handler, cell.users, cell.predicted.rps, cell.predicted.limit, cell.rps,
             f"{cell.error:+.0%}", cell.run.app_demand_ms or cell.run.server_demand_ms, cell.run.client_demand_ms,
-            verdict,
+            verdict, others_held(cell.run),
         ])
     return rows
 
