@@ -61,8 +61,8 @@ class InBatches(checks.Exercise):
     hint_text = ["A loop over the batches: range(0, n, size) gives each batch's first call.",
                  "In the loop, gather min(size, n - first) calls of fetch(session, url), await them, and add "
                  "their (sent, answered) pairs to a list. Return the list."]
-    solution_text = ("in_turn = []\nfor first in range(0, n, size):\n    in_turn += await asyncio.gather("
-                     "*(fanout.fetch(session, url) for _ in range(min(size, n - first))))\nreturn in_turn")
+    solution_text = ("calls = []\nfor first in range(0, n, size):\n    calls += await asyncio.gather("
+                     "*(fetch(session, url) for _ in range(min(size, n - first))))\nreturn calls")
 
     def judge(self, answer, **context):
         calls = answer.get("calls") if isinstance(answer, dict) else None
@@ -164,7 +164,8 @@ class RetryArrivals(checks.NumberExercise):
 
 
 class DefEndpointPool(checks.NumberExercise):
-    prompt = "A FastAPI `def` endpoint takes 0.5 s. 100 clients call it at once. About how long until the last answer?"
+    prompt = ("A FastAPI `def` endpoint takes 0.5 s. 100 clients call it at once. About how long until the last answer,"
+              " in seconds?")
     expected = 1.5
     rel_tol = 0.05
     unit = "s"
