@@ -337,10 +337,10 @@ CLIENT_SIDE = REPO / "notebooks" / "11-the-client-side.ipynb"
 # Written here from the text, not copied from the solution block, so a name the text uses but the copy never
 # defines (as `fetch` once was) fails the run with a NameError.
 IN_BATCHES_AS_TOLD = [
-    "calls = []",
+    "{name} = []",
     "for first in range(0, n, size):",
     "    batch = [fetch(session, url) for _ in range(min(size, n - first))]",
-    "    calls += await asyncio.gather(*batch)",
+    "    {name} += await asyncio.gather(*batch)",
 ]
 
 
@@ -354,7 +354,8 @@ def q5_as_told(student_path, out_path, statuses_path):
               f"{make_student.MARK}:" in line]
     assert len(marked) == 1, f"q5's cell should hold one line to fill in, has {marked}"
     indent = marked[0][: len(marked[0]) - len(marked[0].lstrip())]
-    cell.source = cell.source.replace(marked[0], "\n".join(indent + line for line in IN_BATCHES_AS_TOLD))
+    name = marked[0].split("=")[0].strip()  # the name the copy returns, whatever the placeholder calls it
+    cell.source = cell.source.replace(marked[0], "\n".join(indent + line.format(name=name) for line in IN_BATCHES_AS_TOLD))
     notebook.cells = notebook.cells[: index + 1] + [nbformat.v4.new_code_cell(
         f"import json\nwith open({str(statuses_path)!r}, 'w') as out:\n    json.dump(ex.statuses(), out)")]
     nbformat.write(notebook, out_path)

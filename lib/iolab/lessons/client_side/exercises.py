@@ -61,8 +61,9 @@ class InBatches(checks.Exercise):
     hint_text = ["A loop over the batches: range(0, n, size) gives each batch's first call.",
                  "In the loop, gather min(size, n - first) calls of fetch(session, url), await them, and add "
                  "their (sent, answered) pairs to a list. Return the list."]
-    solution_text = ("calls = []\nfor first in range(0, n, size):\n    calls += await asyncio.gather("
-                     "*(fetch(session, url) for _ in range(min(size, n - first))))\nreturn calls")
+    solution_text = ("sent_and_answered = []\nfor first in range(0, n, size):\n    sent_and_answered += await"
+                     " asyncio.gather(*(fetch(session, url) for _ in range(min(size, n - first))))\n"
+                     "return sent_and_answered")
 
     def judge(self, answer, **context):
         calls = answer.get("calls") if isinstance(answer, dict) else None
