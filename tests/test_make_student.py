@@ -328,3 +328,55 @@ def test_a_student_copy_as_a_student_answers_it_is_checked(path, answers, studen
     results = run_student_copy(path, student_dir / path.name, tmp_path, answers)
     off = student_copies.unexpected_statuses(results, answers)
     assert not off, f"student copy of {path.name} with {answers} answers: {off}"
+
+
+# --- lesson 11's q5, done exactly as its text says, in the copy `make student` makes ------------------------------
+
+CLIENT_SIDE = REPO / "notebooks" / "11-the-client-side.ipynb"
+# What q5's text and hints tell the student to write: batches of `fetch(session, url)`, gathered one after another.
+# Written here from the text, not copied from the solution block, so a name the text uses but the copy never
+# defines (as `fetch` once was) fails the run with a NameError.
+IN_BATCHES_AS_TOLD = [
+    "{name} = []",
+    "for first in range(0, n, size):",
+    "    batch = [fetch(session, url) for _ in range(min(size, n - first))]",
+    "    {name} += await asyncio.gather(*batch)",
+]
+
+
+def q5_as_told(student_path, out_path, statuses_path):
+    """The student copy up to q5, its placeholder replaced by IN_BATCHES_AS_TOLD, then a cell that writes the
+    exercises' statuses to `statuses_path`: every cell a student runs before q5 runs too."""
+    notebook = nbformat.read(student_path, as_version=4)
+    index = next(i for i, cell in enumerate(notebook.cells) if "async def in_batches" in cell.source)
+    cell = notebook.cells[index]
+    marked = [line for line in cell.source.splitlines() if line.rstrip().endswith(make_student.MARK) or
+              f"{make_student.MARK}:" in line]
+    assert len(marked) == 1, f"q5's cell should hold one line to fill in, has {marked}"
+    indent = marked[0][: len(marked[0]) - len(marked[0].lstrip())]
+    name = marked[0].split("=")[0].strip()  # the name the copy returns, whatever the placeholder calls it
+    cell.source = cell.source.replace(marked[0], "\n".join(indent + line.format(name=name) for line in IN_BATCHES_AS_TOLD))
+    notebook.cells = notebook.cells[: index + 1] + [nbformat.v4.new_code_cell(
+        f"import json\nwith open({str(statuses_path)!r}, 'w') as out:\n    json.dump(ex.statuses(), out)")]
+    nbformat.write(notebook, out_path)
+    return out_path
+
+
+@pytest.mark.slow
+@pytest.mark.notebook
+@pytest.mark.timeout(STUDENT_RUN_TIMEOUT_S)
+def test_lesson_11_q5_done_as_its_text_says_runs_in_the_student_copy(student_dir, tmp_path):
+    source = nbformat.read(student_dir / CLIENT_SIDE.name, as_version=4)
+    question = next(cell.source for cell in source.cells if cell.source.startswith("**q5.**"))
+    assert "`fetch(session, url)`" in question, "q5's text should name the call the student makes"
+    statuses_path = tmp_path / "statuses.json"
+    filled = q5_as_told(student_dir / CLIENT_SIDE.name, tmp_path / "q5.ipynb", statuses_path)
+    try:
+        papermill.execute_notebook(str(filled), str(tmp_path / "q5.executed.ipynb"), parameters={"quick": True},
+                                   kernel_name="python3", cwd=str(REPO / "notebooks"), execution_timeout=200,
+                                   progress_bar=False)
+    except papermill.PapermillExecutionError as error:
+        pytest.fail(f"q5 done as its text says: In [{error.exec_count}] raised {error.ename}: {error.evalue}",
+                    pytrace=False)
+    statuses = json.loads(statuses_path.read_text())
+    assert statuses["q5"] == "correct", f"q5 done as its text says was judged {statuses['q5']}"

@@ -378,3 +378,68 @@ def problems(found: dict[str, Any]) -> list[str]:
     if found["rlimit_nofile"]["soft"] < MIN_FILES:
         issues.append(f"RLIMIT_NOFILE is {found['rlimit_nofile']['soft']}: raise it to at least {MIN_FILES} (ulimit -n)")
     return issues
+
+
+# Every program and Python package a lesson needs beyond the core packages above, with the lessons that use it and
+# what for: lesson 00 checks them all, so a student on their own machine learns at the start what lesson 13 needs.
+LESSON_PROGRAMS = {
+    "ab": ("02, 09", "ApacheBench (apache2-utils): reruns the first experiment; its report is decoded"),
+    "ss": ("02, 07", "ss (iproute2): reads a listener's backlog"),
+    "wrk": ("06-10", "wrk: the load generator the lab's client is compared with"),
+    "nginx": ("06, 08, 12", "nginx: in front of Tornado processes, and as a WebSocket proxy"),
+    "strace": ("08", "strace: counts a server's system calls"),
+    "redis-server": ("10", "Redis: the broker and result store of the slow backend"),
+    "postgres": ("13", "PostgreSQL's server (postgresql)"),
+    "initdb": ("13", "PostgreSQL's initdb (postgresql): makes the lab's own database"),
+    "pgbouncer": ("13", "pgbouncer: transaction pooling in front of PostgreSQL"),
+}
+LESSON_PACKAGES = {
+    "gunicorn": ("06, 07, 08, 10, 12", "pre-forking workers"),
+    "flask": ("06, 08, 10", "WSGI apps behind gunicorn and gevent"),
+    "numpy": ("06, 10", "curve fits"),
+    "django": ("08", "a framework on the ladder"), "falcon": ("08", "a framework on the ladder"),
+    "sanic": ("08", "a framework on the ladder"), "cherrypy": ("08", "a framework on the ladder"),
+    "twisted": ("08", "a framework on the ladder"), "uvloop": ("08", "a faster asyncio loop"),
+    "httptools": ("08", "a faster HTTP parser"),
+    "gevent": ("08, 09, 10", "greenlet servers"), "bottle": ("08, 09", "the write-up's gevent + Bottle server"),
+    "hdrhistogram": ("09", "corrected latency histograms"),
+    "celery": ("10", "the worker pool"), "kombu": ("10", "Celery's broker transport"),
+    "redis": ("10", "the Redis client"),
+    "uvicorn": ("08, 11, 13", "the ASGI server FastAPI runs on"), "fastapi": ("11, 13", "def and async def endpoints"),
+    "httpx": ("11", "an HTTP client and its connection pool"),
+    "websockets": ("12", "WebSocket subscribers"),
+    "jupyter-server-proxy": ("12", "your browser's way to the lesson's server (section 7)"),
+    "asyncpg": ("13", "an async PostgreSQL driver"), "psycopg": ("13", "a sync and async PostgreSQL driver"),
+    "psycopg-pool": ("13", "psycopg's connection pools"),
+}
+# Not a program any lesson starts: lesson 12's browser step uses your own browser, and only the lab's own browser
+# tests (tests/test_browser.py) drive chromium.
+BROWSER = ("12", "a web browser: yours, for lesson 12's browser step; the lab's browser tests drive chromium")
+
+
+def package_version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def lesson_needs() -> list[dict[str, Any]]:
+    """Every program and package a lesson needs beyond the core: its name, kind, lessons, use and what was found
+    (a path or a version; None when it is missing), programs first."""
+    needs = [{"name": name, "kind": "program", "lessons": lessons, "for": use, "found": find_program(name),
+              "install": f"the Debian package {DEBIAN_PACKAGES[name]}"}
+             for name, (lessons, use) in LESSON_PROGRAMS.items()]
+    needs += [{"name": name, "kind": "Python package", "lessons": lessons, "for": use, "found": package_version(name),
+               "install": "`make lab` (binder/requirements.txt)"}
+              for name, (lessons, use) in LESSON_PACKAGES.items()]
+    browser = find_program("chromium") or find_program("chromium-browser")
+    needs.append({"name": "browser", "kind": "program", "lessons": BROWSER[0], "for": BROWSER[1],
+                  "found": browser or "yours", "install": "any browser"})
+    return needs
+
+
+def missing_needs(needs: list[dict[str, Any]]) -> list[str]:
+    """A sentence for each missing need: what is missing, which lessons it stops, and how to install it."""
+    return [f"{need['name']} ({need['kind']}) is missing: lessons {need['lessons']} need it for {need['for']};"
+            f" install {need['install']}" for need in needs if need["found"] is None]

@@ -47,7 +47,7 @@ def test_fastapi_def_endpoints_share_the_pool_and_a_blocking_async_def_serves_on
 def test_a_blocking_call_that_did_not_block_fails_its_claim_with_the_figures():
     run = {"calls": 5, "T_ms": 200, "overhead_s": 0.004, "blocking": {"s": 0.21, "predicted_s": 1.0},
            "awaiting": {"s": 0.2, "predicted_s": 0.2}}
-    with pytest.raises(ClaimsFailed, match="take n x T: measured 0.210 s, predicted 1.004 s"):
+    with pytest.raises(ClaimsFailed, match="take n x Z: measured 0.210 s, predicted 1.004 s"):
         claims_of(gather=run).report()
 
 

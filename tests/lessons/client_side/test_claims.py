@@ -37,10 +37,10 @@ def test_a_run_longer_than_its_rounds_and_work_is_named():
 
 
 def test_a_first_round_larger_than_the_limit_is_named():
-    row = fan_row("semaphore of 5", P=5) | {"answered_in_two_T": 7}  # 7 answered within 2T: more than 5 at once
+    row = fan_row("semaphore of 5", P=5) | {"answered_in_two_T": 7}  # 7 answered within 2Z: more than 5 at once
     with pytest.raises(ClaimsFailed) as raised:
         claims.check_claims(found(fanout=[row]))
-    assert "7 calls answered within 2T" in str(raised.value) and "first round's 5" in str(raised.value)
+    assert "7 calls answered within 2Z" in str(raised.value) and "first round's 5" in str(raised.value)
 
 
 def test_a_pool_that_opened_more_than_its_limit_is_named():

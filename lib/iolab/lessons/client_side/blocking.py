@@ -117,7 +117,7 @@ class SlowCallbacks(logging.Filter):
 
 async def debug_mode(calls=3, T_ms=200):
     """`calls` blocking coroutines, then `calls` awaiting ones, on a loop in debug mode with slow_callback_duration
-    at T/2: the warnings it writes, each with the coroutine's name and how long it held the loop.
+    at Z/2: the warnings it writes, each with the coroutine's name and how long it held the loop.
 
     The demo runs on a loop of its own, in a thread of its own, not on the notebook's: the kernel's loop runs
     ipykernel's callbacks too, so debug mode there would report their slow steps along with ours, and switching a
@@ -176,7 +176,7 @@ async def in_a_thread(name, work):
 async def fastapi_endpoints(calls=5, pool_calls=80, T_ms=200, threads=None):
     """fastapi_app's three ways to wait T_ms, each called at once by an aiohttp client: /blocking-sleep (async def
     calling time.sleep) `calls` times; /sync-sleep (def, anyio's pool) and /async-sleep (async def awaiting)
-    `pool_calls` times. Each predicted as rounds x T plus the same run's overhead (pool_calls calls of ms=0)."""
+    `pool_calls` times. Each predicted as rounds x Z plus the same run's overhead (pool_calls calls of ms=0)."""
     check_range("calls", calls, 2, 40)
     check_range("pool_calls", pool_calls, 2, 400)
     check_range("T_ms", T_ms, 50, 2000)
@@ -240,9 +240,9 @@ def add_claims(claims, result):
         claims.skip("blocking: requests.get in an async def runs one call at a time", "not run")
     else:
         n, T = run["calls"], run["T_ms"] / 1000
-        claims.nearer(f"blocking: {n} requests.get calls in async defs under gather take n x T",
+        claims.nearer(f"blocking: {n} requests.get calls in async defs under gather take n x Z",
                       run["blocking"]["s"], n * T + run["overhead_s"], T + run["overhead_s"], "s", ".3f")
-        claims.nearer(f"blocking: {n} aiohttp calls under gather take T", run["awaiting"]["s"],
+        claims.nearer(f"blocking: {n} aiohttp calls under gather take Z", run["awaiting"]["s"],
                       T + run["overhead_s"], n * T + run["overhead_s"], "s", ".3f")
     run = result.get("debug")
     if run is None:
@@ -256,9 +256,9 @@ def add_claims(claims, result):
         T = run["T_ms"] / 1000
         if warned:
             # Bounds from this run: each call slept T, and every hold lies inside the run's own time (asyncio rounds
-            # to the ms). A CPU shared with a hog can add to a hold; it cannot make one shorter than T.
+            # to the ms). A CPU shared with a hog can add to a hold; it cannot make one shorter than Z.
             held = sum(warning["took_s"] for warning in warned)
-            claims.within("debug mode: the warnings account for the run: n x T ≤ their sum ≤ the run's time", held,
+            claims.within("debug mode: the warnings account for the run: n x Z ≤ their sum ≤ the run's time", held,
                           len(warned) * T - 0.0005 * len(warned), run["blocking"]["s"] + 0.0005 * len(warned), "s", 3)
         claims.check("debug mode: no warning for the awaiting version", not quiet, f"{len(quiet)} warnings")
     run = result.get("fastapi")
@@ -267,13 +267,13 @@ def add_claims(claims, result):
         return
     T, overhead = run["T_ms"] / 1000, run["overhead_s"]
     awaiting, pool, blocking = run["async_def_awaiting"], run["def_in_pool"], run["async_def_blocking"]
-    claims.nearer(f"FastAPI: {awaiting['calls']} calls to an async def that awaits take T, not n x T", awaiting["s"],
+    claims.nearer(f"FastAPI: {awaiting['calls']} calls to an async def that awaits take Z, not n x Z", awaiting["s"],
                   awaiting["predicted_s"], awaiting["calls"] * T + overhead, "s", ".3f")  # the opposite: one at a time
-    claims.nearer(f"FastAPI: {pool['calls']} calls to a def endpoint take ⌈n/{run['threads']}⌉ x T",
+    claims.nearer(f"FastAPI: {pool['calls']} calls to a def endpoint take ⌈n/{run['threads']}⌉ x Z",
                   pool["s"], pool["predicted_s"], pool_wrong(pool["calls"], run["threads"], T) + overhead, "s", ".3f")
-    claims.check(f"FastAPI: {pool['calls']} calls to a def endpoint take at least ⌈n/{run['threads']}⌉ x T",
+    claims.check(f"FastAPI: {pool['calls']} calls to a def endpoint take at least ⌈n/{run['threads']}⌉ x Z",
                  pool["s"] >= pool["rounds"] * T, f"{pool['s']:.3f} s", f"[{pool['rounds'] * T:.3f}, ∞) s")
-    claims.nearer(f"FastAPI: {blocking['calls']} calls to an async def calling time.sleep take n x T", blocking["s"],
+    claims.nearer(f"FastAPI: {blocking['calls']} calls to an async def calling time.sleep take n x Z", blocking["s"],
                   blocking["predicted_s"], T + overhead, "s", ".3f")
 
 

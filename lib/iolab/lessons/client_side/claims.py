@@ -43,12 +43,12 @@ def check_claims(found):
 
 
 def rounds(claims, row, name):
-    """1. n calls of T, at most P at once, take ⌈n/P⌉ rounds of T: no less (each round waits T), and no more than
-    the run's own CPU and waits for a CPU on top. 2. Only the first round is answered within 2T of the start: a
-    call of the second waited for one of the first; every call of the first is answered within T and the run's
-    work. So P lies between the calls answered within 2T and those answered within T + work."""
+    """1. n calls of Z, at most P at once, take ⌈n/P⌉ rounds of Z: no less (each round waits Z), and no more than
+    the run's own CPU and waits for a CPU on top. 2. Only the first round is answered within 2Z of the start: a
+    call of the second waited for one of the first; every call of the first is answered within Z and the run's
+    work. So P lies between the calls answered within 2Z and those answered within Z + work."""
     rounds_ = f"{row['rounds']} round{'s' if row['rounds'] != 1 else ''}"
-    claims.within(f"{name}: {row['calls']} calls take ⌈n/P⌉ = {rounds_} of T",
+    claims.within(f"{name}: {row['calls']} calls take ⌈n/P⌉ = {rounds_} of Z",
                   row["measured_s"] * 1000, row["low_s"] * 1000, row["high_s"] * 1000, "ms", 0,
                   f"{name}: {row['measured_s'] * 1000:.0f} ms for {row['calls']} calls of {row['T_ms']:.0f} ms,"
                   f" outside [{row['low_s'] * 1000:.0f}, {row['high_s'] * 1000:.0f}] ms: {row['rounds']} rounds at"
@@ -56,8 +56,8 @@ def rounds(claims, row, name):
     first = min(row["limit"], row["calls"])
     early, late = row["answered_in_two_T"], row["answered_in_T_and_work"]
     claims.check(f"{name}: the limit read back, {first} calls in the first round", early <= first <= late,
-                 f"{early} answered within 2T, {late} within T + work", f"{early} ≤ {first} ≤ {late}",
-                 f"{name}: {early} calls answered within 2T and {late} within T + this run's work"
+                 f"{early} answered within 2Z, {late} within Z + work", f"{early} ≤ {first} ≤ {late}",
+                 f"{name}: {early} calls answered within 2Z and {late} within Z + this run's work"
                  f" ({row['work_ms']:.0f} ms): the first round's {first} is not between them")
 
 

@@ -15,7 +15,7 @@ class OneAfterAnother(checks.NumberExercise):
     unit = "s"
     mistakes = {0.2: "is one call: the next is sent only when the last one's answer is in."}
     hint_text = "Each call waits for the one before it. How many waits of 200 ms line up?"
-    solution_text = "40 × 0.2 s = 8 s: n·T. The program waits, and nothing else happens meanwhile."
+    solution_text = "40 × 0.2 s = 8 s: n·Z. The program waits, and nothing else happens meanwhile."
 
 
 class InThreads(checks.NumberExercise):
@@ -41,7 +41,7 @@ class WithGather(checks.NumberExercise):
     mistakes = {8.0: "is one after another: gather starts every call before it waits for any.",
                 1.4: "is six threads: gather has no pool of six."}
     hint_text = "gather starts all 40 coroutines; each one waits for its answer without holding up the others."
-    solution_text = "About T = 0.2 s: the 40 waits overlap, and the server holds all 40 at once."
+    solution_text = "About Z = 0.2 s: the 40 waits overlap, and the server holds all 40 at once."
 
 
 class WithSemaphore(checks.NumberExercise):
@@ -49,9 +49,9 @@ class WithSemaphore(checks.NumberExercise):
     expected = 0.6
     rel_tol = 0.05
     unit = "s"
-    mistakes = {40 / 15 * 0.2: "divides evenly, but each round takes a whole T: round up.",
+    mistakes = {40 / 15 * 0.2: "divides evenly, but each round takes a whole Z: round up.",
                 0.2: "ignores the semaphore: only 15 calls may be inside it at once."}
-    hint_text = "A semaphore of s lets s calls in at once: it is a pool of s, made of tasks instead of threads."
+    hint_text = "A semaphore of P lets P calls in at once: it is a pool of P, made of tasks instead of threads."
     solution_text = "⌈40 / 15⌉ = 3 rounds of 0.2 s = 0.6 s."
 
 
@@ -61,8 +61,9 @@ class InBatches(checks.Exercise):
     hint_text = ["A loop over the batches: range(0, n, size) gives each batch's first call.",
                  "In the loop, gather min(size, n - first) calls of fetch(session, url), await them, and add "
                  "their (sent, answered) pairs to a list. Return the list."]
-    solution_text = ("in_turn = []\nfor first in range(0, n, size):\n    in_turn += await asyncio.gather("
-                     "*(fanout.fetch(session, url) for _ in range(min(size, n - first))))\nreturn in_turn")
+    solution_text = ("sent_and_answered = []\nfor first in range(0, n, size):\n    sent_and_answered += await"
+                     " asyncio.gather(*(fetch(session, url) for _ in range(min(size, n - first))))\n"
+                     "return sent_and_answered")
 
     def judge(self, answer, **context):
         calls = answer.get("calls") if isinstance(answer, dict) else None
@@ -84,7 +85,7 @@ class InBatches(checks.Exercise):
                            "before its whole batch was in. That is a pool, like the semaphore, not batches.")
         rounds = len(expected)
         return True, (f"{len(waves)} batches of at most {size}, one after another: {answer['took_s']:.2f} s for "
-                      f"{rounds} rounds of T = {answer['T_s']:.2f} s.")
+                      f"{rounds} rounds of Z = {answer['T_s']:.2f} s.")
 
 
 class PredictX(checks.NumberExercise):
@@ -93,10 +94,11 @@ class PredictX(checks.NumberExercise):
     expected = 500.0
     rel_tol = 0.05
     unit = "calls/s"
-    mistakes = {1000.0: "is 200 calls in one T: the session lets only 100 through at once.",
+    mistakes = {1000.0: "is 200 calls in one Z: the session lets only 100 through at once.",
                 50.0: "is Tornado's client, max_clients = 10."}
-    hint_text = ["The table above gives aiohttp's limit.", "Little's law: X = P / T, with P the calls on the wire."]
-    solution_text = "P = 100 (TCPConnector's limit), so X = 100 / 0.2 s = 500 calls/s: 200 calls in 2 rounds, 0.4 s."
+    hint_text = ["The table above gives aiohttp's limit.", "Little's law: L = X · Z, with L the calls on the wire, here P."]
+    solution_text = ("P = 100 (TCPConnector's limit), so L = 100 and X = L / Z = 100 / 0.2 s = 500 calls/s: 200 calls"
+                     " in 2 rounds, 0.4 s.")
 
 
 class PoolFull(checks.ChoiceExercise):
@@ -122,9 +124,9 @@ class ReadTheLimitBack(checks.NumberExercise):
     rel_tol = 0.05
     unit = "calls"
     mistakes = {40.0: "is what the program asked for; the time says fewer went out.",
-                24.0: "is X, the throughput: multiply by T."}
-    hint_text = ["X = 120 calls / 5.0 s.", "Little's law: P = X · T."]
-    solution_text = ("X = 120 / 5.0 = 24 calls/s, and P = X · T = 24 × 0.25 s = 6: the default executor's "
+                24.0: "is X, the throughput: multiply by Z."}
+    hint_text = ["X = 120 calls / 5.0 s.", "Little's law: L = X · Z, the calls on the wire at once."]
+    solution_text = ("X = 120 / 5.0 = 24 calls/s, and L = X · Z = 24 × 0.25 s = 6 = P: the default executor's "
                      "min(32, cores + 4) threads on a 2-core machine.")
 
 
@@ -163,7 +165,8 @@ class RetryArrivals(checks.NumberExercise):
 
 
 class DefEndpointPool(checks.NumberExercise):
-    prompt = "A FastAPI `def` endpoint takes 0.5 s. 100 clients call it at once. About how long until the last answer?"
+    prompt = ("A FastAPI `def` endpoint takes 0.5 s. 100 clients call it at once. About how long until the last answer,"
+              " in seconds?")
     expected = 1.5
     rel_tol = 0.05
     unit = "s"

@@ -1,6 +1,6 @@
-"""Lesson 11's forty calls of T, four ways.
+"""Lesson 11's forty calls of Z, four ways.
 
-Lesson 11's forty calls of T: one after another, in k threads, with gather, behind a semaphore of s.
+Lesson 11's forty calls of Z: one after another, in k threads, with gather, behind a semaphore of P.
 """
 
 import asyncio
@@ -133,7 +133,7 @@ def ways(plan):
 
 
 async def run_all(plan):
-    """Each way's n calls of T against a fresh tornado_app; {how: its row}, with its calls (sent, answered)."""
+    """Each way's n calls of Z against a fresh tornado_app; {how: its row}, with its calls (sent, answered)."""
     T_s = plan.call_ms / 1000
     rows = {}
     with servers.serve("tornado_app") as server:

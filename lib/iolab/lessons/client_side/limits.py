@@ -74,7 +74,7 @@ def stats(server):
 
 
 def fan_out(library, server, rounds, T_ms, timeout_s):
-    """rounds × P calls of T through `library`, at twice its limit; returns the row the lesson keeps."""
+    """rounds × P calls of Z through `library`, at twice its limit; returns the row the lesson keeps."""
     P = slots(library)
     before = stats(server)
     result = load.run_load(f"{server.url}{library.route}?ms={T_ms}", server=server, kind="library",

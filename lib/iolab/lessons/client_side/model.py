@@ -1,6 +1,6 @@
 """Lesson 11's prediction for a fan-out.
 
-Lesson 11's prediction for a fan-out: ⌈n/P⌉ rounds of T, with its bounds built from the same run.
+Lesson 11's prediction for a fan-out: ⌈n/P⌉ rounds of Z, with its bounds built from the same run.
 """
 
 import math
@@ -9,14 +9,14 @@ TIMER_RESOLUTION_S = 0.001  # asyncio's epoll waits in whole milliseconds: a sle
 
 
 def predict(how, P, T_s, calls, work_s):
-    """The row a fan-out keeps: its calls, (sent, answered) each in seconds, of T at most P at once.
+    """The row a fan-out keeps: its calls, (sent, answered) each in seconds, of Z at most P at once.
 
-    The P calls answered first are the first round: their median time beyond T is a call's overhead in this run.
+    The P calls answered first are the first round: their median time beyond Z is a call's overhead in this run.
     `work_s` is every second of CPU the client and the server spent in the run, and every second either waited
-    for a CPU: the most that can lie on the path besides the rounds of T (and the timer's resolution, once a
-    round). No call of a second round can be answered within 2T of the start: it waited for a first-round call.
-    And every call of the first round is answered within T and all that could lie on its path: so the calls
-    answered within 2T are at most P, and those answered within T + work at least P (or n, if fewer).
+    for a CPU: the most that can lie on the path besides the rounds of Z (and the timer's resolution, once a
+    round). No call of a second round can be answered within 2Z of the start: it waited for a first-round call.
+    And every call of the first round is answered within Z and all that could lie on its path: so the calls
+    answered within 2Z are at most P, and those answered within Z + work at least P (or n, if fewer).
     """
     n = len(calls)
     rounds = math.ceil(n / P)

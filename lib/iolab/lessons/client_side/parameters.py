@@ -7,23 +7,23 @@ from dataclasses import dataclass
 
 from iolab.params import ParameterError, cell_values
 
-# Why each range: a round must last longer than the client's and the server's CPU for the same calls, so T has a
+# Why each range: a round must last longer than the client's and the server's CPU for the same calls, so Z has a
 # floor; calls above aiohttp's own 100 would add its limit (section 2) to section 1's; the rest keep a run short.
 RANGES = {
     "calls": (4, 100),  # n: section 1's calls; at most aiohttp's 100 at once, so gather's only limit is n
-    "call_ms": (50, 2000),  # T of section 1
+    "call_ms": (50, 2000),  # Z of section 1
     "threads": (2, 10),  # k: at most requests' pool of 10, so the threads are the only limit
     "semaphore": (2, 50),  # s
-    "limit_ms": (100, 2000),  # T of section 2: above 100 ms, one round is told from the next (measured in tests)
+    "limit_ms": (100, 2000),  # Z of section 2: above 100 ms, one round is told from the next (measured in tests)
     "rounds": (2, 5),  # section 2's calls are rounds x each library's limit: two rounds at least show the limit
     "fastapi_threads": (1, 100),  # anyio's limiter in fastapi_app (FastAPI's 40); at most the 100 aiohttp lets out
-    "slow_ms": (100, 2000),  # T of sections 3 and 4
+    "slow_ms": (100, 2000),  # Z of sections 3 and 4
     "timeout_ms": (10, 1000),  # and at most slow_ms / 2, so that every call times out well before it is answered
     "give_up_calls": (1, 200),
     "fail_calls": (2, 200),
     "retry_rate": (1, 200),  # λ; with retry_seconds, at least 5 calls in all
     "retries": (1, 5),  # r: 0 would make λ(1 + r) the same as λ
-    "blocking_calls": (3, 40),  # 3 at least keeps T and n·T apart
+    "blocking_calls": (3, 40),  # 3 at least keeps Z and n·Z apart
     "debug_calls": (1, 10),
     "pool_calls": (2, 400),  # and above fastapi_threads, or the pool's limit never shows
 }
@@ -36,7 +36,7 @@ DEFAULTS = {"calls": 40, "call_ms": 200, "threads": 6, "semaphore": 15, "limit_m
             "fastapi_threads": 40, "slow_ms": 300, "timeout_ms": 100, "give_up_calls": 40, "fail_calls": 20,
             "retry_rate": 30, "retry_seconds": 3.0, "retries": 2, "blocking_calls": 8, "debug_calls": 3,
             "pool_calls": 120, "quick": False, "solutions": False, "results_path": None}
-TIMEOUT_S = 30  # every call's timeout: far above any T the ranges allow
+TIMEOUT_S = 30  # every call's timeout: far above any Z the ranges allow
 
 
 @dataclass(frozen=True)
@@ -77,9 +77,9 @@ class Plan:
         return cls(**values, quick=quick, solutions=cell["solutions"], results_path=cell["results_path"])
 
     def describe(self):
-        return (f"Section 1: {self.calls} calls of T = {self.call_ms} ms, {self.threads} threads, a semaphore of"
-                f" {self.semaphore}. Section 2: {self.rounds} rounds of each library's limit, T = {self.limit_ms} ms."
-                f" Sections 3 and 4: T = {self.slow_ms} ms, a timeout of {self.timeout_ms} ms.")
+        return (f"Section 1: {self.calls} calls of Z = {self.call_ms} ms, {self.threads} threads, a semaphore of"
+                f" {self.semaphore}. Section 2: {self.rounds} rounds of each library's limit, Z = {self.limit_ms} ms."
+                f" Sections 3 and 4: Z = {self.slow_ms} ms, a timeout of {self.timeout_ms} ms.")
 
 
 def check_sections_3_4(values):

@@ -233,7 +233,7 @@ def show(result):
 
 
 def predicted_in_flight(result):
-    """Little's law at the server: attempts arrive at rate x (1 + retries), each held T."""
+    """Little's law at the server: attempts arrive at rate x (1 + retries), each held Z."""
     return result["rate"] * (1 + result["retries"]) * result["T_ms"] / 1000
 
 
@@ -256,8 +256,8 @@ def add_claims(claims, result):
                           run["calls"], 0, spec=".0f")
         else:
             claims.skip(f"{name}: right after, the server still held every call",
-                        f"its count came {run['stats_read_s'] * 1000:.0f} ms after sending, past T (a loaded machine)")
-        claims.nearer(f"{name}: the server finished them about T after they were sent", run["drained_s"] * 1000,
+                        f"its count came {run['stats_read_s'] * 1000:.0f} ms after sending, past Z (a loaded machine)")
+        claims.nearer(f"{name}: the server finished them about Z after they were sent", run["drained_s"] * 1000,
                       run["T_ms"], run["timeout_ms"], "ms", ".0f")
         claims.check(f"{name}: the server finished every call the client gave up on", run["finished"] == run["calls"],
                      f"{run['finished']} of {run['calls']}")
@@ -275,7 +275,7 @@ def add_claims(claims, result):
                      gather["still_running"] == others and gather["answered"] == others and run["client_tasks_left"] == 0,
                      f"{gather['still_running']} running, {gather['answered']} answered, {run['client_tasks_left']} left")
         claims.within("gather: it raises at once, before T", gather["raised_s"] * 1000, 0, T, "ms", 0)
-        claims.nearer("gather: the calls it left running answered about T after the start", gather["ran_on_s"] * 1000,
+        claims.nearer("gather: the calls it left running answered about Z after the start", gather["ran_on_s"] * 1000,
                       T, 0, "ms", ".0f")
     run = result.get("retries")
     if run is None:
@@ -287,5 +287,5 @@ def add_claims(claims, result):
     claims.nearer(f"{name}: every call timed out {1 + r} times", run["attempts_sent"], sent, run["calls"], "attempts", ".0f")
     claims.nearer(f"{name}: the server served calls x (1 + retries) requests, not calls", run["arrived"], sent,
                   run["calls"], "requests", ".0f")
-    claims.nearer(f"{name}: the server held rate x (1 + retries) x T at once (Little)", run["in_flight_mean"],
+    claims.nearer(f"{name}: the server held rate x (1 + retries) x Z at once (Little)", run["in_flight_mean"],
                   predicted_in_flight(run), run["rate"] * run["T_ms"] / 1000, spec=".1f")

@@ -17,7 +17,7 @@ def timelines(rows, title):
         for number, (sent, answered) in enumerate(calls):
             axes.plot([sent * 1000, answered * 1000], [number, number], color=COLORS[index % len(COLORS)],
                       linewidth=max(0.6, min(4.0, 60 / len(calls))), solid_capstyle="butt")
-        for k in range(1, row["rounds"] + 1):  # each round of T the prediction counts
+        for k in range(1, row["rounds"] + 1):  # each round of Z the prediction counts
             axes.axvline(k * row["T_ms"], color="grey", linestyle=":", linewidth=0.8)
         axes.set_xlim(0, row["measured_s"] * 1000 * 1.05)
         axes.invert_yaxis()
@@ -27,6 +27,6 @@ def timelines(rows, title):
         axes.set_title(f"{name}: at most {row['limit']} at once, {rounds} of {row['T_ms']:.0f} ms;"
                        f" predicted {row['predicted_s'] * 1000:.0f} ms, measured {row['measured_s'] * 1000:.0f} ms",
                        loc="left", fontsize=9)
-    panels[-1].set_xlabel("ms since the first call was sent (dotted lines: each round of T)")
+    panels[-1].set_xlabel("ms since the first call was sent (dotted lines: each round of Z)")
     figure.suptitle(title)
     return figures.render(figure)

@@ -25,14 +25,14 @@ def opposite_rps(row):
 
 
 def drivers(claims, rows):
-    """Section 1: every request answered; no run above its ceiling ⌈n / slots⌉ rounds of T; each nearer its
-    bottleneck law's prediction than its opposite; Little's law on each pool, L between X·T and P."""
+    """Section 1: every request answered; no run above its ceiling ⌈n / slots⌉ rounds of Z; each nearer its
+    bottleneck law's prediction than its opposite; Little's law on each pool, L between X·Z and P."""
     for row in rows:
         name = f"{row['driver']} ({row['front_end']})"
         claims.check(f"{name}: every request answered", row["errors"] == 0,
                      f"{row['completed'] - row['errors']} of {row['completed']}", "",
                      f"{name}: {row['errors']} of {row['completed']} requests failed: {row['error_kinds']}")
-        claims.within(f"{name}: X at most ⌈n / {row['at_once']}⌉ rounds of T allow", row["rps"], 0,
+        claims.within(f"{name}: X at most ⌈n / {row['at_once']}⌉ rounds of Z allow", row["rps"], 0,
                       row["ceiling_rps"], "req/s", 1)
         claims.nearer(f"{name}: X nearer the law ({row['bottleneck']}) than {OPPOSITE[row['how']]}", row["rps"],
                       row["predicted_rps"], opposite_rps(row), "req/s", ".1f")
@@ -42,10 +42,10 @@ def drivers(claims, rows):
 
 
 def little(claims, name, row, pool):
-    """Little's law on the pool: every answered request held a connection at least T, and no more than P were out."""
+    """Little's law on the pool: every answered request held a connection at least Z, and no more than P were out."""
     L = model.pool_in_use(pool["usage_ms"], row["duration_s"])
     XT = row["rps"] * row["T_ms"] / 1000
-    claims.within(f"{name}: the pool's L = usage / time lies in [X·T, P] (Little)", L, XT, row["pool"],
+    claims.within(f"{name}: the pool's L = usage / time lies in [X·Z, P] (Little)", L, XT, row["pool"],
                   "connections", 2)
     if row["users"] > row["pool"]:
         held_s = pool["usage_ms"] / 1000 / pool["requests_num"]
@@ -105,9 +105,9 @@ def backends(claims, found):
         claims.within("pgbouncer: the clients' queries ran on at most its pool of backends", run["backends"], 1, run["pool"],
                       "backends", 0)
         T, rounds = run["T_ms"] / 1000, -(-run["clients"] // run["pool"])
-        claims.within(f"pgbouncer: no faster than ⌈{run['clients']} / {run['pool']}⌉ rounds of T", run["seconds"],
+        claims.within(f"pgbouncer: no faster than ⌈{run['clients']} / {run['pool']}⌉ rounds of Z", run["seconds"],
                       rounds * T, float("inf"), "s", 2)
-        claims.nearer("pgbouncer: the clients took turns, clients × T / pool, not all at once", run["seconds"],
+        claims.nearer("pgbouncer: the clients took turns, clients × Z / pool, not all at once", run["seconds"],
                       run["clients"] * T / run["pool"], T, "s", ".3f")
 
 
@@ -159,16 +159,16 @@ def faults(claims, found):
                       "ms", 0)
         claims.check("after the client gave up, the query still ran on the server", client["running_after"] == 1
                      and client["outcome"] == "finished", f"{client['running_after']} running, {client['outcome']}")
-        claims.within("the abandoned query ran its whole T", client["ran_ms"], run["T_ms"], 10 * run["T_ms"], "ms", 0)
+        claims.within("the abandoned query ran its whole Z", client["ran_ms"], run["T_ms"], 10 * run["T_ms"], "ms", 0)
         claims.check("statement_timeout cancelled the query on the server", server["outcome"].startswith("cancelled")
                      and server["running_after"] == 0, f"{server['outcome']}, {server['running_after']} running")
-        claims.within("statement_timeout ended it at the timeout, before T", server["ended_ms"], run["timeout_ms"],
+        claims.within("statement_timeout ended it at the timeout, before Z", server["ended_ms"], run["timeout_ms"],
                       run["T_ms"], "ms", 0)
     run = found.get("killed")
     if run:
         claims.check("PostgreSQL killed: every answer a 503", run["down"]["statuses"] == [503],
                      f"statuses {run['down']['statuses']}")
-        claims.within("PostgreSQL killed: the 503s came faster than one query's T", run["down"]["max_ms"], 0,
+        claims.within("PostgreSQL killed: the 503s came faster than one query's Z", run["down"]["max_ms"], 0,
                       run["T_ms"], "ms", 0)
         back = run["back_after_s"]
         claims.check("PostgreSQL back: the pool answers again", back is not None,

@@ -14,8 +14,8 @@ class BlockingOnTheLoop(checks.NumberExercise):
     unit = "req/s"
     mistakes = {400.0: "is 20 users at 50 ms each: but the loop waits inside each query, so one runs at a time."}
     hint_text = ["While the query runs, the loop runs nothing else. How many queries run at once?",
-                 "One at a time, each 50 ms: X = 1 / T."]
-    solution_text = "X = 1 / T = 1 / 0.05 s = 20 req/s. The loop is a pool of one."
+                 "One at a time, each 50 ms: X = 1 / Z."]
+    solution_text = "X = 1 / Z = 1 / 0.05 s = 20 req/s. The loop is a pool of one."
 
 
 class DefaultExecutor(checks.NumberExercise):
@@ -28,7 +28,7 @@ class DefaultExecutor(checks.NumberExercise):
                 300.0: "is one thread per user: the executor has fewer threads than 30.",
                 320.0: "is 32 threads: the executor takes min(32, cpu_count + 4)."}
     hint_text = ["The default executor has min(32, os.cpu_count() + 4) threads.",
-                 "Each thread holds one query of 100 ms: X = threads / T."]
+                 "Each thread holds one query of 100 ms: X = threads / Z."]
     solution_text = "min(32, 2 + 4) = 6 threads, so X = 6 / 0.1 s = 60 req/s."
 
 
@@ -41,7 +41,7 @@ class AsyncPool(checks.NumberExercise):
     mistakes = {300.0: "is 30 users at once: but only 10 hold a connection.",
                 1000.0: "is max_connections: the pool is smaller.",
                 60.0: "is the executor's 6 threads: the async pool needs none."}
-    hint_text = "X = min(N, P, max_connections) / T."
+    hint_text = "X = min(N, P, max_connections) / Z."
     solution_text = "min(30, 10, 100) / 0.1 s = 100 req/s. The pool is the bottleneck."
 
 
@@ -51,10 +51,11 @@ class PoolForTarget(checks.NumberExercise):
     expected = 10.0
     rel_tol = 0.01
     unit = "connections"
-    mistakes = {16.0: "is 400 / 25: Little's law multiplies, L = X · T, with T in seconds.",
+    mistakes = {16.0: "is 400 / 25: Little's law multiplies, L = X · R, with R in seconds.",
                 400.0: "is one connection per request a second: each is free again after 25 ms."}
-    hint_text = ["Little's law on the pool: connections in use L = X · T.", "X = 400 /s, T = 0.025 s."]
-    solution_text = "P = X · T = 400 × 0.025 = 10 connections, all busy all the time: add a margin in practice."
+    hint_text = ["Little's law on the pool: connections in use L = X · R, with R each one's hold.",
+                 "X = 400 /s, R = 0.025 s."]
+    solution_text = "L = X · R = 400 × 0.025 = 10 connections = P, all busy all the time: add a margin in practice."
 
 
 class ExecutorAgainstPool(checks.NumberExercise):
@@ -66,7 +67,7 @@ class ExecutorAgainstPool(checks.NumberExercise):
     mistakes = {800.0: "is 40 threads at once: but only 10 have a connection; 30 threads wait for one.",
                 2000.0: "is 100 users at once: the threads and the pool both stand in the way."}
     hint_text = ["Two tiers in a row: 40 threads, then 10 connections. The smaller one sets X.",
-                 "X = min(N, 40, 10) / T."]
+                 "X = min(N, 40, 10) / Z."]
     solution_text = "min(100, 40, 10) / 0.05 s = 200 req/s. Thirty threads sit waiting for a connection."
 
 

@@ -112,7 +112,7 @@ WAYS = (  # (front end, how, path template, what the lesson calls it)
 
 
 def slots_of(front_end, how, users, pool, max_connections):
-    """(slots, their tier's tiers dict) for one way: the bottleneck law's tiers with a wait of T."""
+    """(slots, their tier's tiers dict) for one way: the bottleneck law's tiers with a wait of Z."""
     if front_end == "fastapi_db" and how == "def":
         threads = registry.get("fastapi_db").options["threads"].default if "threads" in registry.get(
             "fastapi_db").options else 40

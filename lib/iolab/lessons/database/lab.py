@@ -168,11 +168,11 @@ def pool_figures(row):
 
 
 def pool_lines(rows):
-    """Little's law on each pool, and the wait past P: what the pool measured against the client's X · T."""
+    """Little's law on each pool, and the wait past P: what the pool measured against the client's X · Z."""
     for row in rows:
         found = pool_figures(row)
         if found:
             print(f"{found['driver']} ({found['front_end']}): the pool says L = {found['L']:.2f} connections in use;"
-                  f" the client's X · T = {found['X_T']:.2f}. The mean wait for a connection was"
+                  f" the client's X · Z = {found['X_T']:.2f}. The mean wait for a connection was"
                   f" {found['wait_ms']:.1f} ms; a closed system with P = {found['pool']} servers predicts"
                   f" {found['predicted_wait_ms']:.1f} ms.")

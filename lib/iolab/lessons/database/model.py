@@ -47,12 +47,12 @@ def predict(how, users, T_s, pool=None, max_connections=100, threads=None, cpu_s
 
 
 def slots(how, users, pool=None, max_connections=100, threads=None):
-    """Requests served at once: the fewest slots of any tier with a wait of T."""
+    """Requests served at once: the fewest slots of any tier with a wait of Z."""
     return min(count for count, _ in tiers(how, users, 1.0, pool, max_connections, threads).values())
 
 
 def most_rps(requests, at_once, T_s):
-    """A hard ceiling for a closed run of `requests` that each hold a slot at least T: ⌈n / slots⌉ rounds of T at
+    """A hard ceiling for a closed run of `requests` that each hold a slot at least Z: ⌈n / slots⌉ rounds of Z at
     least, since no query ends before its pg_sleep does."""
     return requests / (math.ceil(requests / at_once) * T_s)
 
@@ -63,11 +63,11 @@ def pool_in_use(usage_ms, elapsed_s):
 
 
 def pool_wait_s(users, pool, T_s):
-    """The mean wait for a connection when N users share P connections, each held T: a closed system of P servers.
+    """The mean wait for a connection when N users share P connections, each held Z: a closed system of P servers.
 
-    Mean-value analysis (iolab.theory.mva) gives R for N users at P servers of demand T; the wait is R − T. With
-    N ≤ P nobody waits. Past P the pool runs flat out: X = P / T, so R = N / X = N·T / P (Little) and the wait is
-    (N / P − 1)·T; MVA gives the same figure once N is well past P.
+    Mean-value analysis (iolab.theory.mva) gives R for N users at P servers of demand Z; the wait is R − Z. With
+    N ≤ P nobody waits. Past P the pool runs flat out: X = P / Z, so R = N / X = N·Z / P (Little) and the wait is
+    (N / P − 1)·Z; MVA gives the same figure once N is well past P.
     """
     if users <= pool:
         return 0.0

@@ -12,10 +12,10 @@ from iolab.params import ParameterError, cell_values
 
 from . import model
 
-# Why each range: T must stay well above a request's CPU (about a millisecond) so the waits, not the CPU, set the
+# Why each range: Z must stay well above a request's CPU (about a millisecond) so the waits, not the CPU, set the
 # pace; the pool is below the users so that it is the limit; the rest keep a run short and within the machine.
 RANGES = {
-    "query_ms": (10, 1000),  # T: each query's pg_sleep
+    "query_ms": (10, 1000),  # Z: each query's pg_sleep
     "users": (2, 200),  # N: the closed loop's users
     "pool": (1, 45),  # P: each front end's pool; two pools and the executor's threads fit in max_connections
     "max_connections": (10, 1000),  # PostgreSQL's; section 4 opens one more
@@ -24,7 +24,7 @@ RANGES = {
     "hold_ms": (100, 5000),  # how long section 2's holders keep every connection of asyncpg's pool
     "rows": (100, 100_000),  # R of section 5
     "statements": (10, 5000),  # n of section 6
-    "slow_ms": (100, 5000),  # T of section 7's timeout
+    "slow_ms": (100, 5000),  # Z of section 7's timeout
     "timeout_ms": (10, 2500),  # and at most slow_ms / 2
     "backend_connections": (1, 200),  # section 4's connections, each weighed
     "bouncer_clients": (10, 2000),  # clients through pgbouncer
@@ -73,7 +73,7 @@ class Plan:
         return cls(**values, quick=quick, solutions=cell["solutions"], results_path=cell["results_path"])
 
     def describe(self):
-        return (f"T = {self.query_ms} ms, N = {self.users} users, a pool of P = {self.pool}, max_connections ="
+        return (f"Z = {self.query_ms} ms, N = {self.users} users, a pool of P = {self.pool}, max_connections ="
                 f" {self.max_connections}. Section 3: T_db = {self.held_db_ms} ms, T_other = {self.held_other_ms} ms."
                 f" Section 5: R = {self.rows} rows. Section 6: n = {self.statements} statements.")
 
