@@ -168,9 +168,8 @@ def test_the_glossary_table_gives_each_symbol_one_meaning_and_one_unit():
     assert not two_senses, f"a row gives a symbol two senses: {two_senses}"
 
 
-# Lesson 12 is being rewritten apart; its clashes (B for a size and a budget, k for CPUs, W for workers, and no
-# declaration yet) are listed for that work. strict: once it keeps the notation, this mark must go.
-NOT_YET = {"12-long-lived-connections": "lesson 12's notation is fixed with its rewrite"}
+# Lessons whose notation is not yet the glossary's, each with why (strict: once one keeps it, its mark must go).
+NOT_YET: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("path", [pytest.param(path, marks=pytest.mark.xfail(reason=NOT_YET[path.stem], strict=True))

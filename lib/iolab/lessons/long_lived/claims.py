@@ -105,7 +105,7 @@ def fanout(claims, row):
             if row["is_bound"] else f"a bound: the repeats disagree by {row['noise']:.0%}" if row["width"] > 0.5
             else f"±{row['width']:.0%}")
     within = "within a bound of" if kind.startswith("a bound") else "at"
-    claims.timing(f"{label}: the last of {row['subscribers']} {within} N × max(D_server, D_client, ΣD / k)",
+    claims.timing(f"{label}: the last of {row['subscribers']} {within} N × max(D_server, D_client, ΣD / CPUs)",
                   row["last_ms"], row["low_ms"], row["high_ms"], row.get("neighbours"), "ms", 1,
                   f"{label}: the last subscriber got it after {row['last_ms']:.1f} ms; predicted"
                   f" {row['predicted_last_ms']:.1f} ms: the first's {row['first_ms']:.1f} ms, then"

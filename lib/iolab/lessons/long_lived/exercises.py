@@ -53,7 +53,7 @@ class GetWaits(checks.NumberExercise):
                 40: "adds up the 4 polls: the message frees all 4 workers at once."}
     hint_text = ["Which worker could read the GET? Each is parked until the message.",
                  "The message frees every parked worker at the same moment."]
-    solution_text = "About 10 s: a closed system with N = W = 4. The GET waits for a worker, so for the message."
+    solution_text = "About 10 s: a closed system with N = w = 4. The GET waits for a worker, so for the message."
 
 
 class ParkedTimeout(checks.ChoiceExercise):

@@ -1,7 +1,7 @@
 """Lesson 12's predictions: memory per connection, fan-out, the floor.
 
 Each is built from figures measured in the same run: memory(N) = M0 + N·m and the N that fit a budget; the i-th
-subscriber's delivery at i × D; the last one on k CPUs by the bottleneck law.
+subscriber's delivery at i × D; the last one on a number of CPUs by the bottleneck law.
 """
 
 import math
@@ -76,9 +76,9 @@ def n_max(budget_bytes, bytes_per_connection, m0_bytes=0.0):
 def last_delivery_s(n, d_server_s, d_client_s, cpus):
     """When the n-th subscriber gets the message: n × the bottleneck's demand per delivery.
 
-    The server sends and the client receives: two stations in series, each one thread. On k CPUs each station
-    does its n deliveries at best one after another, and the two share k CPUs: so the last one is at
-    n × max(D_server, D_client, (D_server + D_client) / k). On two free CPUs that is n × max(D_server, D_client);
+    The server sends and the client receives: two stations in series, each one thread. Each station does its n
+    deliveries at best one after another, and the two share the CPUs: so the last one is at
+    n × max(D_server, D_client, (D_server + D_client) / CPUs). On two free CPUs that is n × max(D_server, D_client);
     on one, n × (D_server + D_client).
     """
     return n * max(d_server_s, d_client_s, (d_server_s + d_client_s) / cpus)
@@ -100,7 +100,7 @@ def fanout(n, repeats, cpus, burst_cpus=None):
     The last delivery waits only for the work on the delivery path: the server's CPU up to its last send
     (path_cpu_s: its broadcast loop, or every long poll answered up to the last) and the client's CPU up to its last
     read. Each repeat predicts its own: its first delivery (the fixed cost of any message) plus n × the
-    bottleneck's D, max(D_server, D_client, (D_server + D_client) / k). Each repeat is judged by its ratio,
+    bottleneck's D, max(D_server, D_client, (D_server + D_client) / CPUs). Each repeat is judged by its ratio,
     measured over predicted, and the claim by their median, within TOLERANCE widened by the run's noise: how far
     the nearest other repeat's ratio lies from the median's. Above, the band also takes the seconds they waited for
     CPUs another program held (waits beyond their self_wait_s). `burst_cpus`: the most CPUs a burst this short may

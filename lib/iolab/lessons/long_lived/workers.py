@@ -1,7 +1,7 @@
 """Section 2: long polls on gunicorn's sync workers, against an event loop.
 
-W sync workers hold W parked polls. Poll W+1 and a plain GET / wait in the
-listen backlog until a message frees a worker: a closed system with N = W.
+w sync workers hold w parked polls. Poll w+1 and a plain GET / wait in the
+listen backlog until a message frees a worker: a closed system with N = w.
 Tornado holds every poll and answers GET / at once. gunicorn's --timeout
 kills a worker parked longer, and its log says so.
 """
@@ -211,7 +211,7 @@ def add_claims(claims, result):
     g = result["gunicorn"]
     W, hold = g["workers"], g["hold_s"]
     rows = g["requests"]
-    claims.check(f"gunicorn, W = {W}: none of the {W + 1} polls and the GET / answered before the publish",
+    claims.check(f"gunicorn, w = {W}: none of the {W + 1} polls and the GET / answered before the publish",
                  not g["answered_before_publish"], f"{len(g['answered_before_publish'])} answered early",
                  "", f"answered before the publish on {W} sync workers: {g['answered_before_publish']}")
     pids = {row["pid"] for row in rows[:W]}
