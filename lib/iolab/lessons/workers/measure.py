@@ -172,18 +172,9 @@ def run(server, path, requests, users, handler="", keep_alive=True, client="raw"
     summary = metrics.summarize(result)
     done = summary.completed
     return Run(
-        server=server.name,
-        options=dict(getattr(server, "lesson_options", {})),
-        handler=handler,
-        path=path,
-        users=users,
-        keep_alive=keep_alive,
-        completed=done,
-        errors=summary.errors,
-        rps=summary.rps,
-        mean_ms=summary.mean_ms,
-        p99_ms=summary.p99_ms,
-        duration_s=summary.duration_s,
+        server=server.name, options=dict(getattr(server, "lesson_options", {})), handler=handler, path=path,
+        users=users, keep_alive=keep_alive, completed=done, errors=summary.errors,
+        rps=summary.rps, mean_ms=summary.mean_ms, p99_ms=summary.p99_ms, duration_s=summary.duration_s,
         **_demands_ms(spent, after_roles["app"][1] - before_roles["app"][1], use.interrupts_s, done),
         app_processes=after_roles["app"][2],
         client_demand_ms=summary.client_demand_ms,
