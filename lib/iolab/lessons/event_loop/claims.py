@@ -16,9 +16,11 @@ SYNC_SLEEP_MS, SYNC_SLEEP_GAP_MS = 300, 50  # the blocking callback of phase 3, 
 PIPELINED_WAIT_MS = 300  # what / is pipelined behind
 
 
-def results(plan, *, profiles, race, asleep, asleep_theory, ceiling_rps, exercises, asleep_others=None, **trace):
+def results(plan, *, profiles, race, asleep, asleep_theory, ceiling_rps, exercises, asleep_others=None,
+            race_others=None, trace_others=None, **trace):
     """This run's figures as plain data: what the results file holds and what the claims are checked on.
-    `asleep_others`: what else held the CPUs while the async sleep ran (a Neighbours, None where not read).
+    `asleep_others`, `race_others`, `trace_others`: what else held the CPUs while the async sleep, the race and the
+    traced phases ran (each a Neighbours, None where not read).
 
     `trace` holds the traced phases' figures: finish_after_s, phases (their summaries), phase_ms (their lengths),
     waits_throttled_s, cores, wait_statuses, longest_callback_ms, warnings, blocked_ms and pipelined_ms.
@@ -34,6 +36,8 @@ def results(plan, *, profiles, race, asleep, asleep_theory, ceiling_rps, exercis
         "async_sleep_bounds": asleep_theory.lines(),
         "async_sleep_errors": asleep.errors,
         "async_sleep_neighbours": asleep_others.as_dict() if asleep_others else None,
+        "race_neighbours": race_others.as_dict() if race_others else None,
+        "trace_neighbours": trace_others.as_dict() if trace_others else None,
         "step_profiles": profiles,
         "trace": trace,
         "race": race,
