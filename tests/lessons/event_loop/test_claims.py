@@ -71,6 +71,24 @@ def test_a_blocking_step_that_held_nobody_up_fails_and_names_its_figures(capsys)
     assert "async sleep gave 30.00 req/s, outside 39.40 .. 40.00" in str(failure.value)
 
 
+def test_an_async_sleep_others_slowed_is_excused_with_their_figures(capsys):
+    results = run_results()
+    results["async_sleep_rps"] = 30.0  # 22 % under its lowest bound, 38.61 req/s; the band is 2.6 % wide
+    results["async_sleep_neighbours"] = {"others_share": 0.3}
+    assert claims.check_claims(results) == 27
+    out = capsys.readouterr().out
+    assert "⚠ async sleep within theory's bounds (2% for the measuring), without errors: not judged:" in out
+    assert "others held the CPUs 30% of this run, more than the claim's margin of 3%, enough to explain a miss of 22%" in out
+
+
+def test_the_same_async_sleep_on_a_quiet_run_still_fails():
+    results = run_results()
+    results["async_sleep_rps"] = 30.0
+    results["async_sleep_neighbours"] = {"others_share": 0.01}
+    with pytest.raises(ClaimsFailed, match="async sleep gave 30.00 req/s, outside 39.40 .. 40.00"):
+        claims.check_claims(results)
+
+
 def test_parameters_are_refused_by_name_and_shrunk_when_quick():
     def plan(**values):
         return parameters.Plan.from_cell({**parameters.DEFAULTS, **values})

@@ -248,7 +248,8 @@ def test_drawings_come_from_the_trace():
         assert len(full.patches) + len(full.collections) >= len(run.spans)
     rows = view.comparison_rows(runs)
     assert [len(row) for row in rows] == [len(view.COMPARISON_HEADERS)] * len(runs)
-    assert rows[1][1].startswith("nobody: the application spins") and rows[1][-2] == runs[1].calls
+    assert rows[1][1].startswith("nobody: the application spins") and rows[1][-3] == runs[1].calls
+    assert all(row[-1] == f"{run.others.others_share:.0%}" for row, run in zip(rows, runs))  # read over each run
     rows = [
         {"fds": 1, "select_us": 2.0, "poll_us": 1.8, "epoll_us": 1.5},
         {"fds": 2000, "select_us": None, "poll_us": 90.0, "epoll_us": 1.6},

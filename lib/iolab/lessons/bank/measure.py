@@ -5,7 +5,7 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from iolab import load, metrics, servers
+from iolab import load, metrics, neighbours, servers
 
 # Which server and route play each bank. The sync and ticket banks are the
 # same single Tornado process; only the handler differs (handlers A and B).
@@ -29,6 +29,7 @@ class Measured:
     summary: metrics.Summary
     counter_ms: float
     counter_spread_ms: float = 0.0  # how much slower than counter_ms one empty visit in ten was (p90 - p50)
+    others: neighbours.Neighbours | None = None  # what else held the CPUs while its customers were served
 
     @property
     def opened_s(self):
@@ -149,14 +150,16 @@ def start_bank_load(server, bank, requests, concurrency, delay_ms):
 
 
 def run_bank(server, bank, requests, concurrency, delay_ms, counter=(None, 0.0), follow=None):
-    """Run the bank's customers on an already started server; `follow(run)` may watch and must return the LoadResult."""
-    run = start_bank_load(server, bank, requests, concurrency, delay_ms)
-    try:
-        result = follow(run) if follow else run.wait()
-    finally:
-        run.stop()
+    """Run the bank's customers on an already started server; `follow(run)` may watch and must return the LoadResult.
+    What else held the CPUs is read over the customers' run alone, not the empty visits before it."""
+    with neighbours.watching() as watch:
+        run = start_bank_load(server, bank, requests, concurrency, delay_ms)
+        try:
+            result = follow(run) if follow else run.wait()
+        finally:
+            run.stop()
     server.check()
-    return Measured(bank, result, metrics.summarize(result), *counter)
+    return Measured(bank, result, metrics.summarize(result), *counter, others=watch.found)
 
 
 def measure(bank, requests, concurrency, delay_ms, threads=None, follow=None, calibrate=True):

@@ -16,8 +16,11 @@ SYNC_SLEEP_MS, SYNC_SLEEP_GAP_MS = 300, 50  # the blocking callback of phase 3, 
 PIPELINED_WAIT_MS = 300  # what / is pipelined behind
 
 
-def results(plan, *, profiles, race, asleep, asleep_theory, ceiling_rps, exercises, **trace):
+def results(plan, *, profiles, race, asleep, asleep_theory, ceiling_rps, exercises, asleep_others=None,
+            race_others=None, trace_others=None, **trace):
     """This run's figures as plain data: what the results file holds and what the claims are checked on.
+    `asleep_others`, `race_others`, `trace_others`: what else held the CPUs while the async sleep, the race and the
+    traced phases ran (each a Neighbours, None where not read).
 
     `trace` holds the traced phases' figures: finish_after_s, phases (their summaries), phase_ms (their lengths),
     waits_throttled_s, cores, wait_statuses, longest_callback_ms, warnings, blocked_ms and pipelined_ms.
@@ -32,6 +35,9 @@ def results(plan, *, profiles, race, asleep, asleep_theory, ceiling_rps, exercis
         "async_sleep_demand_ms": asleep.demand_ms,
         "async_sleep_bounds": asleep_theory.lines(),
         "async_sleep_errors": asleep.errors,
+        "async_sleep_neighbours": asleep_others.as_dict() if asleep_others else None,
+        "race_neighbours": race_others.as_dict() if race_others else None,
+        "trace_neighbours": trace_others.as_dict() if trace_others else None,
         "step_profiles": profiles,
         "trace": trace,
         "race": race,
@@ -130,10 +136,13 @@ def check_claims(results):
     # The article's experiment on our loop lies within the bounds from the CPU it measured (lesson 02 derives them).
     rps, bounds, errors = results["async_sleep_rps"], results["async_sleep_bounds"], results["async_sleep_errors"]
     low, high = bounds["pessimistic"], bounds["optimistic"]
-    claims.check("async sleep within theory's bounds (2% for the measuring), without errors",
-                 errors == 0 and theory.within(rps, low, high, tolerance=0.02),
-                 f"{rps:.2f} req/s, {errors} errors", f"[{low * 0.98:.2f}, {high * 1.02:.2f}] req/s",
-                 f"async sleep gave {rps:.2f} req/s, outside {low:.2f} .. {high:.2f}")
+    claim = "async sleep within theory's bounds (2% for the measuring), without errors"
+    if errors:
+        claims.check(claim, False, f"{rps:.2f} req/s, {errors} errors", f"[{low * 0.98:.2f}, {high * 1.02:.2f}] req/s",
+                     f"async sleep gave {rps:.2f} req/s, outside {low:.2f} .. {high:.2f}")
+    else:  # a rate: others that held the CPUs can only have cut it
+        claims.timing(claim, rps, low * 0.98, high * 1.02, results.get("async_sleep_neighbours"), "req/s", 2,
+                      f"async sleep gave {rps:.2f} req/s, outside {low:.2f} .. {high:.2f}", slower="below")
     if results["solutions"]:
         statuses = results["exercises"]
         claims.check("every exercise's solution is correct", set(statuses.values()) == {"correct"},

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import psutil
 
-from iolab import contract, load, metrics, usage
+from iolab import contract, load, metrics, neighbours, usage
 from iolab.contract import check_loopback
 from iolab.http1 import AnswerReader, get_request
 
@@ -196,17 +196,20 @@ def alternating_rps(urls, requests, concurrency, repetitions, client="raw", time
 
 def step_profile(server, can_wait=True, idle_s=1.0, users=8, wait_ms=200, finish_after_s=0.5):
     """What one server can and cannot do: what a half-sent request costs everyone else, how long
-    `users` simultaneous waits of `wait_ms` take, and the CPU it burns with no client at all."""
-    cpu_percent, queued_percent = cpu_demand_percent(server.pid, idle_s)
-    profile = {
-        "half_sent_wait_ms": half_sent_wait_s(server.url, finish_after_s) * 1000,
-        "waits_ms": None,
-        "idle_cpu_percent": cpu_percent,
-        "idle_queued_percent": queued_percent,
-    }
-    if can_wait:
-        samples = load.fire_staggered([server.url + f"/async-sleep?ms={wait_ms}"] * users, gap_s=0.0, timeout_s=TIMEOUT_S)
-        if any(sample.status != 200 for sample in samples):
-            raise RuntimeError(f"/async-sleep failed on {server.name}: {[s.status or s.error for s in samples]}")
-        profile["waits_ms"] = (max(s.end for s in samples) - min(s.start for s in samples)) * 1000
-    return profile
+    `users` simultaneous waits of `wait_ms` take, and the CPU it burns with no client at all; and what else held
+    the CPUs meanwhile (`neighbours`)."""
+    with neighbours.watching() as watch:
+        cpu_percent, queued_percent = cpu_demand_percent(server.pid, idle_s)
+        profile = {
+            "half_sent_wait_ms": half_sent_wait_s(server.url, finish_after_s) * 1000,
+            "waits_ms": None,
+            "idle_cpu_percent": cpu_percent,
+            "idle_queued_percent": queued_percent,
+        }
+        if can_wait:
+            samples = load.fire_staggered([server.url + f"/async-sleep?ms={wait_ms}"] * users, gap_s=0.0,
+                                          timeout_s=TIMEOUT_S)
+            if any(sample.status != 200 for sample in samples):
+                raise RuntimeError(f"/async-sleep failed on {server.name}: {[s.status or s.error for s in samples]}")
+            profile["waits_ms"] = (max(s.end for s in samples) - min(s.start for s in samples)) * 1000
+    return profile | {"neighbours": watch.found.as_dict() if watch.found else None}

@@ -34,7 +34,8 @@ def results(plan, *, model_runs, by_mechanism, scaling_rows, limit, cost_per_eag
     return {
         "models": {name: model_figures(run) if run else None for name, run in model_runs.items()},
         "multiplexing_calls": {name: {"wait_ms": run.wait_ms, "last_delivered_ms": run.last_delivered_ms,
-                                      "queued_ms": run.queued_ms} for name, run in by_mechanism.items()},
+                                      "queued_ms": run.queued_ms, "neighbours": neighbours_of(run)}
+                               for name, run in by_mechanism.items()},
         "select_vs_epoll": [{"fds": row["fds"], "select_us": row["select_us"], "epoll_us": row["epoll_us"]}
                             for row in scaling_rows],
         "select_limit": {"fd": limit["fd"], "select_error": limit["select_error"]} if limit is not None else None,
@@ -51,7 +52,12 @@ def model_figures(run):
     last_eagain_ms = max((event.t_ms for event in run.events if event.kind == "eagain"), default=0.0)
     notes = {key: value for key, value in run.notes.items() if isinstance(value, int | float | str | bool)}
     return run.figures() | {name: getattr(run, name) for name in EXACT} | {
-        "model": run.model, "last_eagain_ms": last_eagain_ms, "notes": notes}
+        "model": run.model, "last_eagain_ms": last_eagain_ms, "notes": notes, "neighbours": neighbours_of(run)}
+
+
+def neighbours_of(run):
+    """What else held the CPUs over a run, as the results file keeps it (None where it was not read)."""
+    return run.others.as_dict() if run.others else None
 
 
 def check_claims(found):
@@ -116,10 +122,10 @@ def model_claims(claims, name, run, delay_ms, switch_ms):
     asked_to_ready = run["ready_ms"] - run["asked_ms"]
     least_wait_ms = asked_to_ready - run["cpu_ms"] - queued - 0.001  # 1 µs: the clocks' rounding
     wait_ms = run["wait_ms"]
-    claims.check(f"{name}: it waited from asking until the data", least_wait_ms <= wait_ms <= learnt_by_ms,
-                 f"{wait_ms:.1f} ms", f"[{least_wait_ms:.1f}, {learnt_by_ms:.1f}] ms",
-                 f"{name}: waited {wait_ms:.1f} of {asked_to_ready:.1f} ms, expected {least_wait_ms:.1f} .."
-                 f" {learnt_by_ms:.1f}")
+    claims.timing(f"{name}: it waited from asking until the data", wait_ms, least_wait_ms, learnt_by_ms,
+                  run.get("neighbours"), "ms", 1,
+                  f"{name}: waited {wait_ms:.1f} of {asked_to_ready:.1f} ms, expected {least_wait_ms:.1f} .."
+                  f" {learnt_by_ms:.1f}", slower="above")
     # The copy is tiny next to the wait: nearer none than the whole wait (less any time the thread sat queued).
     claims.nearer(f"{name}: copy (ms, queued time taken off)", max(run["copy_ms"] - queued, 0.0), 0.0, wait_ms,
                   spec=".2f")
@@ -168,11 +174,11 @@ def signal_claims(claims, signal_run, switch_ms):
     go_ms = sent_ms - signal_run["last_sent_ms"]  # "go" on the trace's clock (one peer)
     signal_by_ms = go_ms + signal_run["last_delivered_ms"] + (signal_run["queued_ms"] or 0.0) + switch_ms
     signal_ms = signal_run["notes"]["signal_ms"]
-    claims.check("signal-driven: SIGIO came after the peer's send, and soon",
-                 sent_ms <= signal_ms <= signal_by_ms, f"{signal_ms:.1f} ms",
-                 f"[{sent_ms:.1f}, {signal_by_ms:.1f}] ms",
-                 f"signal at {signal_ms:.1f} ms, the peer sent at {sent_ms:.1f} ms;"
-                 f" bound {signal_by_ms:.1f} (its send returned, plus queued time and one switch interval)")
+    claims.timing("signal-driven: SIGIO came after the peer's send, and soon", signal_ms, sent_ms, signal_by_ms,
+                  signal_run.get("neighbours"), "ms", 1,
+                  f"signal at {signal_ms:.1f} ms, the peer sent at {sent_ms:.1f} ms;"
+                  f" bound {signal_by_ms:.1f} (its send returned, plus queued time and one switch interval)",
+                  slower="above")
     slices = signal_run["notes"]["work_slices"]
     claims.check("signal-driven: the application worked while it waited", slices > 0, f"{slices} slices of work", "",
                  f"signal-driven: {slices} slices of work while waiting ({signal_run['notes']})")

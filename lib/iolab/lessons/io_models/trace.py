@@ -14,7 +14,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from iolab import usage
+from iolab import neighbours, usage
 from iolab.children import python, spawn
 
 PEER_SCRIPT = Path(__file__).with_name("peer.py")
@@ -72,6 +72,7 @@ class ModelRun:
     last_sent_ms: float = 0.0
     # When the last peer's send() returned, after "go": over loopback the data is in our buffer by then.
     last_delivered_ms: float = 0.0
+    others: neighbours.Neighbours | None = None  # what else held the CPUs from the trace's start to its finish
 
     def figures(self):
         """The headline numbers, rounded, for a results file."""
@@ -114,6 +115,7 @@ class Trace:
     """Events and spans in milliseconds since the trace began, on CLOCK_MONOTONIC (shared with the peer process)."""
 
     def __init__(self):
+        self.neighbours_at_start = neighbours.read()  # finish() reads what else held the CPUs over the run
         self.t0 = time.monotonic()
         self.events, self.spans = [], []
 
@@ -134,6 +136,7 @@ class Trace:
 
     def finish(self, model, peer, *, wait, copy, meter, calls, blocks, work_ms=0.0, **notes):
         """Close the trace: add the kernel's phases and the peer's sends, and return the ModelRun."""
+        others = neighbours.between(self.neighbours_at_start, neighbours.read())
         go_ms = self.at(peer.go_at)
         sent_ms = [self.at(start) for start, _ in peer.sent()]
         delivered_ms = [self.at(end) for _, end in peer.sent()]
@@ -164,6 +167,7 @@ class Trace:
             notes=notes,
             last_sent_ms=max(sent_ms) - go_ms,
             last_delivered_ms=max(delivered_ms) - go_ms,
+            others=others,
         )
 
 

@@ -120,7 +120,7 @@ def timeline(run, fig=None, zoom_pad_ms=0.15):
 
 COMPARISON_HEADERS = [
     "model", "blocks while waiting", "blocks while copying", "wait (ms)", "copy (µs)", "CPU burnt on the IO (ms)",
-    "queued for a CPU (ms)", "own work done meanwhile (ms)", "IO system calls", "wakeups",
+    "queued for a CPU (ms)", "own work done meanwhile (ms)", "IO system calls", "wakeups", "others held the CPUs",
 ]
 
 
@@ -128,7 +128,7 @@ def comparison_rows(runs):
     """One row per run under COMPARISON_HEADERS: who blocks in each phase, and what the run cost the application."""
     return [
         [run.model, run.blocks["wait"], run.blocks["copy"], run.wait_ms, run.copy_ms * 1000, run.cpu_ms,
-         run.queued_ms, run.work_ms, run.calls, run.wakeups]
+         run.queued_ms, run.work_ms, run.calls, run.wakeups, f"{run.others.others_share:.0%}" if run.others else "unknown"]
         for run in runs
     ]
 

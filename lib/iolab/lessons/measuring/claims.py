@@ -31,7 +31,9 @@ def results(plan, *, stall_results, ab_runs, slow, errors, oc_points, heavy, exe
         "open_vs_closed": [point.row() | {
             "open_errors": point.open.errors, "closed_errors": point.closed.errors,
             "band_open_ms": list(point.band_open_ms), "band_closed_ms": list(point.band_closed_ms),
-            "noise_open_ms": point.noise_open_ms, "noise_closed_ms": point.noise_closed_ms} for point in oc_points],
+            "noise_open_ms": point.noise_open_ms, "noise_closed_ms": point.noise_closed_ms,
+            "neighbours_open": _as_dict(point.others_open), "neighbours_closed": _as_dict(point.others_closed)}
+            for point in oc_points],
         "cpu_ms": plan.cpu_ms,
         "growth_past_1_over_D": {"load": past.load, "first_third_ms": first_third_ms, "last_third_ms": last_third_ms},
         "percentiles": {"averaged_window_p99_ms": sum(windows) / len(windows),
@@ -43,6 +45,11 @@ def results(plan, *, stall_results, ab_runs, slow, errors, oc_points, heavy, exe
         "exercises": exercises,
         "skipped_exercises": {} if ab_runs else {"q3": f"ab did not run: {have_ab or 'skipped'}"},
     }
+
+
+def _as_dict(others):
+    """What else held the CPUs over a run, as the results file keeps it (None where it was not read)."""
+    return others.as_dict() if others else None
 
 
 def stall_figures(p, stall_results):
@@ -76,7 +83,8 @@ def stall_figures(p, stall_results):
         "closed_requests": closed_run.requests, "closed_stalled_share": closed_run.stalled_share(),
         "closed_send_lag_s": closed_run.send_lag_s, "closed_calm_p99_ms": closed_run.calm_p99_ms,
         "wrk": ({"requests": wrk.wrk["requests"], "rps": wrk.wrk["rps"], "max_ms": wrk.wrk["max_ms"],
-                 "stall_s": wrk.stall_s} if wrk else None),
+                 "stall_s": wrk.stall_s, "neighbours": _as_dict(wrk.others)} if wrk else None),
+        "open_neighbours": _as_dict(open_run.others), "closed_neighbours": _as_dict(closed_run.others),
     }
 
 
@@ -96,11 +104,13 @@ def ab_figures(p, ab_runs):
 def timeout_figures(slow):
     """The stall longer than wrk's timeout: the lab client's longest latency, and wrk's where it ran."""
     lab_slow = slow["open loop"]
+    lab = {"lab_max_ms": lab_slow.latencies_ms[-1], "lab_stall_s": lab_slow.stall_s,
+           "lab_neighbours": _as_dict(lab_slow.others)}
     if "wrk" not in slow:
-        return {"lab_max_ms": lab_slow.latencies_ms[-1], "lab_stall_s": lab_slow.stall_s}
-    return {"wrk_max_ms": slow["wrk"].wrk["max_ms"], "wrk_timeouts": slow["wrk"].wrk["timeouts"],
-            "lab_max_ms": lab_slow.latencies_ms[-1], "stall_s": lab_slow.stall_s,
-            "lab_stall_s": lab_slow.stall_s, "wrk_stall_s": slow["wrk"].stall_s}
+        return lab
+    return lab | {"wrk_max_ms": slow["wrk"].wrk["max_ms"], "wrk_timeouts": slow["wrk"].wrk["timeouts"],
+                  "stall_s": lab_slow.stall_s, "wrk_stall_s": slow["wrk"].stall_s,
+                  "wrk_neighbours": _as_dict(slow["wrk"].others)}
 
 
 def error_figures(errors):
@@ -154,9 +164,9 @@ def _stall_claims(claims, s):
                  f" (cut short: {s['open_stall_cut_short']}; the run {s['open_stop_reason']})")
     open_p99 = s["open_p99_ms"]
     low, high = s["open_p99_bounds_ms"]
-    claims.check("the open loop's p99 lies where the stall and the drain put it", low <= open_p99 <= high,
-                 f"{open_p99:.1f} ms", f"[{low:.1f}, {high:.1f}] ms",
-                 f"open loop p99 {open_p99:.1f} ms, expected {low:.1f} to {high:.1f} ms from {bounds}")
+    claims.timing("the open loop's p99 lies where the stall and the drain put it", open_p99, low, high,
+                  s.get("open_neighbours"), "ms", 1,
+                  f"open loop p99 {open_p99:.1f} ms, expected {low:.1f} to {high:.1f} ms from {bounds}", slower="above")
     # 2. The closed loop's stalled requests, one per user, are fewer than 1% of its requests: its p99 is not one of
     #    them (under half the stall), while the open loop's is.
     stall_ms = s["stall_s"] * 1000
@@ -274,11 +284,11 @@ def _open_closed_claims(claims, points, cpu_ms, growth):
         for loop in ("open", "closed"):
             mean, (band_low, band_high), noise = p[f"{loop}_ms"], p[f"band_{loop}_ms"], p[f"noise_{loop}_ms"]
             ceiling = band_high + 3 * noise
-            within = not math.isfinite(ceiling) or mean <= ceiling
-            claims.check(f"load {load}: the {loop} loop's mean within its run's band", cpu_ms <= mean and within,
-                         f"{mean:.2f} ms", f"[{cpu_ms}, {ceiling:.2f}] ms",
-                         f"load {load}: {loop} mean {mean:.2f} ms, expected {cpu_ms} to {ceiling:.2f} ms"
-                         f" (band {band_low:.2f} – {band_high:.2f}, noise ± {noise:.2f} ms)")
+            # A ceiling that is not a number (no noise measured) bounds nothing: the mean need only reach cpu_ms.
+            claims.timing(f"load {load}: the {loop} loop's mean within its run's band", mean, cpu_ms,
+                          ceiling if math.isfinite(ceiling) else math.inf, p.get(f"neighbours_{loop}"), "ms", 2,
+                          f"load {load}: {loop} mean {mean:.2f} ms, expected {cpu_ms} to {ceiling:.2f} ms"
+                          f" (band {band_low:.2f} – {band_high:.2f}, noise ± {noise:.2f} ms)", slower="above")
     first, last = growth["first_third_ms"], growth["last_third_ms"]
     claims.check(f"load {growth['load']}: the open loop's latency grows through the run", last > 2 * first,
                  f"{first:.0f} ms in its first third, {last:.0f} ms in its last (more than twice)", "", str((first, last)))

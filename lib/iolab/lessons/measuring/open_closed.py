@@ -7,7 +7,7 @@ import math
 import resource
 from dataclasses import dataclass
 
-from iolab import environment, load, metrics, theory
+from iolab import environment, load, metrics, neighbours, theory
 from iolab.contract import FDS_BESIDES_CONNECTIONS
 
 THINK_S = 0.05  # a closed user's think time: N users offer about N / Z requests per second
@@ -30,6 +30,8 @@ class Point:
     band_closed_ms: tuple  # (low, high): D (users never meet) and MVA (users arrive in random order)
     noise_open_ms: float = math.nan  # the standard error of the open loop's mean latency, from this run (batch means)
     noise_closed_ms: float = math.nan  # and of the closed loop's
+    others_open: neighbours.Neighbours | None = None  # what else held the CPUs while the open loop ran
+    others_closed: neighbours.Neighbours | None = None  # and while the closed loop ran
 
     def row(self):
         return {
@@ -93,18 +95,20 @@ def run_point(server, path, load_share, nominal_s, duration_s, seed=1):
     rate = load_share / nominal_s
     users = max(1, round(rate * THINK_S))
     url = server.url + path
-    closed = load.run_load(
-        url, server=server, kind="closed_raw", concurrency=users, think_s=THINK_S,
-        requests=int(rate * duration_s * 3) + users, max_duration_s=duration_s, timeout_s=30,
-    )
+    with neighbours.watching() as closed_watch:
+        closed = load.run_load(
+            url, server=server, kind="closed_raw", concurrency=users, think_s=THINK_S,
+            requests=int(rate * duration_s * 3) + users, max_duration_s=duration_s, timeout_s=30,
+        )
     connections = min(1000, max(32, math.ceil(rate * duration_s)))  # never short of a connection: a queue, not a cap
     connections, note = room_for(server, connections)
     if note:  # once: the next points find the limits raised
         print(note)
-    opened = load.run_load(
-        url, server=server, kind="open", schedule="poisson", seed=seed, rate_rps=rate, concurrency=connections,
-        requests=max(1, int(rate * duration_s)), max_duration_s=duration_s, timeout_s=30,
-    )
+    with neighbours.watching() as open_watch:
+        opened = load.run_load(
+            url, server=server, kind="open", schedule="poisson", seed=seed, rate_rps=rate, concurrency=connections,
+            requests=max(1, int(rate * duration_s)), max_duration_s=duration_s, timeout_s=30,
+        )
     server.check()
     closed_summary = metrics.summarize(closed)
     open_summary = metrics.summarize(opened, latency_from="intended")
@@ -129,6 +133,7 @@ def run_point(server, path, load_share, nominal_s, duration_s, seed=1):
         band_closed_ms=(closed_summary.demand_ms, predicted_closed),
         noise_open_ms=mean_noise_ms(in_order(opened, "latency_from_intended")),
         noise_closed_ms=mean_noise_ms(in_order(closed, "latency")),
+        others_open=open_watch.found, others_closed=closed_watch.found,
     )
 
 

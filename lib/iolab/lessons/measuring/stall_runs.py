@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from iolab import benchtools, load, metrics, stall
+from iolab import benchtools, load, metrics, neighbours, stall
 
 from .spectrum import SPECTRUM, spectrum
 
@@ -38,6 +38,7 @@ class StallRun:
     summary: object = None  # metrics.Summary for the lab's clients
     wrk: dict = None  # benchtools.parse_wrk's figures, for wrk
     wrk_spectrum: list = None  # [(fraction, ms)] as wrk itself reports them
+    others: neighbours.Neighbours | None = None  # what else held the CPUs while the load ran
 
     @property
     def requests(self):
@@ -81,16 +82,17 @@ def _stall_at_go(server, stall_s, stall_from_s, holder):
 def _lab_run(server, label, stall_s, duration_s, latency_from, follow=None, stall_from_s=None, **spec):
     holder = {}
     stall_from_s = duration_s * STALL_AT if stall_from_s is None else stall_from_s
-    run = load.start_load(
-        server.url + "/", server=server, before_go=_stall_at_go(server, stall_s, stall_from_s, holder),
-        timeout_s=stall_s + 10, max_duration_s=duration_s, **spec,
-    )
-    try:
-        result = follow(run) if follow else run.wait()
-    finally:
-        run.stop()
-        if "stall" in holder and not holder["stall"].done():
-            holder["stall"].cancel()  # the run ended early (an error, an interrupt): resume the server now
+    with neighbours.watching() as watch:
+        run = load.start_load(
+            server.url + "/", server=server, before_go=_stall_at_go(server, stall_s, stall_from_s, holder),
+            timeout_s=stall_s + 10, max_duration_s=duration_s, **spec,
+        )
+        try:
+            result = follow(run) if follow else run.wait()
+        finally:
+            run.stop()
+            if "stall" in holder and not holder["stall"].done():
+                holder["stall"].cancel()  # the run ended early (an error, an interrupt): resume the server now
     stalled = holder.get("stall")
     stopped, resumed = stalled.wait() if stalled else (None, None)
     server.check()
@@ -119,6 +121,7 @@ def _lab_run(server, label, stall_s, duration_s, latency_from, follow=None, stal
         stop_reason=_stop_reason(result),
         send_lag_s=_send_lag_s(samples, spec.get("think_s")),
         summary=summary,
+        others=watch.found,
     )
 
 
@@ -192,10 +195,11 @@ def wrk_run(server, rate_rps, users, duration_s, stall_s, timeout_s=None, stall_
         stalled = stall.stall(server, stall_s, after_s=stall_from_s)
         began = time.monotonic()
         try:
-            report = benchtools.wrk_output(
-                server.url + "/", connections=users, duration_s=duration_s, script=script,
-                timeout_s=timeout_s or max(2, math.ceil(stall_s) + 1), latency=True,
-            )
+            with neighbours.watching() as watch:
+                report = benchtools.wrk_output(
+                    server.url + "/", connections=users, duration_s=duration_s, script=script,
+                    timeout_s=timeout_s or max(2, math.ceil(stall_s) + 1), latency=True,
+                )
         finally:
             if not stalled.done():
                 stalled.cancel()
@@ -218,6 +222,7 @@ def wrk_run(server, rate_rps, users, duration_s, stall_s, timeout_s=None, stall_
         stall_cut_short=stalled.cancelled,
         wrk=figures,
         wrk_spectrum=points,
+        others=watch.found,
     )
 
 

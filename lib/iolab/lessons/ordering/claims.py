@@ -14,14 +14,16 @@ LESSON = "03-handler-ordering"
 C_WAITS = {"A,C": True, "B,C": False, "D,C": True, "A′,C": False}
 
 
-def results(plan, *, orders, abc_done_ms, threaded_c_ms, exercises):
-    """This run's figures as plain data: what the results file holds and what the claims are checked on."""
+def results(plan, *, orders, abc_done_ms, threaded_c_ms, exercises, neighbours=None):
+    """This run's figures as plain data: what the results file holds and what the claims are checked on.
+    `neighbours` maps each run ("A,C", "A,B,C", "threaded A,C", ...) to what else held the CPUs while it ran."""
     return {
         "orders": orders,
         "a_b_c_done_ms": abc_done_ms,
         "threaded_A,C_second_done_ms": threaded_c_ms,
         "switch_interval_ms": sys.getswitchinterval() * 1000,
         "parameters": {"delay_ms": plan.delay_ms, "gap_ms": plan.gap_ms},
+        "neighbours": {run: others.as_dict() for run, others in (neighbours or {}).items()},
         "exercises": exercises,
     }
 
