@@ -139,22 +139,21 @@ def watching(root: psutil.Process | None = None) -> Iterator[Watch]:
 
 def own_s(root: psutil.Process | None = None) -> tuple[float, float]:
     """(seconds waited for a CPU, CPU seconds) so far of `root` (this process by default) and its descendants,
-    with the CPU of the children it has reaped. A child that ended unreaped inside the window takes its figures with
-    it: its CPU then counts as others', its waits are lost."""
+    each with the CPU of the children it has reaped (a gunicorn worker its master waited for, say). A child that
+    ended unreaped inside the window takes its figures with it: its CPU then counts as others', its waits are lost."""
     try:
         process = root or psutil.Process()
         tree = [process, *process.children(recursive=True)]
-        reaped = usage.reaped_children_cpu_s(process)
     except psutil.Error:
         return 0.0, 0.0
     waits = cpu = 0.0
     for member in tree:
         try:
             waits += usage.queued_s(member)
-            cpu += usage.process_cpu_s(member)
+            cpu += usage.process_cpu_s(member) + usage.reaped_children_cpu_s(member)
         except psutil.Error:
             continue  # it ended while we looked
-    return waits, cpu + reaped
+    return waits, cpu
 
 
 def _cpu_s() -> tuple[float, float]:
