@@ -12,7 +12,7 @@ measured apart) and `all`. Every wait is bounded; the process dies with its pare
 
 import contextlib
 import json
-from typing import Any
+from typing import IO, Any, cast
 
 from .. import children, environment
 from . import holder
@@ -41,6 +41,8 @@ class Held:
         self.process = children.spawn(
             children.python("-m", holder.__name__, url, transport, n, "on" if compression else "off", timeout_s),
             stdin=children.subprocess.PIPE)
+        # Both its pipes are open: commands go in, one JSON line each; answers come out.
+        self._commands, self._answers = cast(IO[bytes], self.process.stdin), cast(IO[bytes], self.process.stdout)
         try:
             line = self._line(timeout_s + ANSWER_S)
         except BaseException:
@@ -55,15 +57,15 @@ class Held:
         return self.process.pid
 
     def _line(self, timeout_s: float) -> str:
-        said = children.read_until(self.process.stdout, b"\n", timeout_s)
+        said = children.read_until(self._answers, b"\n", timeout_s)
         if not said.endswith(b"\n"):
             raise RuntimeError(f"the subscribers' client said {said[-200:]!r} and then nothing within {timeout_s} s"
                                f" (exit status {self.process.poll()})")
         return said.decode().strip()
 
     def ask(self, command: str, timeout_s: float = ANSWER_S) -> dict[str, Any]:
-        self.process.stdin.write(f"{command}\n".encode())
-        self.process.stdin.flush()
+        self._commands.write(f"{command}\n".encode())
+        self._commands.flush()
         answer = json.loads(self._line(timeout_s))
         if "error" in answer:
             raise RuntimeError(f"the subscribers' client, asked {command!r}: {answer['error']}")
@@ -95,10 +97,10 @@ class Held:
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
-            self.process.stdin.close()
+            self._commands.close()
         self.process.kill()
         self.process.wait()
-        self.process.stdout.close()
+        self._answers.close()
 
     def __enter__(self) -> "Held":
         return self
