@@ -69,7 +69,8 @@ def floor(connections: int = 2000, size: int = 64, rounds: int = 7, timeout_s: f
         raise
     if sender.returncode != 0:
         raise RuntimeError(f"the floor's sender exited with {sender.returncode}: {out.decode(errors='replace')[-500:]}")
-    return json.loads(out.decode().strip().splitlines()[-1])
+    measured: dict[str, Any] = json.loads(out.decode().strip().splitlines()[-1])  # send's last line
+    return measured
 
 
 def send(connections: int, size: int, rounds: int) -> None:

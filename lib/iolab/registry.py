@@ -4,7 +4,7 @@ Its file, concurrency model, routes, how many requests it serves at once, its ar
 """
 
 import importlib.util
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,19 +80,20 @@ class ServerInfo:
         return None
 
 
-def _threads(options: dict[str, Any]) -> int:
+# serves_at_once where whole-number options set the limit: what option_values gives for them is an int.
+def _threads(options: Mapping[str, int]) -> int:
     return options["threads"]
 
 
-def _workers(options: dict[str, Any]) -> int:
+def _workers(options: Mapping[str, int]) -> int:
     return options["workers"]
 
 
-def _workers_times_threads(options: dict[str, Any]) -> int:
+def _workers_times_threads(options: Mapping[str, int]) -> int:
     return options["workers"] * options["threads"]
 
 
-def _concurrency(options: dict[str, Any]) -> int:
+def _concurrency(options: Mapping[str, int]) -> int:
     return options["concurrency"]
 
 

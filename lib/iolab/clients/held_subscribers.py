@@ -12,7 +12,7 @@ measured apart) and `all`. Every wait is bounded; the process dies with its pare
 
 import contextlib
 import json
-from typing import IO, Any, cast
+from typing import IO, Any, TypedDict, cast
 
 from .. import children, environment
 from . import holder
@@ -21,6 +21,16 @@ from .subscribers import TRANSPORTS
 CONNECT_S = 60.0  # every subscriber connected within this, 10,000 included
 ANSWER_S = 60.0  # the most the caller waits for an answer on the pipe
 MOST = 20_000  # subscribers one process may hold
+
+
+class Answer(TypedDict, total=False):
+    """One JSON line from the client process (holder.py's reply): what the command asked for, or why not."""
+
+    error: str  # any command it could not do
+    held: int  # add K: the subscribers held now
+    cpu_s: float  # cpu, repoll, wait SEQ: the client's CPU seconds
+    deliveries: list[float]  # wait SEQ: each subscriber's delivery in ms, in send order
+    rows: list[dict[str, Any]]  # all: every delivery so far
 
 
 class Held:
@@ -63,10 +73,10 @@ class Held:
                                f" (exit status {self.process.poll()})")
         return said.decode().strip()
 
-    def ask(self, command: str, timeout_s: float = ANSWER_S) -> dict[str, Any]:
+    def ask(self, command: str, timeout_s: float = ANSWER_S) -> Answer:
         self._commands.write(f"{command}\n".encode())
         self._commands.flush()
-        answer = json.loads(self._line(timeout_s))
+        answer: Answer = json.loads(self._line(timeout_s))
         if "error" in answer:
             raise RuntimeError(f"the subscribers' client, asked {command!r}: {answer['error']}")
         return answer
