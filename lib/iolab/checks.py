@@ -130,7 +130,8 @@ class NumberExercise(Exercise):
     too_low_text = "less than the answer: a better guess is higher."
 
     def expected_value(self) -> float:
-        return self.expected() if callable(self.expected) else self.expected
+        value: float = self.expected() if callable(self.expected) else self.expected  # a number, however it is given
+        return value
 
     def judge(self, answer: Any, **context: Any) -> tuple[bool, str]:
         value = _as_number(answer)

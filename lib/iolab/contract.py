@@ -14,7 +14,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import FrameType
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 LOOPBACK = "127.0.0.1"
@@ -37,13 +40,13 @@ REQUEST_TIMEOUT_VARIABLE = "IOLAB_REQUEST_TIMEOUT_S"
 DEFAULT_REQUEST_TIMEOUT_S = 10.0
 
 
-def request_timeout_s(environ=os.environ):
+def request_timeout_s(environ: Mapping[str, str] = os.environ) -> float:
     """The head and body timeouts: DEFAULT_REQUEST_TIMEOUT_S, or the shorter one $IOLAB_REQUEST_TIMEOUT_S gives."""
     text = environ.get(REQUEST_TIMEOUT_VARIABLE)
     if text is None:
         return DEFAULT_REQUEST_TIMEOUT_S
     try:
-        seconds = float(text)
+        seconds: float | None = float(text)
     except ValueError:
         seconds = None
     if seconds is None or not 0 < seconds <= DEFAULT_REQUEST_TIMEOUT_S:
@@ -72,7 +75,7 @@ REASONS = {
 
 # --- The loopback rule --------------------------------------------------------------------------
 
-def check_loopback(host):
+def check_loopback(host: str) -> str:
     """Refuse anything but a loopback address: the lab never listens on, or sends to, a network."""
     name = LOOPBACK if host == "localhost" else host
     try:
@@ -84,7 +87,7 @@ def check_loopback(host):
     return host
 
 
-def check_loopback_url(url, name, scheme, path):
+def check_loopback_url(url: str, name: str, scheme: str, path: str) -> str:
     """`url` when it is scheme://HOST:PORT`path` with HOST a loopback address; a ValueError naming `name` otherwise.
 
     `path` only shows the shape in the message ("/path", "/0"); the lab never sends to a network.
@@ -97,7 +100,7 @@ def check_loopback_url(url, name, scheme, path):
     if not well_formed:
         raise ValueError(f"{name} must look like {scheme}://{LOOPBACK}:PORT{path}, got {url!r}")
     try:
-        check_loopback(parts.hostname)
+        check_loopback(cast(str, parts.hostname))  # well formed: it has one
     except ValueError as error:
         raise ValueError(f"{name} {url!r}: {error}") from None
     return url
@@ -108,17 +111,17 @@ def check_loopback_url(url, name, scheme, path):
 _LISTENING = re.compile(r"^LISTENING (?P<host>[^\s]+):(?P<port>\d+)$")
 
 
-def listening_line(host, port):
+def listening_line(host: str, port: int) -> str:
     return f"LISTENING {host}:{port}"
 
 
-def parse_listening(line):
+def parse_listening(line: str) -> tuple[str, int] | None:
     """(host, port) from a LISTENING line, or None if the line is anything else."""
     match = _LISTENING.match(line.strip())
     return (match["host"], int(match["port"])) if match else None
 
 
-def announce(host, port):
+def announce(host: str, port: int) -> None:
     """Print the one line the launcher waits for; nothing else ever goes to stdout."""
     sys.stdout.write(listening_line(host, port) + "\n")
     sys.stdout.flush()
@@ -147,7 +150,7 @@ class BadParameter(ValueError):
     """A query value outside what a route accepts; its text is the one-line 400 reason."""
 
 
-def parse_whole(raw, name, unit, high, example):
+def parse_whole(raw: str | None, name: str, unit: str, high: int, example: str) -> int:
     """A query value that must be a whole number of `unit` from 0 to `high`; a BadParameter saying why otherwise.
 
     `example` follows "is required" when the value is missing: ", e.g. ?ms=1000".
@@ -163,12 +166,12 @@ def parse_whole(raw, name, unit, high, example):
     return value
 
 
-def parse_ms(raw, name="ms"):
+def parse_ms(raw: str | None, name: str = "ms") -> int:
     """Validate an `ms` query value (or another named in milliseconds): a whole number from 0 to MAX_MS."""
     return parse_whole(raw, name, "milliseconds", MAX_MS, f", e.g. ?{name}=1000")
 
 
-def burn_cpu(ms):
+def burn_cpu(ms: float) -> None:
     """Spin until this thread has used `ms` milliseconds of CPU time."""
     deadline = time.thread_time() + ms / 1000
     while time.thread_time() < deadline:
@@ -187,7 +190,7 @@ VERSIONED_DIRS = "/usr/lib/postgresql/*/bin"
 TOOLS_OFF_VARIABLE = "IOLAB_TOOLS_OFF"
 
 
-def find_program(name):
+def find_program(name: str) -> str | None:
     """The full path of an installed program, looking in the sbin directories too; None if it is not installed
     (or is named in $IOLAB_TOOLS_OFF)."""
     if name in os.environ.get(TOOLS_OFF_VARIABLE, "").split(","):
@@ -195,15 +198,16 @@ def find_program(name):
     return shutil.which(name) or shutil.which(name, path=os.pathsep.join(SBIN_DIRS + versioned_dirs()))
 
 
-def versioned_dirs():
+def versioned_dirs() -> tuple[str, ...]:
     """VERSIONED_DIRS that exist, the newest major version first."""
-    def version(folder):
+    def version(folder: str) -> list[int]:
         return [int(part) if part.isdigit() else 0 for part in folder.split(os.sep)[-2].split(".")]
 
     return tuple(sorted(glob.glob(VERSIONED_DIRS), key=version, reverse=True))
 
 
-def parse_args(description, add_arguments=None):
+def parse_args(description: str | None,
+               add_arguments: Callable[[argparse.ArgumentParser], object] | None = None) -> argparse.Namespace:
     """The common command line: --host and --port, plus whatever the server adds."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--host", default=LOOPBACK, help="address to bind (default 127.0.0.1)")
@@ -220,7 +224,7 @@ def parse_args(description, add_arguments=None):
     return args
 
 
-def die_with_parent(signum=signal.SIGKILL, on_death=None):
+def die_with_parent(signum: int = signal.SIGKILL, on_death: Callable[[], object] | None = None) -> None:
     """Exit when the process that started us dies, however it dies.
 
     PR_SET_PDEATHSIG makes the kernel send `signum` when the parent goes. It can
@@ -238,7 +242,7 @@ def die_with_parent(signum=signal.SIGKILL, on_death=None):
     if os.getppid() != expected:
         last_act()
 
-    def watch():
+    def watch() -> None:
         while os.getppid() == expected:
             time.sleep(0.25)
         last_act()
@@ -246,16 +250,16 @@ def die_with_parent(signum=signal.SIGKILL, on_death=None):
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
-def exit_on_sigterm():
+def exit_on_sigterm() -> None:
     """Turn SIGTERM into SystemExit so `finally` blocks run and sockets close."""
 
-    def handler(signum, frame):
+    def handler(signum: int, frame: FrameType | None) -> None:
         raise SystemExit(0)
 
     signal.signal(signal.SIGTERM, handler)
 
 
-def wait_for_exit(process, timeout_s):
+def wait_for_exit(process: "subprocess.Popen[Any]", timeout_s: float) -> int:
     """Popen.wait(timeout=timeout_s), but woken the moment `process` exits.
 
     With a timeout, Popen.wait polls, sleeping up to 50 ms between looks: a stop that takes 20 ms is seen at 32 ms,
@@ -277,7 +281,7 @@ def wait_for_exit(process, timeout_s):
     return process.wait()  # exited: this reaps it at once
 
 
-def log(message):
+def log(message: object) -> None:
     """Logs go to stderr: stdout belongs to the LISTENING line."""
     print(message, file=sys.stderr, flush=True)
 
@@ -287,12 +291,12 @@ def log(message):
 _SLOW_CALLBACK = re.compile(r"callback (?P<callback>.+?) took (?P<ms>\d+) ms, blocking the loop")
 
 
-def slow_callback_line(callback, took_s):
+def slow_callback_line(callback: str, took_s: float) -> str:
     """The warning a loop prints when one callback held it too long, as asyncio's debug mode does."""
     return f"callback {callback} took {took_s * 1000:.0f} ms, blocking the loop"
 
 
-def parse_slow_callbacks(text):
+def parse_slow_callbacks(text: str) -> list[tuple[str, int]]:
     """[(callback, ms), ...] for every slow-callback warning in a server's stderr."""
     return [(match["callback"], int(match["ms"])) for match in _SLOW_CALLBACK.finditer(text)]
 
@@ -309,7 +313,7 @@ TRACE_FIELDS = {
 }
 
 
-def trace_record(began, selected, finished, events, ready, timers):
+def trace_record(began: float, selected: float, finished: float, events: int, ready: int, timers: int) -> str:
     """One iteration as the trace's JSON line (without the newline)."""
     return json.dumps(
         {
@@ -323,6 +327,6 @@ def trace_record(began, selected, finished, events, ready, timers):
     )
 
 
-def parse_trace(text):
+def parse_trace(text: str) -> list[dict[str, Any]]:
     """The iterations of a trace file's text, oldest first; a last line cut short by a kill is dropped."""
     return [json.loads(line) for line in text.splitlines() if line.endswith("}")]

@@ -171,7 +171,9 @@ class AnswerProtocol:
     def __init__(self, owner: AnswerOwner) -> None:
         self.owner = owner
         self.answered = owner.answered
-        self.transport: asyncio.BaseTransport | None = None
+        # A TCP connection's, from connection_made, which asyncio calls before create_connection returns this reader
+        # to anyone: its owners write to it, close and abort it without a None to look for.
+        self.transport: asyncio.Transport = None  # type: ignore[assignment]
         self.buffer = b""
         self.read_at = 0.0  # time.perf_counter() when the bytes being parsed arrived: the answers' end time
         # The last read that held exactly one whole answer, and what it was cut into. A server answering the same
@@ -181,7 +183,7 @@ class AnswerProtocol:
         self.last_read: bytes | None = None
         self.last_answer: tuple[int, int, bool, bytes | None] | None = None
 
-    def connection_made(self, transport: "asyncio.BaseTransport") -> None:
+    def connection_made(self, transport: "asyncio.Transport") -> None:
         self.transport = transport
 
     def data_received(self, data: bytes) -> None:

@@ -19,10 +19,10 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
-from typing import Any, NamedTuple
+from typing import IO, TYPE_CHECKING, Any, NamedTuple, cast
 
 import requests
 
@@ -35,6 +35,10 @@ from .clients.kinds import CLIENTS, LoadParameterError  # noqa: F401 -- callers 
 from .clients.shares import split
 from .contract import FDS_BESIDES_CONNECTIONS, check_loopback_url
 from .params import check_choice, check_range
+from .usage import ContainerTrace, ContainerWindow, RunUsage
+
+if TYPE_CHECKING:
+    import numpy as np
 
 LIMITS = {
     "requests": (1, 1_000_000_000),
@@ -70,22 +74,22 @@ class Sample(NamedTuple):
     intended: float | None = None  # None in a hand-made sample: taken as sent when intended
 
     @property
-    def latency(self):
+    def latency(self) -> float:
         """From the actual send to the answer: what a client that waits for its own turn sees."""
         return self.end - self.start
 
     @property
-    def latency_from_intended(self):
+    def latency_from_intended(self) -> float:
         """From the intended send to the answer: what a user arriving on schedule sees, waiting included."""
         return self.end - (self.start if self.intended is None else self.intended)
 
     @property
-    def send_lag(self):
+    def send_lag(self) -> float:
         """How late it left: actual send minus intended send."""
         return 0.0 if self.intended is None else self.start - self.intended
 
 
-def samples_of(rows, error_names):
+def samples_of(rows: "np.ndarray", error_names: Sequence[str | None]) -> list[Sample]:
     """Samples from a frame's rows (a numpy array of wire.row_dtype()), each field read by its name."""
     columns = {name: rows[name].tolist() for name in ("start", "end", "intended")}
     for name in ("status", "bytes", "user", "connection"):
@@ -118,7 +122,8 @@ class LoadSpec:
     record: str = "auto"  # "samples", "aggregate", or "auto": samples up to AGGREGATE_ABOVE requests
     event_loop: str = "auto"  # "uvloop" where installed ("auto"), or "asyncio"
     kind: str = "closed_async"  # a name in clients.kinds.KINDS that iolab.load runs
-    options: object = None  # that kind's options (an instance of its options class)
+    # That kind's options (an instance of its options class): __init__ always sets them, so no spec holds None.
+    options: kinds.Options = None  # type: ignore[assignment]
 
     def __init__(self, url: str, requests: int = 200, concurrency: int = 40, timeout_s: float = 60.0,
                  max_duration_s: float = 300.0, processes: int = 1, record: str = "auto", event_loop: str = "auto",
@@ -138,31 +143,31 @@ class LoadSpec:
             object.__setattr__(self, name, value)  # frozen: set this way
 
     @property
-    def info(self):
+    def info(self) -> kinds.KindInfo:
         """The kind's entry in clients.kinds."""
         return kinds.get(self.kind)
 
     @property
-    def loop(self):
+    def loop(self) -> str:
         return self.info.loop
 
     @property
-    def client(self):
+    def client(self) -> str:
         return self.info.client
 
-    def to_process(self, process):
+    def to_process(self, process: int) -> dict[str, Any]:
         """What client process `process` is told, as JSON: the shared fields, the kind and its options, flat."""
         shared = {field.name: getattr(self, field.name) for field in fields(self) if field.name != "options"}
         return shared | self.options.as_dict() | {"process": process, "processes": self.processes}
 
     @property
-    def aggregated(self):
+    def aggregated(self) -> bool:
         """True when the run keeps counts and histograms instead of one sample per request."""
         if self.record == "auto":
             return isinstance(self.requests, int) and self.requests > AGGREGATE_ABOVE
         return self.record == "aggregate"
 
-    def validate(self):
+    def validate(self) -> "LoadSpec":
         try:
             check_loopback_url(self.url, "url", "http", "/path")  # the one loopback rule, as the servers' wrappers read it
         except ValueError as error:
@@ -190,7 +195,7 @@ class LoadSpec:
         self._validate_file_limit()
         return self
 
-    def _validate_file_limit(self):
+    def _validate_file_limit(self) -> None:
         # The server holds every connection of the run; each client process holds its share.
         soft_limit, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
         if soft_limit == resource.RLIM_INFINITY:
@@ -206,7 +211,7 @@ class LoadSpec:
             )
 
     @property
-    def hard_deadline_s(self):
+    def hard_deadline_s(self) -> float:
         """No run lasts longer than this, even if a client process misbehaves."""
         return STARTUP_S + self.max_duration_s + self.timeout_s + STOP_GRACE_S
 
@@ -220,26 +225,26 @@ class LoadResult:
     """
 
     spec: LoadSpec
-    samples: object
+    samples: Aggregate | Sequence[Sample]
     duration_s: float
     stop_reason: str
     client_stderr: str = ""
-    usage: object = None  # a usage.RunUsage: the CPU the server, the clients and this process spent
+    usage: RunUsage | None = None  # the CPU the server, the clients and this process spent
     time_zero: float | None = None  # the run's time zero, in time.perf_counter()
     # Each client process's totals, from its done frame, for a kind that counts (the batch client).
     reports: Sequence[dict[str, Any]] = ()
 
     @property
-    def aggregated(self):
+    def aggregated(self) -> bool:
         return isinstance(self.samples, Aggregate)
 
-    def container(self):
+    def container(self) -> ContainerWindow | None:
         """The container's CPU and throttling from the first send to the last answer (usage.ContainerWindow).
 
         None where no CPU quota applies, or the run sent nothing. Exactly the load's window: the clients' start-up
         before it and their exit after it are left out, as they are from the throughput.
         """
-        trace = getattr(self.usage, "container", None)
+        trace: ContainerTrace | None = getattr(self.usage, "container", None)
         if trace is None or self.time_zero is None or self.aggregated or not self.samples:
             return None
         first = min(sample.start for sample in self.samples)
@@ -247,14 +252,14 @@ class LoadResult:
         return trace.window(self.time_zero + first, self.time_zero + last)
 
     @property
-    def completed(self):
+    def completed(self) -> int:
         """Requests finished, answered or failed."""
         return len(self.samples)
 
     @property
-    def errors(self):
+    def errors(self) -> int:
         """Requests that got no answer (transport errors, timeouts, answers out of order)."""
-        if self.aggregated:
+        if isinstance(self.samples, Aggregate):  # self.aggregated, in a form the type checker follows
             return self.samples.errors
         return sum(1 for sample in self.samples if sample.error)
 
@@ -262,7 +267,8 @@ class LoadResult:
 class LoadRun:
     """A run in progress in client processes of its own, so neither the notebook's GIL nor its drawing slows them."""
 
-    def __init__(self, spec, processes, stderr_files, server_pid=None, before_go=None):
+    def __init__(self, spec: LoadSpec, processes: "list[subprocess.Popen[bytes]]", stderr_files: list[IO[bytes]],
+                 server_pid: int | None = None, before_go: Callable[[], object] | None = None) -> None:
         self.spec = spec
         self.before_go = before_go
         self.processes = processes
@@ -270,15 +276,15 @@ class LoadRun:
         self.stderr_files = stderr_files
         self.started = time.monotonic()
         self._lock = threading.Lock()
-        self._chunks = []  # (rows, error names) not yet turned into samples
-        self._samples = []
+        self._chunks: list[tuple[np.ndarray, Sequence[str | None]]] = []  # (rows, error names) not yet turned into samples
+        self._samples: list[Sample] = []
         self._aggregate = Aggregate() if spec.aggregated else None
         self._in_flight = [0] * len(processes)
         self._client_time = [0.0] * len(processes)
-        self._reports = [None] * len(processes)
+        self._reports: list[dict[str, Any] | None] = [None] * len(processes)
         self._ready = 0
         self._started_all = False
-        self.time_zero = None  # the run's time zero in time.perf_counter(), once the go is sent
+        self.time_zero: float | None = None  # the run's time zero in time.perf_counter(), once the go is sent
         self._finished = threading.Event()
         self._stderr_text = ""  # what the client processes said on stderr, kept when their files close
         self._stop_reason = "completed"
@@ -299,18 +305,19 @@ class LoadRun:
         self._watcher.start()
 
     @property
-    def in_flight(self):
+    def in_flight(self) -> int:
         return sum(self._in_flight)
 
     @property
-    def client_time_s(self):
+    def client_time_s(self) -> float:
         """Seconds since time zero, as the client processes last reported."""
         return max(self._client_time)
 
-    def _read(self, index):
+    def _read(self, index: int) -> None:
         # Only this thread reads this process's stdout; the notebook asks for snapshots.
         process = self.processes[index]
-        while (frame := wire.read_frame(process.stdout)) is not None:
+        stdout = _pipes(process)[1]
+        while (frame := wire.read_frame(stdout)) is not None:
             header, rows = frame
             self.meter.client_frame(process.pid, ready=header["kind"] == wire.READY)
             if header["kind"] == wire.READY:
@@ -329,7 +336,7 @@ class LoadRun:
         if process.returncode != 0 and not self._started_all:
             self.stop(f"client process {index} exited with code {process.returncode} before the run began", wait=False)
 
-    def _one_ready(self):
+    def _one_ready(self) -> None:
         with self._lock:
             self._ready += 1
             if self._ready < len(self.processes):
@@ -347,12 +354,13 @@ class LoadRun:
         go = wire.go_line(self.time_zero)
         for process in self.processes:
             try:
-                process.stdin.write(go)
-                process.stdin.flush()
+                stdin = _pipes(process)[0]
+                stdin.write(go)
+                stdin.flush()
             except (BrokenPipeError, ValueError):
                 pass  # that process has died; its reader reports it
 
-    def _watch(self):
+    def _watch(self) -> None:
         for reader in self._readers:
             reader.join()
         self.meter.stop()
@@ -360,7 +368,7 @@ class LoadRun:
         # Three descriptors a process (its stdin, stdout and stderr file): closed now, not when the run is collected.
         self._stderr_text = self._stderr()
         for process in self.processes:
-            for pipe in (process.stdin, process.stdout):
+            for pipe in _pipes(process):
                 try:
                     pipe.close()
                 except (BrokenPipeError, OSError):
@@ -369,7 +377,7 @@ class LoadRun:
             stderr_file.close()
         self._finished.set()
 
-    def samples(self):
+    def samples(self) -> Aggregate | list[Sample]:
         """A snapshot of what has finished so far: a list of Sample, or a copy of the Aggregate."""
         with self._lock:
             if self._aggregate is not None:
@@ -379,13 +387,13 @@ class LoadRun:
                 self._samples.extend(samples_of(rows, names))
             return list(self._samples)
 
-    def elapsed_s(self):
+    def elapsed_s(self) -> float:
         return time.monotonic() - self.started
 
-    def done(self):
+    def done(self) -> bool:
         return self._finished.is_set()
 
-    def stop(self, reason="stopped", wait=True):
+    def stop(self, reason: str = "stopped", wait: bool = True) -> None:
         """End the run now; what was recorded so far is kept."""
         if not self.done():
             if self._stop_reason == "completed":
@@ -396,7 +404,7 @@ class LoadRun:
         if wait:
             self._finished.wait()
 
-    def wait(self, timeout=None):
+    def wait(self, timeout: float | None = None) -> LoadResult:
         """Block until the run ends (or its hard deadline passes) and return its LoadResult."""
         remaining = self.spec.hard_deadline_s - self.elapsed_s()
         limit = remaining if timeout is None else min(timeout, remaining)
@@ -406,7 +414,8 @@ class LoadRun:
             self._finished.wait()  # the deadline timer is stopping it
         return self.result()
 
-    def result(self):
+    def result(self) -> LoadResult:
+        recorded: Aggregate | list[Sample]
         if self._aggregate is not None:
             with self._lock:
                 recorded = self._aggregate.copy()
@@ -427,7 +436,7 @@ class LoadRun:
         stderr = self._stderr_text if self.done() else self._stderr()
         return LoadResult(self.spec, recorded, duration, reason, stderr, self.meter.usage, self.time_zero, reports)
 
-    def _stderr(self):
+    def _stderr(self) -> str:
         texts = []
         for stderr_file in self.stderr_files:
             stderr_file.seek(0)
@@ -435,7 +444,7 @@ class LoadRun:
         return "\n".join(text for text in texts if text)
 
 
-def start_load(url, server=None, before_go=None, **spec):
+def start_load(url: str, server: Any = None, before_go: Callable[[], object] | None = None, **spec: Any) -> LoadRun:
     """Validate the run's bounds, then start its client processes and return a LoadRun at once.
 
     With `server` (a servers.Server, or a pid) the run also measures the CPU that
@@ -446,7 +455,8 @@ def start_load(url, server=None, before_go=None, **spec):
     server before the measured window opens.
     """
     load_spec = LoadSpec(url, **spec).validate()
-    processes, stderr_files = [], []
+    processes: list[subprocess.Popen[bytes]] = []
+    stderr_files: list[IO[bytes]] = []
     for index in range(load_spec.processes):
         stderr_file = tempfile.TemporaryFile()
         arguments = load_spec.to_process(index)
@@ -522,16 +532,16 @@ def run_batches(url: str, depth: int = 16, connections: int = 64, duration_s: fl
     return BatchResult.of_reports(depth, connections, result.reports)
 
 
-def fire_staggered(urls, gap_s=0.1, timeout_s=30.0):
+def fire_staggered(urls: Sequence[str], gap_s: float = 0.1, timeout_s: float = 30.0) -> list[Sample]:
     """Send one request per URL, each `gap_s` after the one before, and time them from the first send."""
     for url in urls:
         LoadSpec(url, requests=1, concurrency=1, timeout_s=timeout_s).validate()
     t0 = time.perf_counter()
 
-    def fetch(index, url):
+    def fetch(index: int, url: str) -> Sample:
         time.sleep(max(0.0, index * gap_s - (time.perf_counter() - t0)))
         start = time.perf_counter() - t0
-        answer = {"status": 0, "bytes": 0, "error": None}
+        answer: dict[str, Any] = {"status": 0, "bytes": 0, "error": None}
         try:
             response = requests.get(url, timeout=timeout_s, headers={"Connection": "close"})
             answer.update(status=response.status_code, bytes=len(response.content))
@@ -544,10 +554,15 @@ def fire_staggered(urls, gap_s=0.1, timeout_s=30.0):
         return list(pool.map(fetch, range(len(urls)), urls))
 
 
+def _pipes(process: "subprocess.Popen[bytes]") -> tuple[IO[bytes], IO[bytes]]:
+    """A client process's stdin (the go goes in) and stdout (its frames come out): start_load opens both."""
+    return cast(IO[bytes], process.stdin), cast(IO[bytes], process.stdout)
+
+
 _runs: list[LoadRun] = []
 
 
-def _register(run):
+def _register(run: LoadRun) -> None:
     # A run's reader threads and deadline timer belong to it; keeping a reference here stops the garbage
     # collector from closing its pipes while it still goes.
     _runs[:] = [r for r in _runs if not r.done()] + [run]

@@ -34,6 +34,7 @@ def programs() -> dict[str, str] | None:
         return None
     # /usr/local/bin/postgres may be a link into /usr/lib/postgresql/N/bin: initdb must be the same version's.
     folder = os.path.dirname(os.path.realpath(server))
+    initdb: str | None  # the one beside postgres, or else the one find_program finds (None: none)
     initdb = os.path.join(folder, "initdb")
     if not os.access(initdb, os.X_OK):
         initdb = find_program("initdb")

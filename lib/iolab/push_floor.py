@@ -22,6 +22,8 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
+from typing import IO, Any, cast
 
 from . import environment
 from .children import python, read_until, spawn
@@ -33,7 +35,7 @@ TIMEOUT_S = 60.0  # any one wait (accepts, the receiver, the whole sender), 10,0
 LIMITS = {"connections": 20_000, "size": 1 << 20, "rounds": 20}  # the most of each a run may ask for
 
 
-def ws_frame(data):
+def ws_frame(data: bytes) -> bytes:
     """One unmasked final text frame (RFC 6455 5.2), as a server sends it."""
     n = len(data)
     if n < 126:
@@ -43,13 +45,13 @@ def ws_frame(data):
     return bytes((0x81, 127)) + n.to_bytes(8, "big") + data
 
 
-def send_to_all(sockets, frame):
+def send_to_all(sockets: Iterable[socket.socket], frame: bytes) -> None:
     """The floor: the same bytes to every subscriber, one system call each, nothing else."""
     for sock in sockets:
         sock.sendall(frame)  # one send() whenever the frame fits the socket's buffer, as a subscriber that reads keeps it
 
 
-def floor(connections=2000, size=64, rounds=7, timeout_s=TIMEOUT_S):
+def floor(connections: int = 2000, size: int = 64, rounds: int = 7, timeout_s: float = TIMEOUT_S) -> dict[str, Any]:
     """{"subscribers" (the connections), "size", "frame_bytes", "cpu_us_per_send" (the median round's CPU per send),
     "runs_us" (each round's), "received_bytes", "sent_bytes"}: measured by a sender process of its own."""
     for name, value in (("connections", connections), ("size", size), ("rounds", rounds)):
@@ -67,10 +69,11 @@ def floor(connections=2000, size=64, rounds=7, timeout_s=TIMEOUT_S):
         raise
     if sender.returncode != 0:
         raise RuntimeError(f"the floor's sender exited with {sender.returncode}: {out.decode(errors='replace')[-500:]}")
-    return json.loads(out.decode().strip().splitlines()[-1])
+    measured: dict[str, Any] = json.loads(out.decode().strip().splitlines()[-1])  # send's last line
+    return measured
 
 
-def send(connections, size, rounds):
+def send(connections: int, size: int, rounds: int) -> None:
     """The sender: accept the receiver's connections, then `rounds` rounds of one send each; print the JSON."""
     die_with_parent()
     payload = json.dumps({"seq": 0, "t": time.monotonic()}).encode().ljust(size)[:size]  # a server's message
@@ -79,6 +82,8 @@ def send(connections, size, rounds):
         port = listener.getsockname()[1]
         receiver = spawn(python("-m", "iolab.push_floor", "receive", str(port), str(connections)),
                          stdin=subprocess.PIPE)
+        # Spawned with both pipes: closing its stdin tells it to report; its stdout says ready, then the bytes it read.
+        to_receiver, from_receiver = cast(IO[bytes], receiver.stdin), cast(IO[bytes], receiver.stdout)
         senders = []
         try:
             listener.settimeout(TIMEOUT_S)
@@ -86,7 +91,7 @@ def send(connections, size, rounds):
                 sender, _ = listener.accept()
                 sender.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 senders.append(sender)
-            if READY not in read_until(receiver.stdout, READY, TIMEOUT_S):
+            if READY not in read_until(from_receiver, READY, TIMEOUT_S):
                 raise RuntimeError("the floor's receiver never said it was ready")
             runs_us = []
             for _ in range(rounds):
@@ -98,19 +103,19 @@ def send(connections, size, rounds):
         finally:
             for sender in senders:
                 sender.close()
-            receiver.stdin.close()  # the receiver's signal to report and stop
+            to_receiver.close()  # the receiver's signal to report and stop
             try:
-                received = int(read_until(receiver.stdout, b"\n", TIMEOUT_S).strip() or 0)
+                received = int(read_until(from_receiver, b"\n", TIMEOUT_S).strip() or 0)
             finally:
                 receiver.kill()
                 receiver.wait()
-                receiver.stdout.close()
+                from_receiver.close()
     print(json.dumps({"subscribers": connections, "size": size, "frame_bytes": len(frame),
                       "cpu_us_per_send": statistics.median(runs_us), "runs_us": runs_us,
                       "received_bytes": received, "sent_bytes": rounds * connections * len(frame)}), flush=True)
 
 
-def receive(port, connections):
+def receive(port: int, connections: int) -> None:
     """The other ends: connect, say ready, then read everything in epoll until stdin closes; print the bytes read."""
     die_with_parent()
     sockets = [socket.create_connection((LOOPBACK, port)) for _ in range(connections)]
@@ -133,7 +138,7 @@ def receive(port, connections):
                 ending = True
                 continue
             try:
-                data = key.fileobj.recv(1 << 16)
+                data = cast(socket.socket, key.fileobj).recv(1 << 16)  # every other one registered is a socket
             except BlockingIOError:
                 continue
             if not data:

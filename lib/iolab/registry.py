@@ -4,8 +4,9 @@ Its file, concurrency model, routes, how many requests it serves at once, its ar
 """
 
 import importlib.util
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from .contract import ROUTES, find_program
 
@@ -33,22 +34,22 @@ class ServerInfo:
     name: str
     script: str  # the file under servers/ that speaks the contract (a wrapper, for nginx and gunicorn)
     model: str  # the concurrency model, in a few words
-    routes: tuple = ALL_ROUTES  # the contract's routes it has; the others answer 404
-    options: dict = field(default_factory=dict)  # keyword -> Option
+    routes: tuple[str, ...] = ALL_ROUTES  # the contract's routes it has; the others answer 404
+    options: dict[str, Option] = field(default_factory=dict)  # keyword -> Option
     # How many blocking requests (/sync-sleep, /cpu) it serves at once, given its options;
     # None where only memory and file descriptors limit it (a thread per connection).
-    serves_at_once: Callable[[dict], int | None] = lambda options: 1
-    needs_programs: tuple = ()  # commands that must be on PATH (nginx)
-    needs_modules: tuple = ()  # Python packages that must import (gunicorn)
+    serves_at_once: Callable[[dict[str, Any]], int | None] = lambda options: 1
+    needs_programs: tuple[str, ...] = ()  # commands that must be on PATH (nginx)
+    needs_modules: tuple[str, ...] = ()  # Python packages that must import (gunicorn)
     lesson: str = ""
     protocol: str = "http"  # what its LISTENING port speaks (PROTOCOLS): what a client, wrk or a test can drive there
 
     @property
-    def waits_without_blocking(self):
+    def waits_without_blocking(self) -> bool:
         """True when the model has a way to wait without holding a thread: it serves /async-sleep."""
         return "/async-sleep" in self.routes
 
-    def option_values(self, **options):
+    def option_values(self, **options: Any) -> dict[str, Any]:
         """The options with defaults filled in; an unknown keyword is refused by name."""
         unknown = set(options) - set(self.options)
         if unknown:
@@ -56,7 +57,7 @@ class ServerInfo:
             raise ValueError(f"server {self.name!r} takes no option {sorted(unknown)}; its options: {known}")
         return {key: options.get(key, option.default) for key, option in self.options.items()}
 
-    def arguments(self, **options):
+    def arguments(self, **options: Any) -> list[str]:
         """The command-line arguments for `options` (only the ones given, so the server's defaults apply)."""
         self.option_values(**options)
         argv = []
@@ -65,11 +66,11 @@ class ServerInfo:
                 argv += [self.options[key].flag, str(value)]
         return argv
 
-    def at_once(self, **options):
+    def at_once(self, **options: Any) -> int | None:
         """How many blocking requests it serves at once with these options (None: no fixed limit)."""
         return self.serves_at_once(self.option_values(**options))
 
-    def missing(self):
+    def missing(self) -> str | None:
         """Why this server cannot start on this machine (a program or package not installed), or None."""
         programs = [program for program in self.needs_programs if find_program(program) is None]
         modules = [module for module in self.needs_modules if importlib.util.find_spec(module) is None]
@@ -79,19 +80,20 @@ class ServerInfo:
         return None
 
 
-def _threads(options):
+# serves_at_once where whole-number options set the limit: what option_values gives for them is an int.
+def _threads(options: Mapping[str, int]) -> int:
     return options["threads"]
 
 
-def _workers(options):
+def _workers(options: Mapping[str, int]) -> int:
     return options["workers"]
 
 
-def _workers_times_threads(options):
+def _workers_times_threads(options: Mapping[str, int]) -> int:
     return options["workers"] * options["threads"]
 
 
-def _concurrency(options):
+def _concurrency(options: Mapping[str, int]) -> int:
     return options["concurrency"]
 
 
@@ -126,7 +128,7 @@ PUSH_OPTIONS = {  # lesson 12's push servers all take these
 }
 
 
-def _upstreams_times_theirs(options):
+def _upstreams_times_theirs(options: dict[str, Any]) -> int | None:
     theirs = get(options["upstream"]).at_once()
     return None if theirs is None else options["upstreams"] * theirs
 
@@ -480,14 +482,14 @@ SERVERS = {
 }
 
 
-def get(name):
+def get(name: str) -> ServerInfo:
     try:
         return SERVERS[name]
     except KeyError:
         raise ValueError(f"server must be one of {sorted(SERVERS)}, got {name!r}") from None
 
 
-def missing(*names):
+def missing(*names: str) -> str | None:
     """Why the servers `names` cannot all start here, or None: the first one not in the lab (its name),
     or the first that needs a program or Python package not installed (which, and that it is not)."""
     for name in names:
@@ -499,7 +501,7 @@ def missing(*names):
     return None
 
 
-def names(protocol=None):
+def names(protocol: str | None = None) -> list[str]:
     """Every server's name, sorted; with `protocol`, only those whose port speaks it (one of PROTOCOLS)."""
     if protocol is None:
         return sorted(SERVERS)

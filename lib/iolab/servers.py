@@ -8,7 +8,9 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO, Any, cast
 
 from . import registry
 from .children import python, read_until, spawn
@@ -18,7 +20,7 @@ SERVERS_DIR = Path(os.environ.get("IOLAB_SERVERS_DIR", Path(__file__).resolve().
 READY_TIMEOUT_S = 10.0
 STOP_GRACE_S = 0.3
 
-_running = []
+_running: list["Server"] = []
 _running_lock = threading.Lock()
 
 
@@ -34,7 +36,7 @@ class ServerUnavailable(ServerError):
     """A server that needs a program or package this machine does not have (nginx, gunicorn)."""
 
 
-def available():
+def available() -> list[str]:
     """The names `serve` accepts and can start on this machine, from the registry."""
     return [name for name in registry.names() if registry.missing(name) is None]
 
@@ -42,7 +44,10 @@ def available():
 class Server:
     """A running server process: its name, port and URL, and the means to stop it."""
 
-    def __init__(self, name, process, host, port, stderr_file, started_in_s):
+    info: registry.ServerInfo  # its entry in the registry, set by start
+
+    def __init__(self, name: str, process: "subprocess.Popen[bytes]", host: str, port: int, stderr_file: IO[bytes],
+                 started_in_s: float) -> None:
         self.name = name
         self.process = process
         self.host = host
@@ -51,25 +56,25 @@ class Server:
         self._stderr_file = stderr_file
 
     @property
-    def pid(self):
+    def pid(self) -> int:
         return self.process.pid
 
     @property
-    def url(self):
+    def url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}"
 
-    def alive(self):
+    def alive(self) -> bool:
         return self.process.poll() is None
 
-    def stderr_tail(self, lines=15):
+    def stderr_tail(self, lines: int = 15) -> str:
         """The last lines the server wrote to stderr: where its tracebacks go."""
         self._stderr_file.flush()
         self._stderr_file.seek(0)
         text = self._stderr_file.read().decode(errors="replace")
         return "\n".join(text.rstrip().splitlines()[-lines:])
 
-    def check(self):
+    def check(self) -> None:
         """Raise ServerError if the server has died since it started."""
         if not self.alive():
             raise ServerError(
@@ -77,7 +82,7 @@ class Server:
                 f" while in use; last stderr:\n{self.stderr_tail()}"
             )
 
-    def stop(self):
+    def stop(self) -> None:
         """SIGTERM the server's process group, SIGKILL it if it lingers, then reap."""
         _signal_group(self.process, signal.SIGTERM)
         try:
@@ -94,18 +99,19 @@ class Server:
             if self in _running:
                 _running.remove(self)
 
-    def __enter__(self):
+    def __enter__(self) -> "Server":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = "running" if self.alive() else f"exited {self.process.returncode}"
         return f"<Server {self.name} {self.url} pid={self.pid} {state}>"
 
 
-def start(name, *args, host=LOOPBACK, port=0, ready_timeout=READY_TIMEOUT_S, **options):
+def start(name: str, *args: object, host: str = LOOPBACK, port: int = 0, ready_timeout: float = READY_TIMEOUT_S,
+          **options: Any) -> Server:
     """Start a server from the registry and return once it has printed its LISTENING line.
 
     Extra arguments go either as they would on its command line (`"--threads", 4`)
@@ -123,7 +129,8 @@ def start(name, *args, host=LOOPBACK, port=0, ready_timeout=READY_TIMEOUT_S, **o
     began = time.perf_counter()
     # Its own process group, so stop() reaches forked workers too.
     process = spawn(argv, stderr=stderr_file, own_group=True)
-    server = Server(name, process, host, None, stderr_file, None)
+    # Its port and start-up time are known once it says LISTENING, below: both are set before anyone else gets it.
+    server = Server(name, process, host, None, stderr_file, None)  # type: ignore[arg-type]
     server.info = info
     with _running_lock:
         _running.append(server)
@@ -145,7 +152,7 @@ def start(name, *args, host=LOOPBACK, port=0, ready_timeout=READY_TIMEOUT_S, **o
 
 
 @contextlib.contextmanager
-def serve(name, *args, **kwargs):
+def serve(name: str, *args: object, **kwargs: Any) -> Iterator[Server]:
     """`with serve("tornado_app") as server:` starts a server and stops it however the block ends."""
     server = start(name, *args, **kwargs)
     try:
@@ -154,21 +161,21 @@ def serve(name, *args, **kwargs):
         server.stop()
 
 
-def running():
+def running() -> list[Server]:
     """The servers this process started and has not stopped yet."""
     with _running_lock:
         return list(_running)
 
 
-def stop_all():
+def stop_all() -> None:
     for server in running():
         server.stop()
 
 
-def _read_first_line(process, timeout):
+def _read_first_line(process: "subprocess.Popen[bytes]", timeout: float) -> str:
     """Read stdout until the first newline, EOF or the deadline, never blocking past it."""
     try:
-        said = read_until(process.stdout, b"\n", timeout)
+        said = read_until(cast(IO[bytes], process.stdout), b"\n", timeout)  # spawned with stdout=PIPE
     except TimeoutError:
         raise ServerNotReady() from None
     if b"\n" not in said:  # stdout closed: the server has exited
@@ -176,14 +183,14 @@ def _read_first_line(process, timeout):
     return said.split(b"\n", 1)[0].decode(errors="replace").strip()
 
 
-def _explain_failure(name, port, line, returncode, stderr_tail):
+def _explain_failure(name: str, port: int, line: str, returncode: int | None, stderr_tail: str) -> str:
     if "Address already in use" in stderr_tail:
         return f"port {port} is already in use, so server {name!r} could not bind it; use port=0 to pick a free one"
     said = f"printed {line!r} instead of 'LISTENING host:port'" if line else "exited before listening"
     return f"server {name!r} {said} (exit code {returncode}); last stderr:\n{stderr_tail}"
 
 
-def _signal_group(process, signum):
+def _signal_group(process: "subprocess.Popen[bytes]", signum: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signum)
 

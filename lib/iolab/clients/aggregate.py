@@ -7,7 +7,7 @@ request.
 import math
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Protocol
 
 import numpy as np
 from hdrh.histogram import HdrHistogram
@@ -24,6 +24,27 @@ SIGNIFICANT_FIGURES = 3  # every latency is kept to within 1 part in 1024 (HdrHi
 RELATIVE_PRECISION = 2.0**-10
 
 
+class Hdr(Protocol):
+    """What this module uses of hdrh's HdrHistogram, which ships no types: its counts and the fields its formula reads."""
+
+    counts: Any  # a ctypes array of the counts, read and written through numpy
+    total_count: int
+    min_value: int
+    max_value: int
+    unit_magnitude: int
+    sub_bucket_mask: int
+    sub_bucket_half_count: int
+    sub_bucket_half_count_magnitude: int
+
+    def add(self, other: "Hdr") -> object: ...
+
+    def get_value_from_index(self, index: int) -> int: ...
+
+    def get_highest_equivalent_value(self, value: int) -> int: ...
+
+    def encode(self) -> bytes: ...
+
+
 class LatencyHistogram:
     """Latencies in an HdrHistogram of nanoseconds, recorded a batch at a time, with exact count, sum, min and max.
 
@@ -33,7 +54,7 @@ class LatencyHistogram:
     """
 
     def __init__(self) -> None:
-        self.histogram = HdrHistogram(LOWEST_NS, HIGHEST_NS, SIGNIFICANT_FIGURES)
+        self.histogram: Hdr = HdrHistogram(LOWEST_NS, HIGHEST_NS, SIGNIFICANT_FIGURES)
         self.counts = np.ctypeslib.as_array(self.histogram.counts)
         self.sum_s = 0.0
         self.min_s = math.inf

@@ -23,7 +23,7 @@ async def run(spec: dict[str, Any], share: Share, recorder: Recorder) -> None:
     # aiohttp pools connections across users; each connection's protocol object names it.
     numbers: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 
-    def connection_number(response):
+    def connection_number(response: aiohttp.ClientResponse) -> int:
         # A short answer is read whole before `async with` returns, and response.connection is None by then;
         # the response keeps the protocol it was read from (a private name, so looked up with care).
         protocol = getattr(response, "_protocol", None)  # not `or`: an empty protocol is falsy (it has a __len__)
@@ -38,7 +38,7 @@ async def run(spec: dict[str, Any], share: Share, recorder: Recorder) -> None:
 
     think_s = spec.get("think_s", 0.0)
 
-    async def user(number, index):
+    async def user(number: int, index: int) -> None:
         nonlocal issued
         if think_s:
             await asyncio.sleep(think_s * index / len(share["users"]))  # spread over one think time

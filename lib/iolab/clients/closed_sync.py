@@ -23,7 +23,7 @@ def run(spec: dict[str, Any], share: Share, recorder: Recorder) -> None:
     # urllib3 may reconnect under the same connection object; the socket names a connection.
     numbers: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 
-    def may_send():
+    def may_send() -> bool:
         nonlocal issued
         with lock:
             if issued >= share["requests"] or recorder.now() >= spec["max_duration_s"]:
@@ -32,7 +32,7 @@ def run(spec: dict[str, Any], share: Share, recorder: Recorder) -> None:
             recorder.in_flight += 1
             return True
 
-    def connection_number(response):
+    def connection_number(response: requests.Response) -> int:
         sock = getattr(getattr(response.raw, "connection", None), "sock", None)
         if sock is None:
             # An answer with "Connection: close" takes the socket over from its connection (http.client does so);
@@ -47,7 +47,7 @@ def run(spec: dict[str, Any], share: Share, recorder: Recorder) -> None:
                 number = numbers[sock] = recorder.new_connection()
         return number
 
-    def user(number):
+    def user(number: int) -> None:
         with requests.Session() as session:
             while may_send():
                 start = recorder.now()

@@ -12,7 +12,7 @@ measured apart) and `all`. Every wait is bounded; the process dies with its pare
 
 import contextlib
 import json
-from typing import Any
+from typing import IO, Any, TypedDict, cast
 
 from .. import children, environment
 from . import holder
@@ -21,6 +21,16 @@ from .subscribers import TRANSPORTS
 CONNECT_S = 60.0  # every subscriber connected within this, 10,000 included
 ANSWER_S = 60.0  # the most the caller waits for an answer on the pipe
 MOST = 20_000  # subscribers one process may hold
+
+
+class Answer(TypedDict, total=False):
+    """One JSON line from the client process (holder.py's reply): what the command asked for, or why not."""
+
+    error: str  # any command it could not do
+    held: int  # add K: the subscribers held now
+    cpu_s: float  # cpu, repoll, wait SEQ: the client's CPU seconds
+    deliveries: list[float]  # wait SEQ: each subscriber's delivery in ms, in send order
+    rows: list[dict[str, Any]]  # all: every delivery so far
 
 
 class Held:
@@ -41,6 +51,8 @@ class Held:
         self.process = children.spawn(
             children.python("-m", holder.__name__, url, transport, n, "on" if compression else "off", timeout_s),
             stdin=children.subprocess.PIPE)
+        # Both its pipes are open: commands go in, one JSON line each; answers come out.
+        self._commands, self._answers = cast(IO[bytes], self.process.stdin), cast(IO[bytes], self.process.stdout)
         try:
             line = self._line(timeout_s + ANSWER_S)
         except BaseException:
@@ -55,16 +67,16 @@ class Held:
         return self.process.pid
 
     def _line(self, timeout_s: float) -> str:
-        said = children.read_until(self.process.stdout, b"\n", timeout_s)
+        said = children.read_until(self._answers, b"\n", timeout_s)
         if not said.endswith(b"\n"):
             raise RuntimeError(f"the subscribers' client said {said[-200:]!r} and then nothing within {timeout_s} s"
                                f" (exit status {self.process.poll()})")
         return said.decode().strip()
 
-    def ask(self, command: str, timeout_s: float = ANSWER_S) -> dict[str, Any]:
-        self.process.stdin.write(f"{command}\n".encode())
-        self.process.stdin.flush()
-        answer = json.loads(self._line(timeout_s))
+    def ask(self, command: str, timeout_s: float = ANSWER_S) -> Answer:
+        self._commands.write(f"{command}\n".encode())
+        self._commands.flush()
+        answer: Answer = json.loads(self._line(timeout_s))
         if "error" in answer:
             raise RuntimeError(f"the subscribers' client, asked {command!r}: {answer['error']}")
         return answer
@@ -95,10 +107,10 @@ class Held:
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
-            self.process.stdin.close()
+            self._commands.close()
         self.process.kill()
         self.process.wait()
-        self.process.stdout.close()
+        self._answers.close()
 
     def __enter__(self) -> "Held":
         return self

@@ -36,14 +36,28 @@ def _check_think(think_s: float) -> None:
 
 
 class SharedFields(Protocol):
-    """The fields every kind shares, as an options class reads them from a run's spec (iolab.load.LoadSpec)."""
+    """The fields every kind shares, as an options class reads them from a run's spec (iolab.load.LoadSpec).
 
-    url: str
-    requests: int
-    concurrency: int
-    timeout_s: float
-    max_duration_s: float
-    processes: int
+    Read-only (properties here): a LoadSpec is frozen.
+    """
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def requests(self) -> int: ...
+
+    @property
+    def concurrency(self) -> int: ...
+
+    @property
+    def timeout_s(self) -> float: ...
+
+    @property
+    def max_duration_s(self) -> float: ...
+
+    @property
+    def processes(self) -> int: ...
 
 
 @dataclass(frozen=True)

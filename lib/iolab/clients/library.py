@@ -87,13 +87,13 @@ def _threads(spec: dict[str, Any], share: Share, recorder: Recorder, calls: Call
         adapter = requests.adapters.HTTPAdapter(pool_block=True)
         session.mount("http://", adapter)
 
-    def sock_of(response):
+    def sock_of(response: requests.Response) -> object:
         sock = getattr(getattr(response.raw, "connection", None), "sock", None)
         return sock if sock is not None else object()  # no socket to name: count it as a connection of its own
 
     finished = threading.Semaphore(0)
 
-    def worker(user):
+    def worker(user: int) -> None:
         try:
             while calls.take():
                 start = recorder.now()
@@ -127,7 +127,7 @@ async def _tasks(spec: dict[str, Any], share: Share, recorder: Recorder, calls: 
         await recorder.wait_for_go_async()
         flusher = asyncio.create_task(recorder.flush_periodically())
 
-        async def worker(user):
+        async def worker(user: int) -> None:
             while calls.take():
                 start = recorder.now()
                 try:

@@ -54,4 +54,5 @@ def wait_until_held(run: RunInProgress, url: str, subscribers: int, timeout_s: f
 
 def publish(url: str, size: int = 64, how: str | None = None) -> dict[str, Any]:
     """One broadcast: the server's answer {"seq", "subscribers", "how", "wall_s", "cpu_s"}."""
-    return get_json(url, f"/publish?size={size}" + (f"&how={how}" if how else ""))
+    answer: dict[str, Any] = get_json(url, f"/publish?size={size}" + (f"&how={how}" if how else ""))
+    return answer

@@ -35,6 +35,10 @@ class RawConnection:
     def in_flight(self) -> bool:
         raise NotImplementedError
 
+    def answered(self, status: int, length: int, closes: bool, body: bytes | None) -> None:
+        """One answer off the connection (http1.AnswerOwner's): record it, and send what comes next."""
+        raise NotImplementedError
+
     def fail(self, kind: str) -> None:
         raise NotImplementedError
 
