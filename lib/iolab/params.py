@@ -7,6 +7,7 @@ import json
 import numbers
 import os
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -107,3 +108,25 @@ def write_results(results_path: str | None, results: T, default: Callable[[Any],
         with open(results_path, "w") as out:
             json.dump(results, out, indent=2, default=default)
     return results
+
+
+@dataclass(frozen=True, kw_only=True)
+class LessonPlan:
+    """What every lesson's Plan holds besides its sizes: quick mode, the answers filled in, where the results go.
+
+    A lesson's Plan subclasses it with its sizes as fields, and builds itself as cls(**values, **cls.flags(cell,
+    quick))."""
+
+    quick: bool = False
+    solutions: bool = False
+    results_path: str | None = None
+
+    @staticmethod
+    def flags(cell: Mapping[str, Any], quick: bool) -> dict[str, Any]:
+        """The three fields every plan takes from the parameters cell, with quick as cell_values read it."""
+        return {"quick": quick, "solutions": cell["solutions"], "results_path": cell["results_path"]}
+
+
+def capped(values: dict[str, Any], most: Mapping[str, Any]) -> dict[str, Any]:
+    """`values` with each size named in `most` lowered to it: quick mode keeps a smaller size the cell asked for."""
+    return values | {name: min(values[name], size) for name, size in most.items()}

@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from iolab.params import ParameterError, cell_values
+from iolab.params import LessonPlan, ParameterError, capped, cell_values
 
 RANGES = {
     "requests": (1, 2000),  # customers in all, since opening (ab -n); at least concurrency
@@ -19,16 +19,13 @@ DEFAULTS = {"requests": 200, "concurrency": 40, "delay_ms": 1000, "threads": 4, 
 
 
 @dataclass(frozen=True)
-class Plan:
+class Plan(LessonPlan):
     """The bank's sizes, after the checks (quick mode shrinks the runs, not the ideas)."""
 
     requests: int
     concurrency: int
     delay_ms: int
     threads: int
-    quick: bool
-    solutions: bool = False
-    results_path: str | None = None
 
     @classmethod
     def from_cell(cls, cell):
@@ -39,5 +36,5 @@ class Plan:
                 f"parameter requests={values['requests']} is out of range: it must be at least"
                 f" concurrency={values['concurrency']}, so that every customer in the hall comes at least once")
         if quick:
-            values.update({name: min(values[name], size) for name, size in QUICK.items()})
-        return cls(**values, quick=quick, solutions=cell["solutions"], results_path=cell["results_path"])
+            values = capped(values, QUICK)
+        return cls(**values, **cls.flags(cell, quick))

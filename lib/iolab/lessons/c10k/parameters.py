@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 
 from iolab import params
-from iolab.params import cell_values
+from iolab.params import LessonPlan, cell_values
 
 RANGES = {"connections": (100, 50_000), "probe_connections": (50, 5_000), "fresh_requests": (10, 10_000),
           "wrk_connections": (10, 5_000), "wrk_timeout_s": (1, 30)}
@@ -19,7 +19,7 @@ DEFAULTS = {"connections": 10_000, "probe_connections": 500, "fresh_requests": 2
 
 
 @dataclass(frozen=True)
-class Plan:
+class Plan(LessonPlan):
     """The lesson's sizes, after the checks (quick mode shrinks the runs, not the ideas)."""
 
     connections: int
@@ -29,9 +29,6 @@ class Plan:
     wrk_connections: int
     wrk_duration_s: int
     wrk_timeout_s: int
-    quick: bool
-    solutions: bool
-    results_path: str | None
 
     @classmethod
     def from_cell(cls, cell):
@@ -44,4 +41,4 @@ class Plan:
                                         f" than connections={values['connections']}")
         if quick:
             values.update({name: min(values[name], most) for name, most in QUICK_MOST.items()}, **QUICK)
-        return cls(**values, quick=quick, solutions=cell["solutions"], results_path=cell["results_path"])
+        return cls(**values, **cls.flags(cell, quick))

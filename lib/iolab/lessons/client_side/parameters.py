@@ -5,7 +5,7 @@ Lesson 11's parameters, checked: each one out of range is named with its value a
 
 from dataclasses import dataclass
 
-from iolab.params import ParameterError, cell_values
+from iolab.params import LessonPlan, ParameterError, cell_values
 
 # Why each range: a round must last longer than the client's and the server's CPU for the same calls, so Z has a
 # floor; calls above aiohttp's own 100 would add its limit (section 2) to section 1's; the rest keep a run short.
@@ -40,7 +40,7 @@ TIMEOUT_S = 30  # every call's timeout: far above any Z the ranges allow
 
 
 @dataclass(frozen=True)
-class Plan:
+class Plan(LessonPlan):
     """The lesson's sizes, after the checks (quick mode shrinks the runs, not the ideas)."""
 
     calls: int
@@ -60,9 +60,6 @@ class Plan:
     blocking_calls: int
     debug_calls: int
     pool_calls: int
-    quick: bool
-    solutions: bool
-    results_path: str | None
     timeout_s: float = TIMEOUT_S
 
     @classmethod
@@ -74,7 +71,7 @@ class Plan:
                 raise ParameterError(f"{name} must be less than calls ({values['calls']}) so that some calls wait,"
                                      f" got {values[name]}")
         check_sections_3_4(values)
-        return cls(**values, quick=quick, solutions=cell["solutions"], results_path=cell["results_path"])
+        return cls(**values, **cls.flags(cell, quick))
 
     def describe(self):
         return (f"Section 1: {self.calls} calls of Z = {self.call_ms} ms, {self.threads} threads, a semaphore of"

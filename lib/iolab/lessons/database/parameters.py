@@ -8,7 +8,7 @@ import resource
 from dataclasses import dataclass
 
 from iolab import contract, environment
-from iolab.params import ParameterError, cell_values
+from iolab.params import LessonPlan, ParameterError, cell_values
 
 from . import model
 
@@ -42,7 +42,7 @@ DEFAULTS = {"query_ms": 100, "users": 30, "pool": 10, "max_connections": 100, "h
 
 
 @dataclass(frozen=True)
-class Plan:
+class Plan(LessonPlan):
     """The lesson's sizes, after the checks (quick mode shrinks the runs, not the ideas)."""
 
     query_ms: int
@@ -60,9 +60,6 @@ class Plan:
     bouncer_clients: int
     bouncer_pool: int
     run_s: float
-    quick: bool
-    solutions: bool
-    results_path: str | None
 
     @classmethod
     def from_cell(cls, cell):
@@ -70,7 +67,7 @@ class Plan:
         quick, values = cell_values(cell, RANGES, SECONDS, QUICK)
         check_together(values)
         check_files(values)
-        return cls(**values, quick=quick, solutions=cell["solutions"], results_path=cell["results_path"])
+        return cls(**values, **cls.flags(cell, quick))
 
     def describe(self):
         return (f"Z = {self.query_ms} ms, N = {self.users} users, a pool of P = {self.pool}, max_connections ="

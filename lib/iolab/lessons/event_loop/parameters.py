@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 
 from iolab import load
-from iolab.params import ParameterError, cell_values, check_choice
+from iolab.params import LessonPlan, ParameterError, capped, cell_values, check_choice
 
 RANGES = {
     "hello_requests": (100, 1_000_000),  # hello-world requests per benchmark run
@@ -26,7 +26,7 @@ DEFAULTS = {"hello_requests": 20000, "hello_concurrency": 20, "repetitions": 3, 
 
 
 @dataclass(frozen=True)
-class Plan:
+class Plan(LessonPlan):
     """The lesson's sizes, after the checks (quick mode shrinks the runs, not the ideas)."""
 
     hello_requests: int
@@ -37,9 +37,6 @@ class Plan:
     async_delay_ms: int
     idle_seconds: float
     client: str
-    quick: bool
-    solutions: bool = False
-    results_path: str | None = None
 
     @classmethod
     def from_cell(cls, cell):
@@ -52,6 +49,6 @@ class Plan:
                 raise ParameterError(f"parameter {requests}={values[requests]} must be at least"
                                      f" {concurrency}={values[concurrency]}")
         if quick:
-            values.update({name: min(values[name], size) for name, size in QUICK.items()})
+            values = capped(values, QUICK)
             values["async_requests"] = min(values["async_requests"], QUICK_ASYNC_ROUNDS * values["async_concurrency"])
-        return cls(**values, quick=quick, solutions=cell["solutions"], results_path=cell["results_path"])
+        return cls(**values, **cls.flags(cell, quick))

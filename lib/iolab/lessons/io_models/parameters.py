@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from iolab.params import ParameterError, cell_values, check_choice, check_range
+from iolab.params import LessonPlan, ParameterError, capped, cell_values, check_choice, check_range
 
 from . import multiplexing, select_vs_epoll
 
@@ -24,7 +24,7 @@ DEFAULTS = {"delay_ms": 300, "payload_bytes": 4096, "peers": 4, "mechanism": "ep
 
 
 @dataclass(frozen=True)
-class Plan:
+class Plan(LessonPlan):
     """The lesson's sizes, after the checks (quick mode shrinks the runs, not the ideas)."""
 
     delay_ms: int
@@ -33,9 +33,6 @@ class Plan:
     mechanism: str
     fd_counts: list
     repetitions: int
-    quick: bool
-    solutions: bool = False
-    results_path: str | None = None
 
     @classmethod
     def from_cell(cls, cell):
@@ -48,7 +45,6 @@ class Plan:
         for index, count in enumerate(fd_counts):
             check_range(f"fd_counts[{index}]", count, *FD_COUNT)
         if quick:
-            values.update({name: min(values[name], size) for name, size in QUICK.items()})
+            values = capped(values, QUICK)
             fd_counts = [count for count in fd_counts if count <= QUICK_MOST_FDS]
-        return cls(**values, fd_counts=list(fd_counts), quick=quick, solutions=cell["solutions"],
-                   results_path=cell["results_path"])
+        return cls(**values, fd_counts=list(fd_counts), **cls.flags(cell, quick))

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import psutil
 
 from iolab import environment
-from iolab.params import ParameterError, cell_values
+from iolab.params import LessonPlan, ParameterError, cell_values
 
 # Why each range: below 100 subscribers the fixed cost of a process hides the slope; 10,000 is the lesson's figure.
 RANGES = {
@@ -70,7 +70,7 @@ def machine_limits():
 
 
 @dataclass(frozen=True)
-class Plan:
+class Plan(LessonPlan):
     """The lesson's sizes, after the checks (quick mode shrinks the runs, not the ideas)."""
 
     subscribers: int
@@ -84,9 +84,6 @@ class Plan:
     max_buffer_kib: int
     slow_seconds: float
     budget_gib: float
-    quick: bool
-    solutions: bool
-    results_path: str | None
     limits: Limits | None = None
 
     @classmethod
@@ -107,7 +104,7 @@ class Plan:
                                  f" {values['slow_message_kib']}")
         limits = limits or machine_limits()
         check_limits(values, limits)
-        return cls(**values, quick=quick, solutions=cell["solutions"], results_path=cell["results_path"],
+        return cls(**values, **cls.flags(cell, quick),
                    limits=limits)
 
     def memory_steps(self, largest=None):

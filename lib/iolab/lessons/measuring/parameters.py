@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 
 from iolab import environment
-from iolab.params import ParameterError, cell_values, check_range
+from iolab.params import LessonPlan, ParameterError, cell_values, check_range
 
 # The lesson's sizes in the order of its parameters cell.
 SIZES = ("rate_rps", "duration_s", "stall_s", "users", "ab_requests", "ab_concurrency", "ab_wait_ms", "slow_stall_s",
@@ -25,7 +25,7 @@ DEFAULTS = {"rate_rps": 200, "duration_s": 20, "stall_s": 1.0, "users": 10, "ab_
 
 
 @dataclass(frozen=True)
-class Plan:
+class Plan(LessonPlan):
     """The lesson's sizes after the checks (quick mode's where it is on), and the CPUs this run may use."""
 
     rate_rps: float
@@ -39,10 +39,7 @@ class Plan:
     cpu_ms: int
     loads: list
     point_s: float
-    quick: bool
     cores: int
-    solutions: bool = False
-    results_path: str | None = None
 
     @classmethod
     def from_cell(cls, cell):
@@ -50,8 +47,7 @@ class Plan:
         quick, values = cell_values(cell, RANGES, SECONDS, QUICK)
         values = {name: values[name] if name in values else cell[name] for name in SIZES}
         check_related(values)
-        return cls(**values, quick=quick, cores=environment.usable_cores(), solutions=cell["solutions"],
-                   results_path=cell["results_path"])
+        return cls(**values, cores=environment.usable_cores(), **cls.flags(cell, quick))
 
     @property
     def sizes(self):

@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from iolab.params import cell_values, check_range
+from iolab.params import LessonPlan, capped, cell_values, check_range
 
 RANGES = {"delay_ms": (100, 10_000)}  # how long A, B and A′ wait, and D computes
 SECONDS = {}
@@ -13,14 +13,11 @@ DEFAULTS = {"delay_ms": 1000, "gap_ms": 100, "quick": False, "solutions": False,
 
 
 @dataclass(frozen=True)
-class Plan:
+class Plan(LessonPlan):
     """The lesson's handlers' delay and the gap between two requests, after the checks."""
 
     delay_ms: int
     gap_ms: int
-    quick: bool
-    solutions: bool = False
-    results_path: str | None = None
 
     @classmethod
     def from_cell(cls, cell):
@@ -28,5 +25,5 @@ class Plan:
         quick, values = cell_values(cell, RANGES, SECONDS, {})
         values["gap_ms"] = check_range("gap_ms", cell["gap_ms"], GAP_LEAST_MS, values["delay_ms"] // 2)
         if quick:
-            values.update({name: min(values[name], size) for name, size in QUICK.items()})
-        return cls(**values, quick=quick, solutions=cell["solutions"], results_path=cell["results_path"])
+            values = capped(values, QUICK)
+        return cls(**values, **cls.flags(cell, quick))

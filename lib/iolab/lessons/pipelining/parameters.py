@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 
 from iolab import params
-from iolab.params import cell_values
+from iolab.params import LessonPlan, cell_values
 
 RANGES = {"connections": (4, 1000), "duration_s": (1, 60), "wait_ms": (50, 5000), "batch_size": (2, 64),
           "order_requests": (1000, 1_000_000)}
@@ -18,7 +18,7 @@ DEFAULTS = {"connections": 64, "duration_s": 3, "depths": [1, 2, 4, 8, 16, 32], 
 
 
 @dataclass(frozen=True)
-class Plan:
+class Plan(LessonPlan):
     """The lesson's sizes, after the checks (quick mode shrinks the runs, not the ideas)."""
 
     connections: int
@@ -27,9 +27,6 @@ class Plan:
     wait_ms: int
     batch_size: int
     order_requests: int
-    quick: bool
-    solutions: bool
-    results_path: str | None
 
     @classmethod
     def from_cell(cls, cell):
@@ -44,7 +41,7 @@ class Plan:
         if quick:
             values.update({**QUICK, "depths": list(QUICK["depths"]),
                            "order_requests": min(values["order_requests"], QUICK_ORDER_REQUESTS)})
-        return cls(**values, quick=quick, solutions=cell["solutions"], results_path=cell["results_path"])
+        return cls(**values, **cls.flags(cell, quick))
 
     def as_dict(self):
         return {"connections": self.connections, "duration_s": self.duration_s, "depths": self.depths,

@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from iolab.params import cell_values
+from iolab.params import LessonPlan, capped, cell_values
 
 RANGES = {"users": (1, 200), "delay_ms": (50, 2000)}  # users in flight; how long each handler waits
 SECONDS = {}
@@ -12,22 +12,19 @@ DEFAULTS = {"users": 20, "delay_ms": 500, "quick": False, "solutions": False, "r
 
 
 @dataclass(frozen=True)
-class Plan:
+class Plan(LessonPlan):
     """The first experiment's sizes, checked: `users` in flight against handlers that wait `delay_ms`."""
 
     users: int
     delay_ms: int
-    quick: bool
-    solutions: bool = False
-    results_path: str | None = None
 
     @classmethod
     def from_cell(cls, cell):
         """The parameters cell's values (a dict such as globals()), checked; then quick mode's sizes where it is on."""
         quick, values = cell_values(cell, RANGES, SECONDS, {})
         if quick:
-            values.update({name: min(values[name], size) for name, size in QUICK.items()})
-        return cls(**values, quick=quick, solutions=cell["solutions"], results_path=cell["results_path"])
+            values = capped(values, QUICK)
+        return cls(**values, **cls.flags(cell, quick))
 
     @property
     def wait_s(self):

@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 
 from iolab import load
-from iolab.params import ParameterError, cell_values, check_choice, check_flag
+from iolab.params import LessonPlan, ParameterError, capped, cell_values, check_choice, check_flag
 
 RANGES = {
     "requests": (1, 2000),  # requests per run, like ab -n; at least concurrency
@@ -24,7 +24,7 @@ DEFAULTS = {"requests": 200, "concurrency": 40, "delay_ms": 1000, "client": "asy
 
 
 @dataclass(frozen=True)
-class Plan:
+class Plan(LessonPlan):
     """The lesson's sizes, after the checks (quick mode shrinks the runs, not the ideas)."""
 
     requests: int
@@ -34,9 +34,6 @@ class Plan:
     client: str
     run_ab: bool
     run_sweep: bool
-    quick: bool
-    solutions: bool = False
-    results_path: str | None = None
 
     @classmethod
     def from_cell(cls, cell):
@@ -48,8 +45,8 @@ class Plan:
             raise ParameterError(f"parameter requests={values['requests']} must be at least"
                                  f" concurrency={values['concurrency']}")
         if quick:
-            values.update({name: min(values[name], size) for name, size in QUICK.items()})
-        return cls(**values, quick=quick, solutions=cell["solutions"], results_path=cell["results_path"])
+            values = capped(values, QUICK)
+        return cls(**values, **cls.flags(cell, quick))
 
     @property
     def sweep(self):

@@ -3,7 +3,7 @@
 import time
 from dataclasses import dataclass, field
 
-from iolab.params import cell_values
+from iolab.params import LessonPlan, cell_values
 
 from . import cores as core_info
 from . import sweep
@@ -33,7 +33,7 @@ DEFAULTS = {"wait_ms": 20, "cpu_ms": 5, "users": 16, "run_seconds": 0.5, "thread
 
 
 @dataclass(frozen=True)
-class Plan:
+class Plan(LessonPlan):
     """The lesson's sizes, after the checks (quick mode shrinks the runs, not the ideas)."""
 
     wait_ms: float
@@ -47,9 +47,6 @@ class Plan:
     usl_workers: list
     gil_busy: list
     gil_probes: int
-    quick: bool = False
-    solutions: bool = False
-    results_path: str | None = None
     retries: int = RETRIES
     nginx_missing: str | None = None  # why nginx cannot run here, or None
     began: float = field(default_factory=time.monotonic)
@@ -64,7 +61,7 @@ class Plan:
             values.update({name: _points(values[name], kept) for name, kept in QUICK_POINTS.items()})
             values.update({name: min(values[name], most) for name, most in QUICK_MOST.items()})
         # Quick mode has no time to run a disturbed run again: it reports such runs instead.
-        return cls(**values, quick=quick, solutions=cell["solutions"], results_path=cell["results_path"],
+        return cls(**values, **cls.flags(cell, quick),
                    retries=0 if quick else RETRIES, nginx_missing=sweep.nginx_missing())
 
     @property
