@@ -66,3 +66,11 @@ def test_filling_a_small_redis_holds_about_what_its_own_bytes_per_task_predict_t
     assert {sample.status for sample in cap.refusals()} == {503}, cap.as_dict()
     assert cap.reason_status == 503 and cap.reason.startswith("503 broker full"), cap.reason
     assert cap.reason_ms < 1000, cap.reason_ms
+
+
+def test_a_front_end_whose_one_slot_waits_out_the_one_worker_binds_with_it():
+    # Tornado blocking its loop on a one-slot pool: R = T_w + its way, so the law alone would always name the front
+    # end, by a few percent; the two hold one chain of slots.
+    assert runs.Tiers(users=5, front=1, workers=1).law(0.060, 0.050)[1] == "front end = worker pool"
+    assert runs.Tiers(users=5, front=2, workers=1).law(0.060, 0.050)[1] == "worker pool"
+    assert runs.Tiers(users=5, front=1, workers=2).law(0.060, 0.050)[1] == "front end"  # fewer slots: its own limit

@@ -33,13 +33,18 @@ class Tiers:
     def law(self, front_s, worker_s=None):
         """(bound req/s, bottleneck): min(N / R, F / R, c / T_w), with R the front end's round trip, T_w a worker slot's.
 
-        Tiers within TIE of the smallest share the name: a run cannot tell them apart.
+        Tiers within TIE of the smallest share the name: a run cannot tell them apart. So do a front end and a
+        worker pool of as many slots where each front slot waits out a worker's in its own: F = c and R ≥ T_w. Then
+        the front end's limit is the pool's plus its own way, the two bind together, and which one the law names
+        depends on a few percent of R (Tornado blocking its loop on one worker: its way is about 5% of R).
         """
         worker_s = front_s if worker_s is None else worker_s
         limits = {"users": (self.users, front_s), "front end": (self.front, front_s), "worker pool": (self.workers, worker_s)}
         bound, _ = theory.bottleneck(limits)
         tied = [name for name, (servers, demand) in limits.items()
                 if servers is not None and servers / demand <= bound * (1 + TIE)]
+        if tied == ["front end"] and self.front == self.workers and front_s >= worker_s:
+            tied.append("worker pool")  # one chain of slots: the front's wait holds the worker's
         return bound, " = ".join(tied)
 
 
