@@ -99,8 +99,9 @@ def fanout(n, repeats, cpus, burst_cpus=None):
 
     The last delivery waits only for the work on the delivery path: the server's CPU up to its last send
     (path_cpu_s: its broadcast loop, or every long poll answered up to the last) and the client's CPU up to its last
-    read. Each repeat predicts its own: its first delivery (the fixed cost of any message) plus n × the
-    bottleneck's D, max(D_server, D_client, (D_server + D_client) / CPUs). Each repeat is judged by its ratio,
+    read. Each repeat predicts its own: the later of its first delivery plus the client's reads of the n − 1
+    others, and n × the bottleneck's D, max(D_server, D_client, (D_server + D_client) / CPUs). Each repeat is
+    judged by its ratio,
     measured over predicted, and the claim by their median, within TOLERANCE widened by the run's noise: how far
     the nearest other repeat's ratio lies from the median's. Above, the band also takes the seconds they waited for
     CPUs another program held (waits beyond their self_wait_s). `burst_cpus`: the most CPUs a burst this short may
@@ -110,7 +111,11 @@ def fanout(n, repeats, cpus, burst_cpus=None):
     burst = max(burst_cpus or cpus, cpus)
 
     def predict(r, k):
-        return r.get("first_s", 0.0) + last_delivery_s(n, r["path_cpu_s"] / n, r["client_cpu_s"] / n, k)
+        # The client reads the other n - 1 after the first; and all n wait for the bottleneck's work. The first is not
+        # added to the second: where the client ran only once the server's loop was done (one CPU, a short loop),
+        # the first delivery already holds that loop.
+        after_first = r.get("first_s", 0.0) + r["client_cpu_s"] * (n - 1) / n
+        return max(after_first, last_delivery_s(n, r["path_cpu_s"] / n, r["client_cpu_s"] / n, k))
 
     def excess_wait(r):
         return max(0.0, r.get("queued_s", 0.0) - self_wait_s(r["path_cpu_s"], r["client_cpu_s"], burst))
