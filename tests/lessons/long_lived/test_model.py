@@ -13,8 +13,8 @@ def test_memory_fit_holds_out_the_last_point_and_predicts_it():
     fit = model.memory(ns, rss)
     assert fit["kib_per_connection"] == pytest.approx(14)
     assert fit["predicted_last_bytes"] == pytest.approx(rss[-1])
-    # A perfect line leaves no residual: the interval is one page either side, the least RSS can tell apart.
-    assert fit["last_high_bytes"] - rss[-1] == rss[-1] - fit["last_low_bytes"] == model.PAGE_BYTES
+    # A perfect line leaves no residual: the interval is two heap steps either side, the least RSS can tell apart.
+    assert fit["last_high_bytes"] - rss[-1] == rss[-1] - fit["last_low_bytes"] == 2 * model.HEAP_STEP_BYTES
 
 
 def test_the_prediction_interval_widens_with_the_residuals():

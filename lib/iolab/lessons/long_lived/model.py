@@ -28,6 +28,10 @@ def step_slopes(ns, rss):
 # by chance alone is about 6 %, as for a single 95 % interval.
 T_995 = (63.657, 9.925, 5.841, 4.604, 4.032, 3.707, 3.499, 3.355, 3.250, 3.169)
 PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")  # RSS counts whole pages: no interval is narrower than one
+# glibc grows and trims its heap in steps of 128 KiB (mallopt(3): M_TOP_PAD, M_TRIM_THRESHOLD), and a table that
+# doubles adds a lump as large: the held-out point and the fitted line may each sit one such step off, so no
+# interval is narrower than two of them (the held-out websockets_push point ran 140-215 KiB over its line).
+HEAP_STEP_BYTES = 128 * 1024
 
 
 def prediction_interval(xs, ys, x0):
@@ -49,14 +53,14 @@ def memory(ns, rss_bytes):
 
     The last point is held out: the fit predicts it, the run measures it. The bounds are the run's noise: the
     99 % prediction interval of the fit, from how far the fitted points themselves lie off their line, and
-    never narrower than a page.
+    never narrower than two of the allocator's heap steps (HEAP_STEP_BYTES).
     """
     ns, rss_bytes = list(ns), list(rss_bytes)
     if len(ns) < 4:
         raise ValueError(f"the memory fit needs 4 points at least (3 to fit, 1 to predict), got {len(ns)}")
     m0, m = fit_line(ns[:-1], rss_bytes[:-1])
     predicted, half = prediction_interval(ns[:-1], rss_bytes[:-1], ns[-1])
-    half = max(half, PAGE_BYTES)
+    half = max(half, PAGE_BYTES, 2 * HEAP_STEP_BYTES)
     all_m0, all_m = fit_line(ns, rss_bytes)
     return {
         "ns": ns, "rss_bytes": rss_bytes, "m0_bytes": m0, "bytes_per_connection": m,
