@@ -1,5 +1,6 @@
 """iolab.neighbours reads what else held the CPUs; iolab.claims excuses a timing claim only when they did."""
 
+import math
 import os
 import subprocess
 import sys
@@ -91,3 +92,18 @@ def test_others_explain_only_a_miss_they_could_cause():
     claims.timing("a rate cut by others", 118.0, 124.0, 160.0, quiet_or(0.2), "req/s", slower="below")  # 5 % under
     claims.timing("a rate above its best", 200.0, 124.0, 160.0, quiet_or(0.6), "req/s", slower="below")
     assert [row[0] for row in claims.rows] == [FAILS, FAILS, EXCUSED, FAILS]
+
+
+def test_a_bound_open_on_one_side_takes_its_margin_from_the_prediction():
+    claims = Claims("test")
+    # A floor of 300 req/s with no prediction has no margin to weigh the neighbours against: it fails as before.
+    claims.timing("no prediction given", 280.0, 300.0, math.inf, quiet_or(0.4), "req/s", slower="below")
+    # Predicted 400: the floor lies 25 % under it, so 40 % of the CPUs held by others explain a 7 % miss...
+    claims.timing("others beyond the slack", 280.0, 300.0, math.inf, quiet_or(0.4), "req/s", slower="below",
+                  predicted=400.0)
+    # ... but 20 % do not: the 25 % of slack already absorbs them, so the miss is the model's.
+    claims.timing("others within the slack", 280.0, 300.0, math.inf, quiet_or(0.2), "req/s", slower="below",
+                  predicted=400.0)
+    # A time with only a ceiling: predicted 10 ms, ceiling 12 ms (20 % slack), 30 % of others explain 12.6 ms.
+    claims.timing("a ceiling beside others", 12.6, 0.0, 12.0, quiet_or(0.3), "ms", predicted=10.0)
+    assert [row[0] for row in claims.rows] == [FAILS, EXCUSED, FAILS, EXCUSED]

@@ -10,15 +10,16 @@ class ClaimsFailed(AssertionError):
     """One or more of a lesson's claims did not hold on this run; the message names every one with its values."""
 
 
-def others_explain(others: float | None, value: float, lowest: float, highest: float, slower: str = "above") -> str:
+def others_explain(others: float | None, value: float, lowest: float, highest: float, slower: str = "above",
+                   predicted: float | None = None) -> str:
     """Why a timing figure outside [lowest, highest] is no verdict on the model, or "" where it is one. Others that
     held the CPUs a share o of the run can only slow it: stretch a time by up to o / (1 − o), or cut a rate by up to
-    o. They explain a miss on the slow side no larger than that, where o is also more than the claim's margin (its
-    band's half-width over its middle)."""
+    o. They explain a miss on the slow side no larger than that, where o is also more than the claim's margin: its
+    band's half-width over its middle or, given the figure the model `predicted`, the slack from that prediction to
+    the bound on the slow side (the only margin a bound open on one side has)."""
     if others is None or others <= 0 or not math.isfinite(value):
         return ""
-    middle = (highest + lowest) / 2
-    margin = (highest - lowest) / 2 / middle if math.isfinite(highest) and middle > 0 else math.inf
+    margin = _margin(lowest, highest, slower, predicted)
     if slower == "above":
         miss, most = (value - highest) / highest if highest > 0 else math.inf, others / max(1e-9, 1 - others)
     else:
@@ -27,6 +28,15 @@ def others_explain(others: float | None, value: float, lowest: float, highest: f
         return ""
     return (f"others held the CPUs {others:.0%} of this run, more than the claim's margin of {margin:.0%}, enough"
             f" to explain a miss of {miss:.0%}: rerun it when the machine is quieter")
+
+
+def _margin(lowest: float, highest: float, slower: str, predicted: float | None) -> float:
+    """How far a claim's slow-side bound lies from what it expects, as a share of that: disturbance it absorbs."""
+    if predicted is not None and math.isfinite(predicted) and predicted > 0:
+        slack = highest - predicted if slower == "above" else predicted - lowest
+        return max(0.0, slack / predicted)
+    middle = (highest + lowest) / 2
+    return (highest - lowest) / 2 / middle if math.isfinite(highest) and middle > 0 else math.inf
 
 
 class Claims:
@@ -73,16 +83,17 @@ class Claims:
                           f"{claim}: measured {measured_}{unit}, predicted {right_}{unit}, the opposite {wrong_}{unit}")
 
     def timing(self, claim: str, value: float, lowest: float, highest: float, neighbours: Any = None, unit: str = "",
-               digits: int = 1, message: str = "", slower: str = "above") -> bool:
+               digits: int = 1, message: str = "", slower: str = "above", predicted: float | None = None) -> bool:
         """A claim about time, judged as within(); but one that fails on its slow side (`slower`: "above" for a
         time, "below" for a rate) while others held the CPUs is excused, with the figures, where they explain the
         miss (others_explain). `neighbours`: the run's iolab.neighbours.Neighbours, or its as_dict(). On a quiet run
-        it changes nothing, and a miss on the fast side, or larger than the neighbours explain, still fails."""
+        it changes nothing, and a miss on the fast side, or larger than the neighbours explain, still fails. A bound
+        open on one side passes the model's `predicted` figure, so its margin is that figure's slack to the bound."""
         if self.within(claim, value, lowest, highest, unit, digits, message):
             return True
         others = neighbours.get("others_share") if isinstance(neighbours, dict) else getattr(
             neighbours, "others_share", None)
-        reason = others_explain(others, value, lowest, highest, slower)
+        reason = others_explain(others, value, lowest, highest, slower, predicted)
         if reason:
             mark, claim, measured, bounds, failure = self.rows.pop()
             self.excused(claim, measured, bounds, f"{failure}; {reason}")

@@ -15,6 +15,7 @@ def holding(**changes):
         "cores": 2.0, "demand_noise": {"cpu": 0.02, "hello": 0.10}, "faster_than_allowed": [],
         "demand_change_cpu_one_request_per_process": {"gunicorn 1 sync": 0.0, "gunicorn 2 sync": 0.03},
         "waiting": {"gthread": (380.0, 8, 300.0, "threads"), "threaded": (370.0, 8, 300.0, "threads")},
+        "waiting_predicted_rps": {"gthread": 400.0, "threaded": 400.0},
         "bytecode_in_threads": {"gthread": (8, 0.95, 0.1), "threaded": (8, 0.97, 0.1)},
         "bytecode_cores_busy": 1.0, "in_c_cores_busy": 1.9, "in_c_others_share": 0.0,
         "predicted_cpu_rps": {1: 180.0, 2: 340.0, 4: 340.0}, "cores_used": {1: 0.95, 2: 1.8, 4: 1.8},
@@ -84,9 +85,6 @@ def test_threads_under_their_pessimistic_bound_on_a_quiet_run_still_fail(capsys)
     assert "⚠" not in capsys.readouterr().out
 
 
-@pytest.mark.xfail(strict=True, reason="iolab.claims.others_explain gives a bound open on one side ([floor, ∞)) an"
-                                       " infinite margin, so no neighbour ever excuses it; it needs the prediction's"
-                                       " distance from the bound as its margin")
 def test_threads_under_their_pessimistic_bound_while_others_held_the_cpus_are_excused_with_the_figures(capsys):
     checked = claims.check_claims(holding(**SLOWED, waiting_neighbours={"gthread": others(0.4), "threaded": others(0.0)}))
     out = capsys.readouterr().out

@@ -79,7 +79,7 @@ def _demand_figures(lab, judged, one_core):
 
 def _thread_figures(plan, lab, c_code):
     """Threads on /sync-sleep and on /cpu, at the most threads, and C code and bytecode in two threads."""
-    waiting, burning, neighbours = {}, {}, {}
+    waiting, burning, neighbours, expected = {}, {}, {}, {}
     for kind in ("gthread", "threaded"):
         # Threads multiply waiting: with k threads held, the throughput is at least the pessimistic bound of the
         # operational laws (every request queues behind all the others), with this run's own wait and CPU per request.
@@ -90,6 +90,7 @@ def _thread_figures(plan, lab, c_code):
             floor = theory.pessimistic_throughput(many.users, cycle_s, servers=min(plan.thread_counts[-1], many.users))
         waiting[kind] = (many.rps, many.config.threads, floor, many.predicted.limit)
         neighbours[kind] = many.run.neighbours
+        expected[kind] = many.predicted.rps  # the model's figure: its slack to the floor is the claim's margin
         # ... and not Python's CPU work: /cpu burns cpu_ms of its thread's CPU time in bytecode, and only the thread
         # holding the GIL runs bytecode, so X × cpu_ms is at most one core's time. The run's count of requests over
         # its length is off by at most the requests in flight at either end.
@@ -98,6 +99,7 @@ def _thread_figures(plan, lab, c_code):
     return {
         "waiting": waiting,  # kind -> (req/s, threads, the pessimistic bound or None where the CPU limits, the limit)
         "waiting_neighbours": neighbours,  # kind -> what else held the CPUs over that run (iolab.neighbours)
+        "waiting_predicted_rps": expected,  # kind -> the throughput the model predicted for that run
         "bytecode_in_threads": burning,  # kind -> (threads, cores' worth of bytecode burned on /cpu, the edge allowed)
         "threads_at_work": {name: {k: {"calls_per_s": r.calls_per_s, "cores_busy": r.cores_busy}
                                    for k, r in runs.items()} for name, runs in c_code.items()},
@@ -231,7 +233,8 @@ def threads(claims, found, noise_cpu):
         else:
             claims.timing(claim, rps, floor, math.inf, found.get("waiting_neighbours", {}).get(kind), "req/s", 0,
                           f"{kind} on /sync-sleep: {rps:.0f} req/s with {count} threads, below the pessimistic "
-                          f"bound {floor:.0f}", slower="below")
+                          f"bound {floor:.0f}", slower="below",
+                          predicted=found.get("waiting_predicted_rps", {}).get(kind))
     for kind, (count, burned, edge) in found["bytecode_in_threads"].items():
         claims.check(f"{kind}: {count} threads burn at most one core's worth of bytecode on /cpu",
                      burned <= 1 + edge, f"{burned:.2f} cores", f"[0, {1 + edge:.2f}]",
