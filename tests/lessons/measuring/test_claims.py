@@ -2,6 +2,7 @@
 
 import copy
 import json
+import math
 
 import pytest
 
@@ -111,3 +112,13 @@ def test_parameters_out_of_range_are_refused_by_name_and_quick_sets_its_sizes():
         plan(**(SIZES | {"users": 30}))  # 1% of 4000 requests is 20
     with pytest.raises(ParameterError, match="loads"):
         plan(**(SIZES | {"loads": [0.2, 0.5]}))
+
+
+def test_a_band_with_no_top_is_skipped_with_its_reason_never_passed(capsys):
+    saturated = copy.deepcopy(QUICK_RUN)
+    saturated["open_vs_closed"][0]["band_open_ms"] = [5.605, math.inf]  # this run's D filled the CPU at this rate
+    saturated["open_vs_closed"][0]["open_ms"] = 900.0  # a mean that no band with a top would let through
+    checked = claims.check_claims(saturated)
+    out = capsys.readouterr().out
+    assert not checked.failed() and "✓ load 0.3: the open loop's mean" not in out
+    assert "– load 0.3: the open loop's mean within its run's band: skipped, the CPU this run measured per request" in out
