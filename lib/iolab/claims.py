@@ -125,9 +125,10 @@ class Claims:
             out.append(f"{mark} {claim}" + (f": {figures}" if figures else ""))
         return out
 
-    def report(self) -> int:
-        """Print every claim, then raise ClaimsFailed naming each that failed, or return the number that held."""
-        for line in self.lines():
+    def report(self, notes: list[str] | None = None) -> int:
+        """Print the `notes` (figures a lesson shows beside its claims), every claim, then raise ClaimsFailed naming
+        each that failed, or return the number that held."""
+        for line in [*(notes or []), *self.lines()]:
             print(line)
         failed = self.failed()
         if failed:
