@@ -110,16 +110,18 @@ class Kernel:
 
     def __init__(self, student, kernel_id):
         url = student.server_url.replace("http://", "ws://", 1) + f"/api/kernels/{kernel_id}/channels"
-        self.socket = connect(url, additional_headers={"Authorization": f"token {student.token}"},
-                              open_timeout=HTTP_TIMEOUT_S, max_size=None)
+        self.connection = connect(url, additional_headers={"Authorization": f"token {student.token}"},
+                                  open_timeout=HTTP_TIMEOUT_S, max_size=None)
+        self.socket = None
         self.session = uuid.uuid4().hex
         self.user = student.name
 
     def __enter__(self):
+        self.socket = self.connection.__enter__()
         return self
 
     def __exit__(self, *exc):
-        self.socket.close()
+        self.connection.__exit__(*exc)
 
     def execute(self, code, timeout_s):
         """(what the code printed, its error as 'Name: message' or None), once the kernel is idle again."""
@@ -137,7 +139,10 @@ class Kernel:
             left = deadline - time.monotonic()
             if left <= 0:
                 return "".join(printed), f"TimeoutError: the cell ran past {timeout_s} s"
-            message = json.loads(self.socket.recv(timeout=left))
+            frame = self.socket.recv(timeout=left)
+            if isinstance(frame, bytes):
+                continue  # a message with binary buffers (a widget's): never a stream, an error or a status
+            message = json.loads(frame)
             if message.get("parent_header", {}).get("msg_id") != msg_id:
                 continue
             kind, content = message["msg_type"], message["content"]

@@ -29,7 +29,10 @@ LAB_PARTS = ("lib", "servers", "tools", "notebooks", "jupyter", "pyproject.toml"
 INSTALLED_FROM = ("binder/requirements.txt", "pyproject.toml", "hub/package.json", "hub/package-lock.json")
 STAMP = ".iolab-hub-installed"
 NOBODY = "nobody"  # on every Linux, owns nothing: if it can run the lab, every student can
-PROBE = "import sys, iolab, jupyterhub.singleuser, jupyterlab; open(sys.argv[1], 'rb').close()"
+# The lab imported; the hub's single-user server and JupyterLab found (importing them takes seconds); a server read.
+PROBE = ("import importlib.util, sys, iolab; missing = [name for name in ('jupyterhub', 'jupyterlab')"
+         " if importlib.util.find_spec(name) is None]; open(sys.argv[1], 'rb').close();"
+         " sys.exit(f'{missing} not installed' if missing else 0)")
 STUDENT_NAME = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
 MIN_PASSWORD = 8  # SharedPasswordAuthenticator refuses a shorter one
 
