@@ -121,7 +121,7 @@ def install_proxy(folder):
     """configurable-http-proxy at the version hub/package-lock.json pins, by `npm ci`; returns its program."""
     if not shutil.which("npm"):
         sys.exit("make hub: npm is missing: JupyterHub's proxy (configurable-http-proxy) runs on Node.js;"
-                 " install it (Debian: apt-get install nodejs npm)")
+                 " install Node.js 20 or newer with npm (Debian 12's own nodejs, 18, is too old for it)")
     folder.mkdir(parents=True, exist_ok=True)
     for name in ("package.json", "package-lock.json"):
         shutil.copy2(HUB / name, folder / name)

@@ -39,7 +39,7 @@ def why_not_here():
         return "the hub starts each student's server as that student's user: run as root on Linux (CI does)"
     missing = [tool for tool in ("node", "npm", "useradd", "userdel") if not shutil.which(tool)]
     if missing:
-        return f"{', '.join(missing)} missing (Debian: apt-get install nodejs npm passwd)"
+        return f"{', '.join(missing)} missing (the hub's proxy needs Node.js 20 or newer and npm; accounts need passwd)"
     return None
 
 
