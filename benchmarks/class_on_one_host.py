@@ -1,9 +1,9 @@
-"""A class on one host: N students (N = 1, 3, 6), each an ordinary user, each running a different quick lesson in
-their own server of `make hub`'s JupyterHub at the same moment, on the host's cores (two here).
+"""A class on one host: N students of `make hub`'s JupyterHub, each running a different quick lesson at once.
 
-Per round: lessons that ran to their end, claims judged (✓ and ✗), claims excused because others held the CPUs
-(⚠, iolab.claims: the lesson named its neighbours), each lesson's wall time, and each student's peak memory (the RSS
-of all their processes, summed, sampled every SAMPLE_S: their server, kernel and the servers the lesson started).
+N = 1, 3, 6 students, each an ordinary user with their own server, all on the host's cores (two here). Per round:
+lessons that ran to their end, claims judged (✓ and ✗), claims excused because others held the CPUs (⚠,
+iolab.claims: the lesson named its neighbours), each lesson's wall time, and each student's peak memory (the RSS of
+all their processes, summed, sampled every SAMPLE_S: their server, kernel and the servers the lesson started).
 Root on Linux with npm; the environment is make hub's (--env, installed on first use). Accounts are made for the run
 and removed with their homes afterwards. Hold the measuring lock around it:
 

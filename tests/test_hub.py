@@ -1,5 +1,7 @@
-"""`make hub`'s JupyterHub on loopback: three students log in, each runs a quick lesson in their own server at once,
-and nothing of theirs outlives the hub. Root only (the hub starts each student's server as that student)."""
+"""`make hub`'s JupyterHub on loopback: three students run a lesson at once, and nothing of theirs outlives the hub.
+
+Root only: the hub starts each student's server as that student.
+"""
 
 import json
 import os
