@@ -112,7 +112,8 @@ def start_hub(folder, proxy, names, port):
     hub = subprocess.Popen(
         [sys.executable, str(REPO / "hub" / "serve.py"), "--python", str(python), "--lab", str(REPO),
          "--proxy", str(proxy), "--port", str(port), "--state", str(folder / "state"), "--students", " ".join(names),
-         "--quick"], env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+         "--quick", "--cpu-limit", "0.5", "--mem-limit", "1G"],
+        env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         try:
@@ -153,6 +154,9 @@ def test_three_students_run_a_lesson_at_once_and_nothing_of_theirs_outlives_the_
             assert identity == [str(uid), "True"], f"{name}'s kernel: {identity}"
             assert run.passed, f"{name}'s lesson failed: {run.error}\n{run.text[-1500:]}"
             assert run.claims["✓"] >= 3 and run.claims["✗"] == 0, f"{name}: {run.claims}"
+            # The hub declared limits its local spawner does not enforce: lesson 00 says so.
+            assert "asked for 0.5 CPU per student (CPU_LIMIT) but nothing enforces it" in run.text, run.text[:3000]
+            assert "asked for at most 1.00 GiB per student (MEM_LIMIT) but nothing enforces it" in run.text
             copy = Path(pwd.getpwnam(name).pw_dir) / "iolab"
             assert copy.stat().st_uid == uid, f"{name}'s copy is not theirs"
             first = (copy / Path(LESSON).name).read_text()
