@@ -94,9 +94,9 @@ def start_hub(args, names, port, state, password):
     env = {**os.environ, "IOLAB_HUB_PASSWORD": password}
     command = [sys.executable, str(REPO / "hub" / "serve.py"), "--env", str(args.env), "--port", str(port),
                "--state", str(state), "--students", " ".join(names), "--quick"]
-    log = open(state.parent / "hub.log", "wb")
-    hub = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                           start_new_session=True)
+    with open(state.parent / "hub.log", "wb") as log:  # the hub keeps its own copy of the descriptor
+        hub = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                               start_new_session=True)
     deadline = time.monotonic() + START_TIMEOUT_S * 5  # a first run installs the environment (about a minute)
     while time.monotonic() < deadline:
         try:

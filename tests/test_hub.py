@@ -108,12 +108,12 @@ def start_hub(folder, proxy, names, port):
         pytest.skip(f"an unprivileged user cannot run this checkout's Python ({probe.stderr.strip()[-200:]});"
                     " clone the lab and build its .venv where every user can read them")
     env = {**os.environ, **python_env, "IOLAB_HUB_PASSWORD": PASSWORD}
-    log = open(folder / "hub.log", "wb")
-    hub = subprocess.Popen(
-        [sys.executable, str(REPO / "hub" / "serve.py"), "--python", str(python), "--lab", str(REPO),
-         "--proxy", str(proxy), "--port", str(port), "--state", str(folder / "state"), "--students", " ".join(names),
-         "--quick", "--cpu-limit", "0.5", "--mem-limit", "1G"],
-        env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    with open(folder / "hub.log", "wb") as log:  # the hub keeps its own copy of the descriptor
+        hub = subprocess.Popen(
+            [sys.executable, str(REPO / "hub" / "serve.py"), "--python", str(python), "--lab", str(REPO),
+             "--proxy", str(proxy), "--port", str(port), "--state", str(folder / "state"), "--students", " ".join(names),
+             "--quick", "--cpu-limit", "0.5", "--mem-limit", "1G"],
+            env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         try:
