@@ -183,7 +183,10 @@ def main(argv):
     add_students(args.students.split())
     args.state.mkdir(mode=0o700, parents=True, exist_ok=True)
     hub_python = python if not args.python else sys.executable
-    print(f"JupyterHub for {args.students or 'every allowed user'} on http://127.0.0.1:{args.port}/", flush=True)
+    if not args.students:
+        print("make hub: no STUDENTS named, so nobody may log in yet: name the class, e.g. STUDENTS=\"ana ben cy\"",
+              file=sys.stderr, flush=True)
+    print(f"JupyterHub for {args.students or 'nobody'} on http://127.0.0.1:{args.port}/", flush=True)
     os.execve(str(hub_python), [str(hub_python), "-m", "jupyterhub", "-f", str(CONFIG)],
               hub_environment(args, python, lab, proxy))
 
