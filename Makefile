@@ -23,7 +23,7 @@ PYTEST_ARGS ?=
 
 as_bool = $(if $(filter 1 true True yes,$(1)),True,False)
 
-.PHONY: all lab test regress binder-like student bench strip clean distclean venv
+.PHONY: all lab test regress binder-like student bench strip clean distclean venv hub
 
 all: test
 
@@ -89,6 +89,25 @@ binder-like: $(VENV_STAMP)
 
 student: $(VENV_STAMP)
 	$(BIN)/python tools/make_student.py notebooks build/student
+
+# JupyterHub for a class on this host, as root (hub/serve.py): the lab installed in HUB_ENV where every student can
+# read it, the hub on 127.0.0.1:HUB_PORT, a student copy made in each home at first login, solutions off.
+# STUDENTS="ana ben cy" is the class list (accounts made for names that have none); HUB_PASSWORD (exported, not on
+# the command line, which ps shows) a class password, else each student's Unix password (PAM); QUICK=1 small sizes;
+# CPU_LIMIT / MEM_LIMIT are declared to the spawner, which enforces neither (README: For instructors).
+HUB_ENV ?= /opt/iolab-hub
+HUB_PYTHON ?= /usr/bin/python3
+HUB_PORT ?= 8000
+HUB_STATE ?= /var/lib/iolab-hub
+STUDENTS ?=
+HUB_PASSWORD ?=
+CPU_LIMIT ?=
+MEM_LIMIT ?=
+hub: export IOLAB_HUB_PASSWORD = $(HUB_PASSWORD)
+hub:
+	$(PYTHON) hub/serve.py --env $(HUB_ENV) --base-python $(HUB_PYTHON) \
+	  --uv-version $(UV_VERSION) --port $(HUB_PORT) --state $(HUB_STATE) --students "$(STUDENTS)" \
+	  $(if $(filter 1 true True yes,$(QUICK)),--quick) --cpu-limit "$(CPU_LIMIT)" --mem-limit "$(MEM_LIMIT)"
 
 bench: $(VENV_STAMP)
 	@set -e; for script in $(sort $(wildcard benchmarks/*.py)); do \

@@ -235,3 +235,28 @@ def test_raise_file_limit_lifts_the_soft_limit_to_the_hard_one():
     # Asked for no more than the soft limit gives, it leaves it alone; asked for more, it goes all the way.
     code = "from iolab import environment; print(*environment.raise_file_limit(500), *environment.raise_file_limit(1500))"
     assert run_with_file_limits(1024, 4000, code) == ["1024", "4000", "4000", "4000"]
+
+
+def test_a_hubs_declared_limits_are_read_and_bad_ones_ignored():
+    assert environment.declared_limits({"CPU_LIMIT": "0.5", "MEM_LIMIT": "1073741824"}) == {
+        "declared_cpus": 0.5, "declared_memory_bytes": 2**30}
+    assert environment.declared_limits({"CPU_LIMIT": "", "MEM_LIMIT": "1G"}) == {
+        "declared_cpus": None, "declared_memory_bytes": None}  # JupyterHub writes bytes; anything else is no limit
+    assert environment.declared_limits({"CPU_LIMIT": "-1", "MEM_LIMIT": "0"}) == {
+        "declared_cpus": None, "declared_memory_bytes": None}
+
+
+def test_a_declared_limit_nothing_enforces_is_named_with_what_the_lab_plans_with():
+    found = {"cpus": 2.0, "cpu_quota": None, "memory_limit_bytes": None,
+             **environment.declared_limits({"CPU_LIMIT": "0.5", "MEM_LIMIT": str(2**30)})}
+    cpu, memory = environment.unenforced_limits(found)
+    assert "0.5 CPU" in cpu and "nothing enforces it" in cpu and "the 2 CPUs" in cpu
+    assert "1.00 GiB" in memory and "nothing enforces it" in memory and "the machine's memory" in memory
+
+
+def test_declared_limits_a_cgroup_enforces_say_nothing_and_others_say_what_is_enforced():
+    declared = environment.declared_limits({"CPU_LIMIT": "0.5", "MEM_LIMIT": str(2**30)})
+    assert environment.unenforced_limits({"cpus": 0.5, "cpu_quota": 0.5, "memory_limit_bytes": 2**30, **declared}) == []
+    looser = environment.unenforced_limits({"cpus": 2.0, "cpu_quota": 2.0, "memory_limit_bytes": 2**31, **declared})
+    assert "quota is 2" in looser[0] and "limit is 2.00 GiB" in looser[1]
+    assert environment.unenforced_limits({"cpus": 2.0, "cpu_quota": None, "memory_limit_bytes": None}) == []

@@ -366,6 +366,7 @@ def report() -> dict[str, Any]:
         "rlimit_nofile": {"soft": soft, "hard": hard},
         "versions": versions(),
         "tools": tools(),
+        **declared_limits(),
     }
 
 
@@ -443,3 +444,44 @@ def missing_needs(needs: list[dict[str, Any]]) -> list[str]:
     """A sentence for each missing need: what is missing, which lessons it stops, and how to install it."""
     return [f"{need['name']} ({need['kind']}) is missing: lessons {need['lessons']} need it for {need['for']};"
             f" install {need['install']}" for need in needs if need["found"] is None]
+
+
+# --- Limits a hub declares but may not enforce ------------------------------------------------------------------
+# JupyterHub hands a student's server the limits it was configured with, as MEM_LIMIT (bytes) and CPU_LIMIT (CPUs).
+# Its default, local spawner enforces neither: only a cgroup does (SystemdSpawner on The Littlest JupyterHub, a pod on
+# Kubernetes). The lab plans with what a cgroup enforces (usable_cpus, memory_limit_bytes), and says so.
+
+
+def declared_limits(environ: dict[str, str] | None = None) -> dict[str, float | int | None]:
+    """{"declared_cpus": CPU_LIMIT, "declared_memory_bytes": MEM_LIMIT} from the environment a hub set; None where a
+    variable is unset, or not a positive number."""
+    variables = os.environ if environ is None else environ
+    cpus = _positive(variables.get("CPU_LIMIT", ""), float)
+    memory = _positive(variables.get("MEM_LIMIT", ""), int)
+    return {"declared_cpus": cpus, "declared_memory_bytes": int(memory) if memory is not None else None}
+
+
+def _positive(text: str, kind: type[float] | type[int]) -> float | int | None:
+    try:
+        value = kind(text.strip())
+    except ValueError:
+        return None
+    return value if value > 0 and math.isfinite(value) else None
+
+
+def unenforced_limits(found: dict[str, Any]) -> list[str]:
+    """A sentence for each limit the hub declared (report()'s declared_*) that no cgroup enforces as declared, saying
+    what the lab plans with instead; an empty list where every declared limit is enforced, or none is declared."""
+    said: list[str] = []
+    cpus, quota = found.get("declared_cpus"), found.get("cpu_quota")
+    if cpus is not None and (quota is None or not math.isclose(quota, cpus, rel_tol=0.01)):
+        enforced = "nothing enforces it" if quota is None else f"your cgroup's quota is {quota:g}"
+        said.append(f"Your hub asked for {cpus:g} CPU per student (CPU_LIMIT) but {enforced}: the lab plans with"
+                    f" the {found['cpus']:g} CPUs this notebook may use, and your neighbours may take some of them")
+    memory, limit = found.get("declared_memory_bytes"), found.get("memory_limit_bytes")
+    if memory is not None and limit != memory:
+        enforced = "nothing enforces it" if limit is None else f"your cgroup's limit is {limit / 2**30:.2f} GiB"
+        plan = "the machine's memory" if limit is None else "that limit"
+        said.append(f"Your hub asked for at most {memory / 2**30:.2f} GiB per student (MEM_LIMIT) but {enforced}:"
+                    f" the lab plans with {plan}")
+    return said
