@@ -132,7 +132,9 @@ class Bridge:
 def serve(commands: Any) -> None:
     """Bridge frames and answer the parent until stdin closes."""
     bridge = Bridge()
-    selector = selectors.DefaultSelector()
+    # select(2) sleeps to the microsecond; epoll rounds a timeout up to the next millisecond, which would add up
+    # to a millisecond each way to every frame's delay.
+    selector = selectors.SelectSelector()
     selector.register(commands, selectors.EVENT_READ, None)
     pending = b""
     while True:

@@ -3,7 +3,7 @@
     from iolab import link
     link.why_not()                      # None where this user can build a link here; else one sentence why not
     spec = link.LinkSpec(rtt_ms=40.0, loss_percent=0.0, rate_mbit=None)  # ParameterError naming a bad field
-    with link.build(spec) as path:      # a Link
+    with link.build(spec) as path:      # a Link (link.start(spec) returns one to close() later, across cells)
         path.client_host, path.server_host   # 198.18.0.1 and 198.18.0.2: they exist only inside the namespaces
         path.argv("client", ["curl", ...])   # that command, run inside the client's namespace
         path.spawn("server", argv, **kw)     # children.spawn inside the server's namespace
@@ -315,6 +315,12 @@ class Link:
         with contextlib.suppress(ValueError):
             _built.remove(self)
 
+    def __enter__(self) -> "Link":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def __repr__(self) -> str:
         return f"<Link {self.mode} {self.client_host} -> {self.server_host} {self.spec}>"
 
@@ -322,14 +328,20 @@ class Link:
 _built: list[Link] = []
 
 
-@contextlib.contextmanager
-def build(spec: LinkSpec | None = None) -> Iterator[Link]:
-    """`with build(LinkSpec(rtt_ms=40)) as path:` builds a link and removes it however the block ends."""
+def start(spec: LinkSpec | None = None) -> Link:
+    """Build a link and return it, for a notebook whose link spans cells: close() it, or it goes at exit."""
     how = mode()
     if how is None:
         raise LinkError(f"cannot build a link here: {why_not()}")
     path = Link(spec or LinkSpec(), how)
     _built.append(path)
+    return path
+
+
+@contextlib.contextmanager
+def build(spec: LinkSpec | None = None) -> Iterator[Link]:
+    """`with build(LinkSpec(rtt_ms=40)) as path:` builds a link and removes it however the block ends."""
+    path = start(spec)
     try:
         yield path
     finally:
