@@ -180,3 +180,49 @@ def test_an_ordinary_user_builds_a_link_and_a_sigkill_leaves_nothing():
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
+
+
+SEND_BYTES = """
+import socket, sys
+listener = socket.create_server((sys.argv[1], 0))
+print(listener.getsockname()[1], flush=True)
+connection, _ = listener.accept()
+connection.sendall(bytes(int(sys.argv[2])))
+connection.close()
+"""
+TIME_BYTES = """
+import socket, sys, time
+began = time.perf_counter()
+with socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=20) as connection:
+    while connection.recv(1 << 16):
+        pass
+print(time.perf_counter() - began)
+"""
+
+
+def transfer_s(path, size):
+    """Seconds for `size` bytes from the server's side to the client's, from the connect to the last byte."""
+    sender = path.spawn("server", [sys.executable, "-c", SEND_BYTES, path.server_host, size])
+    try:
+        port = int(children.read_until(sender.stdout, b"\n", 10))
+        done = children.run(path.argv("client", [sys.executable, "-c", TIME_BYTES, path.server_host, port]), 30)
+        assert done.returncode == 0, done.stderr
+        return float(done.stdout)
+    finally:
+        sender.kill()
+        sender.wait()
+
+
+@needs_link
+def test_set_changes_the_round_trip_and_the_rate_between_runs():
+    with link.build(link.LinkSpec(rtt_ms=5)) as path, servers.serve("tornado_app", link=path) as server:
+        path.set(rtt_ms=60)
+        result = load.run_load(server.url + "/", requests=3, concurrency=1, timeout_s=5, link=path)
+        assert min(sample.latency for sample in result.samples) >= 0.060
+        # 2 Mbit/s each way: 200 kB cannot arrive in less than 0.8 s, whatever else the machine does.
+        path.set(rtt_ms=5, rate_mbit=2)
+        assert transfer_s(path, 200_000) >= 200_000 * 8 / 2e6
+        path.set(rate_mbit=None)
+        shown = children.run(path.argv("server", [link.tool("tc"), "qdisc", "show", "dev", "eth0"]), 10).stdout
+        assert "tbf" not in shown, shown
+        assert path.spec == link.LinkSpec(rtt_ms=5)

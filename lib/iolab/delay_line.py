@@ -7,7 +7,11 @@ it answers one JSON line on stdout for each JSON line on stdin:
 
     {"op": "attach", "a": "toclient", "b": "toserver"}  -> {"ok": true}   bridge these two interfaces
     {"op": "set", "delay_ms": 20.0, "loss": 0.02}       -> {"ok": true}   each direction: delay and drop chance
-    {"op": "usage"}  -> {"ok": true, "cpu_s": ..., "packets": ..., "dropped": ...}
+    {"op": "usage"}  -> {"ok": true, "cpu_s": ..., "packets": ..., "dropped": ..., "overflowed": ...}
+
+`dropped` counts the frames it was told to lose (and any a full queue refused); `overflowed`, the frames the kernel
+dropped because this process fell behind and its receive buffer filled: more than a few means the delay line,
+not the link it plays, set the pace.
 
 This kernel has no netem qdisc, and a TUN device needs root; an AF_PACKET socket works for any user who owns
 the namespace. Frames wait in one FIFO per direction: the delay is the same for all, so arrival order is kept.
@@ -20,6 +24,7 @@ import random
 import resource
 import selectors
 import socket
+import struct
 import sys
 import time
 from typing import Any
@@ -29,6 +34,7 @@ from iolab.contract import die_with_parent
 ETH_P_ALL = 0x0003
 SOL_PACKET = 263  # Python 3.11's socket module names neither
 PACKET_IGNORE_OUTGOING = 23  # Linux 4.20: our own sends are not read back
+PACKET_STATISTICS = 6  # struct tpacket_stats: frames seen, frames dropped for want of room; reading resets both
 FRAME_BYTES = 65536
 RECEIVE_BUFFER = 4 * 1024 * 1024  # a burst of a few thousand frames waits here, not in a kernel drop
 Frame = tuple[float, bytes]  # (when it leaves, the frame)
@@ -95,6 +101,7 @@ class Bridge:
         self.loss = 0.0
         self.packets = 0
         self.dropped = 0
+        self.overflowed = 0
         self.chance = random.Random()
 
     def attach(self, selector: selectors.BaseSelector, a: str, b: str) -> None:
@@ -113,8 +120,10 @@ class Bridge:
             self.loss = float(request["loss"])
         elif op == "usage":
             used = resource.getrusage(resource.RUSAGE_SELF)
+            for direction in self.directions:
+                self.overflowed += struct.unpack("II", direction.source.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8))[1]
             return {"ok": True, "cpu_s": used.ru_utime + used.ru_stime, "packets": self.packets,
-                    "dropped": self.dropped}
+                    "dropped": self.dropped, "overflowed": self.overflowed}
         else:
             return {"ok": False, "error": f"unknown op {op!r}"}
         return {"ok": True}

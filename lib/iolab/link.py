@@ -8,7 +8,8 @@
         path.argv("client", ["curl", ...])   # that command, run inside the client's namespace
         path.spawn("server", argv, **kw)     # children.spawn inside the server's namespace
         path.set(rtt_ms=80, loss_percent=2)  # change the link between runs (rate_mbit=None removes the rate)
-        path.delay_line_usage()              # Usage(cpu_s, packets, dropped): was the delay line a bottleneck?
+        path.delay_line_usage()              # Usage(cpu_s, packets, dropped, overflowed): was the delay line a
+                                             # bottleneck? (it unpacks as cpu_s, packets, dropped)
     servers.serve("tornado_app", link=path)  # the server runs in the server namespace, bound to server_host
     load.run_load(url, ..., link=path)       # the load clients run in the client namespace
 
@@ -19,6 +20,11 @@ that a frame is one segment and one drop loses one. As root the namespaces come 
 ordinary user from `unshare --user --map-root-user --net`, entered with `nsenter --preserve-credentials`.
 Every namespace is unnamed and held by a process started with children.spawn, so all of it (namespaces,
 interfaces, qdiscs, the delay line) goes when the kernel does, even on SIGKILL.
+
+Inside the link a sender may choose any congestion control the kernel has (TCP_CONGESTION: reno, cubic, bbr),
+as an ordinary user too: the namespaces are its own. Outside, an ordinary user only gets those in
+net.ipv4.tcp_allowed_congestion_control. The notebook's kernel stays outside: it reaches the servers only
+through processes started with argv() or spawn() (the load clients, with run_load(link=)).
 """
 
 import atexit
@@ -31,7 +37,7 @@ import subprocess
 import tempfile
 import threading
 from collections.abc import Iterator, Sequence
-from typing import IO, Any, NamedTuple, cast
+from typing import IO, Any, cast
 
 from .children import python, read_until, run, spawn
 from .contract import LAB_NETNS_VARIABLE, find_program
@@ -74,12 +80,19 @@ class LinkSpec:
             check_range("rate_mbit", self.rate_mbit, *RATE_MBIT, integer=False)
 
 
-class Usage(NamedTuple):
-    """What the delay line has cost since it started: its CPU, the frames it read, and those it dropped."""
+@dataclasses.dataclass(frozen=True)
+class Usage:
+    """What the delay line has cost since it started: its CPU, the frames it read, those it dropped on purpose
+    (the loss), and those the kernel dropped because it fell behind (`overflowed`: above zero, the delay line and not
+    the link set the pace). Unpacks as (cpu_s, packets, dropped)."""
 
     cpu_s: float
     packets: int
     dropped: int
+    overflowed: int = 0
+
+    def __iter__(self) -> Iterator[float]:
+        return iter((self.cpu_s, self.packets, self.dropped))
 
 
 # --- May this user build one here? ---------------------------------------------------------------------
@@ -305,7 +318,7 @@ class Link:
     def delay_line_usage(self) -> Usage:
         """The delay line's CPU seconds, frames read and frames dropped since the link was built."""
         answer = self.middle.ask({"op": "usage"})
-        return Usage(float(answer["cpu_s"]), int(answer["packets"]), int(answer["dropped"]))
+        return Usage(float(answer["cpu_s"]), int(answer["packets"]), int(answer["dropped"]), int(answer["overflowed"]))
 
     def close(self) -> None:
         """Stop the holders and the delay line: the namespaces go with the last process inside them."""
