@@ -82,7 +82,8 @@ class LinkSpec:
 
 @dataclasses.dataclass(frozen=True)
 class Usage:
-    """What the delay line has cost since it started: its CPU, the frames it read, those it dropped on purpose
+    """What the delay line has cost since the link was built: its CPU (user and system: the system part includes the
+    receiving side's stack, which a veth runs in the sender's context), the frames it read, those it dropped on purpose
     (the loss), and those the kernel dropped because it fell behind (`overflowed`: above zero, the delay line and not
     the link set the pace). Unpacks as (cpu_s, packets, dropped)."""
 
