@@ -72,6 +72,8 @@ def test_a_server_and_its_load_cross_the_link_in_a_round_trip():
         with pytest.raises(ParameterError, match="loss_percent"):
             path.set(loss_percent=99)
         assert path.spec.loss_percent == 0
+    with pytest.raises(link.LinkError, match="closed"):
+        servers.start("tornado_app", link=path)
 
 
 COUNT_DATAGRAMS = """
@@ -226,3 +228,17 @@ def test_set_changes_the_round_trip_and_the_rate_between_runs():
         shown = children.run(path.argv("server", [link.tool("tc"), "qdisc", "show", "dev", "eth0"]), 10).stdout
         assert "tbf" not in shown, shown
         assert path.spec == link.LinkSpec(rtt_ms=5)
+
+
+@needs_link
+def test_why_not_says_why_where_no_namespace_may_be_made():
+    # A user namespace of our own whose limits allow no further network or user namespace: as a container's
+    # seccomp profile, or a distribution's sysctl, refuses them elsewhere.
+    limits = "echo 0 > /proc/sys/user/max_net_namespaces && echo 0 > /proc/sys/user/max_user_namespaces"
+    code = "from iolab import link; print(link.why_not())"
+    done = children.run([link.tool("unshare"), "--user", "--map-root-user", "sh", "-c",
+                         f"{limits} && exec {sys.executable} -c '{code}'"], 30)
+    if not done.stdout:
+        pytest.skip(f"no user namespace whose limits we may lower here: {done.stderr.strip()}")
+    assert done.stdout.startswith("this machine lets this user make no network namespace"), done.stdout + done.stderr
+    assert "unshare said" in done.stdout

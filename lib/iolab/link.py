@@ -256,6 +256,8 @@ class Link:
         return self._holder(side).netns
 
     def _holder(self, side: str) -> Holder:
+        if not self.holders:
+            raise LinkError("this link is closed: build another (link.build or link.start)")
         if side not in self.holders:
             raise ParameterError(f"side must be one of {SIDES}, got {side!r}")
         return self.holders[side]
