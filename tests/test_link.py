@@ -45,10 +45,14 @@ def test_the_benchmarking_range_is_refused_outside_the_labs_namespaces(monkeypat
 
 
 def test_a_server_run_by_hand_refuses_the_range_outside_a_lab_namespace():
-    script = REPO / "servers" / "tornado_app.py"
-    done = children.run(children.python(script, "--host", "198.18.0.2", "--port", "0"), timeout_s=20)
+    server = children.python(REPO / "servers" / "tornado_app.py", "--host", "198.18.0.2", "--port", "0")
+    done = children.run(server, timeout_s=20)
     assert done.returncode != 0 and "198.18.0.0/15" in done.stderr, done.stderr
     assert "LISTENING" not in done.stdout
+    # Told it is in the lab's namespace while it is in ours, whose routes lead to other networks: refused too.
+    with children.environment(**{contract.LAB_NETNS_VARIABLE: os.readlink("/proc/self/ns/net")}):
+        done = children.run(server, timeout_s=20)
+    assert done.returncode != 0 and "198.18.0.0/15" in done.stderr, done.stderr
 
 
 def test_why_not_names_a_missing_tool():
@@ -242,3 +246,12 @@ def test_why_not_says_why_where_no_namespace_may_be_made():
         pytest.skip(f"no user namespace whose limits we may lower here: {done.stderr.strip()}")
     assert done.stdout.startswith("this machine lets this user make no network namespace"), done.stdout + done.stderr
     assert "unshare said" in done.stdout
+
+
+@needs_link
+def test_a_server_takes_the_range_only_where_the_link_says_it_is():
+    server = [*children.python(REPO / "servers" / "tornado_app.py"), "--host", "198.18.0.2", "--port", "0"]
+    with link.build(link.LinkSpec(rtt_ms=1)) as path:
+        # In the server's namespace, but not told so: refused, as anywhere else.
+        done = children.run(path.argv("server", ["env", "-u", contract.LAB_NETNS_VARIABLE, *server]), 20)
+        assert done.returncode != 0 and "198.18.0.0/15" in done.stderr, done.stderr
