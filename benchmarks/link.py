@@ -7,8 +7,9 @@ transfers. Printed: measured RTT and connect time against the set RTT; rounds fo
 an initial window of 10 segments; reno, cubic and bbr goodput at 2 % loss each way against Mathis et al.
 ((MSS/RTT)·sqrt(3/(2bp)), b = 2 for delayed ACKs); the share of connects taking 1 s or more at 5 % loss
 against 1 - (1 - p)^2 (a SYN or its SYN-ACK lost waits out the initial RTO, RFC 6298); the delay line's CPU per
-frame. TCP_CONGESTION may set cubic only with CAP_NET_ADMIN (root, or the owner of the namespace's user
-namespace); where it is refused the figure says so. The last line is JSON.
+frame. TCP_CONGESTION may set cubic only with CAP_NET_ADMIN over the socket's namespace: inside the link that
+is root, or an ordinary user who owns the link's user namespace; outside it, root only (the figures say which
+this user may set out there). The last line is JSON.
 
     flock /tmp/iolab-measure.lock .venv/bin/python benchmarks/link.py [--rtt-ms 40] [--quick]
 """
@@ -176,6 +177,19 @@ def syn_timeouts(path, port, loss, count):
             "predicted_share": round(1 - (1 - loss) ** 2, 3)}
 
 
+def congestion_outside():
+    """Which congestion controls this user may set on a socket outside the link (cubic needs CAP_NET_ADMIN there)."""
+    allowed = {}
+    for congestion in ("reno", "cubic", "bbr"):
+        with socket.socket() as probe_socket:
+            try:
+                probe_socket.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, congestion.encode())
+                allowed[congestion] = "allowed"
+            except OSError as error:
+                allowed[congestion] = f"refused: {error.strerror}"
+    return allowed
+
+
 def cost(before, after):
     """The delay line's CPU per frame over the transfers between two readings of its usage."""
     cpu_s, packets = after.cpu_s - before.cpu_s, after.packets - before.packets
@@ -198,7 +212,7 @@ def main():
         server = path.spawn("server", [sys.executable, __file__, "--serve", path.server_host])
         try:
             port = int(read_until(server.stdout, b"\n", 10).split(b":")[-1])
-            figures = {"mode": path.mode, "build_s": round(built_s, 3)}
+            figures = {"mode": path.mode, "build_s": round(built_s, 3), "congestion_outside_link": congestion_outside()}
             figures |= round_trips(path, port, args.rtt_ms)
             print(figures, flush=True)
             rtt_s = figures["rtt_median_ms"] / 1000
