@@ -1,5 +1,4 @@
-"""The lab's link: a spec that names its bad field, the benchmarking range refused outside the lab's namespaces,
-a server and a load across the link, loss by the delay line, and nothing left after the kernel's SIGKILL."""
+"""The lab's link: its range refused outside, a server and load across it, its loss, nothing left after SIGKILL."""
 
 import glob
 import os
