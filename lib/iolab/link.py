@@ -218,6 +218,7 @@ class Link:
         self.spec = spec
         self.mode = how
         self.holders: dict[str, Holder] = {}
+        self.rate_mbit: float | None = None  # the rate the tbf qdiscs hold now (None: there are none)
         self.middle = Holder(self._middle_argv())
         try:
             for side in SIDES:
@@ -275,10 +276,10 @@ class Link:
     def _wire(self) -> None:
         """Make the two veth pairs, address both sides, turn offloads off, and start the bridge."""
         middle = self.middle.pid
+        self._run(middle, [tool("ip"), "-batch", "-"], script="".join(
+            f"link add {MIDDLE_ENDS[side]} type veth peer name eth0 netns {self.holders[side].pid}\n"
+            f"link set {MIDDLE_ENDS[side]} up promisc on\n" for side in SIDES))
         for side in SIDES:
-            self._run(middle, [tool("ip"), "link", "add", MIDDLE_ENDS[side], "type", "veth", "peer", "name", "eth0",
-                               "netns", str(self.holders[side].pid)])
-            self._run(middle, [tool("ip"), "link", "set", MIDDLE_ENDS[side], "up", "promisc", "on"])
             self._run(middle, [tool("ethtool"), "-K", MIDDLE_ENDS[side], *OFFLOADS])
             self._run(self.holders[side].pid, [tool("ip"), "-batch", "-"], script=self._side_script(side))
             self._run(self.holders[side].pid, [tool("ethtool"), "-K", "eth0", *OFFLOADS])
@@ -297,14 +298,15 @@ class Link:
 
     def _apply(self, spec: LinkSpec) -> None:
         self.middle.ask({"op": "set", "delay_ms": spec.rtt_ms / 2, "loss": spec.loss_percent / 100})
-        for side in SIDES:
-            self._set_rate(self.holders[side].pid, spec.rate_mbit)
+        if spec.rate_mbit != self.rate_mbit:
+            for side in SIDES:
+                self._set_rate(self.holders[side].pid, spec.rate_mbit)
+            self.rate_mbit = spec.rate_mbit
         self.spec = spec
 
     def _set_rate(self, net_pid: int, rate_mbit: float | None) -> None:
         if rate_mbit is None:
-            with contextlib.suppress(LinkError):  # there was none
-                self._run(net_pid, [tool("tc"), "qdisc", "del", "dev", "eth0", "root"])
+            self._run(net_pid, [tool("tc"), "qdisc", "del", "dev", "eth0", "root"])
             return
         burst = max(2 * 1514, int(rate_mbit * 1e6 / 8 / 1000))  # two frames, or a millisecond at the rate
         self._run(net_pid, [tool("tc"), "qdisc", "replace", "dev", "eth0", "root", "tbf", "rate", f"{rate_mbit}mbit",
