@@ -7,7 +7,8 @@ transfers. Printed: measured RTT and connect time against the set RTT; rounds fo
 an initial window of 10 segments; reno, cubic and bbr goodput at 2 % loss each way against Mathis et al.
 ((MSS/RTT)·sqrt(3/(2bp)), b = 2 for delayed ACKs); the share of connects taking 1 s or more at 5 % loss
 against 1 - (1 - p)^2 (a SYN or its SYN-ACK lost waits out the initial RTO, RFC 6298); the delay line's CPU per
-frame. TCP_CONGESTION may set cubic only with CAP_NET_ADMIN over the socket's namespace: inside the link that
+frame, at the transfers' pace and under a flood of datagrams (and the frames it could not keep up with).
+TCP_CONGESTION may set cubic only with CAP_NET_ADMIN over the socket's namespace: inside the link that
 is root, or an ordinary user who owns the link's user namespace; outside it, root only (the figures say which
 this user may set out there). The last line is JSON.
 
@@ -80,7 +81,18 @@ def probe(host: str, port: int, what: str, count: int, size: int, congestion: st
         return ping(host, port, count)
     if what == "send":
         return transfer(host, port, size, congestion)
+    if what == "blast":
+        return blast(host, count, size)
     return connects(host, port, count)
+
+
+def blast(host, count, size):
+    """Send `count` datagrams of `size` bytes to the discard port as fast as this process can: the delay line's load."""
+    began = time.perf_counter()
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sender:
+        for _ in range(count):
+            sender.sendto(bytes(size), (host, 9))
+    return {"seconds": time.perf_counter() - began}
 
 
 def ping(host, port, count):
@@ -177,6 +189,17 @@ def syn_timeouts(path, port, loss, count):
             "predicted_share": round(1 - (1 - loss) ** 2, 3)}
 
 
+def capacity(path, count=20_000, size=1000):
+    """The delay line under a flood of frames: what it read, what the kernel dropped because it fell behind, and its CPU
+    per frame when busy (each wake-up then moves many frames)."""
+    before = path.delay_line_usage()
+    sent_s = run_probe(path, 0, "blast", count=count, size=size)["seconds"]
+    time.sleep(path.spec.rtt_ms / 1000 + 0.1)  # the last frames leave
+    after = path.delay_line_usage()
+    return {"offered_frames": count, "offered_per_s": round(count / sent_s), **cost(before, after),
+            "overflowed": after.overflowed - before.overflowed}
+
+
 def congestion_outside():
     """Which congestion controls this user may set on a socket outside the link (cubic needs CAP_NET_ADMIN there)."""
     allowed = {}
@@ -222,6 +245,8 @@ def main():
             figures["loss"] = goodput_under_loss(path, port, rtt_s, 0.02, 1_000_000 if args.quick else 3_000_000)
             print(figures["loss"], flush=True)
             figures["delay_line"] = cost(before, path.delay_line_usage())
+            figures["capacity"] = capacity(path, 5_000 if args.quick else 20_000)
+            print(figures["capacity"], flush=True)
             figures["syn"] = syn_timeouts(path, port, 0.05, 100 if args.quick else 400)
             print(figures["syn"], flush=True)
         finally:
