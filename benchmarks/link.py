@@ -7,7 +7,8 @@ transfers. Printed: measured RTT and connect time against the set RTT; rounds fo
 an initial window of 10 segments; reno, cubic and bbr goodput at 2 % loss each way against Mathis et al.
 ((MSS/RTT)·sqrt(3/(2bp)), b = 2 for delayed ACKs); the share of connects taking 1 s or more at 5 % loss
 against 1 - (1 - p)^2 (a SYN or its SYN-ACK lost waits out the initial RTO, RFC 6298); the delay line's CPU per
-frame, at the transfers' pace and under a flood of datagrams (and the frames it could not keep up with).
+frame, at the transfers' pace and under a flood of datagrams, and the clean link's bulk goodput with the delay line's
+share of a CPU meanwhile (and the frames it could not keep up with).
 TCP_CONGESTION may set cubic only with CAP_NET_ADMIN over the socket's namespace: inside the link that
 is root, or an ordinary user who owns the link's user namespace; outside it, root only (the figures say which
 this user may set out there). The last line is JSON.
@@ -200,6 +201,17 @@ def capacity(path, count=20_000, size=1000):
             "overflowed": after.overflowed - before.overflowed}
 
 
+def clean_goodput(path, port, size):
+    """The goodput of one bulk transfer on the clean link (bbr), and the delay line's share of a CPU meanwhile: the
+    ceiling of what the link can play, and whether the delay line or TCP set it."""
+    before = path.delay_line_usage()
+    measured = run_probe(path, port, "send", size=size, congestion="bbr")
+    after = path.delay_line_usage()
+    return {"transfer_bytes": size, "goodput_mb_s": round(measured["bytes"] / measured["seconds"] / 1e6, 2),
+            "delay_line_cpu_share": round((after.cpu_s - before.cpu_s) / measured["seconds"], 2),
+            "overflowed": after.overflowed - before.overflowed}
+
+
 def congestion_outside():
     """Which congestion controls this user may set on a socket outside the link (cubic needs CAP_NET_ADMIN there)."""
     allowed = {}
@@ -241,6 +253,8 @@ def main():
             rtt_s = figures["rtt_median_ms"] / 1000
             figures["slow_start"] = slow_start(path, port, rtt_s)
             print(figures["slow_start"], flush=True)
+            figures["clean"] = clean_goodput(path, port, 5_000_000 if args.quick else 20_000_000)
+            print(figures["clean"], flush=True)
             before = path.delay_line_usage()
             figures["loss"] = goodput_under_loss(path, port, rtt_s, 0.02, 1_000_000 if args.quick else 3_000_000)
             print(figures["loss"], flush=True)
