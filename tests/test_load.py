@@ -89,7 +89,11 @@ def test_progress_is_visible_while_the_run_goes(tornado):
 
 def test_stop_keeps_what_was_recorded(tornado):
     run = load.start_load(tornado.url + "/async-sleep?ms=100", requests=1000, concurrency=2)
-    time.sleep(0.8)
+    # Stop once two answers are in, however long the client took to start on a busy machine (a fixed sleep was not
+    # always enough), and long before its 1,000 requests (50 s at this pace) could be.
+    deadline = time.monotonic() + 30
+    while len(run.samples()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
     run.stop()
     result = run.result()
     assert result.stop_reason == "stopped"
