@@ -487,6 +487,15 @@ SERVERS = {
                                         0)},
             lesson="15-running-a-service",
         ),
+        ServerInfo(
+            "uvicorn_drain", "uvicorn_drain.py",
+            "one thread, an event loop: uvicorn (asyncio, h11) on the bare ASGI app, its graceful shutdown's timeout"
+            " set by --timeout-graceful-shutdown",
+            options={"timeout_graceful_shutdown": Option(
+                "--timeout-graceful-shutdown", "seconds SIGTERM waits for requests in flight (uvicorn's own: no limit)")},
+            needs_modules=("uvicorn",),
+            lesson="15-running-a-service",
+        ),
     ]
 }
 
