@@ -48,8 +48,13 @@ def wait_exit(process, timeout_s=TIMEOUT_S):
     return time.perf_counter() - began
 
 
-def summarize(how, run, rate, hold_ms, drain_ms):
-    """The row a run keeps: requests sent before the signal, those in flight at it, those that failed."""
+def summarize(how, run, rate, hold_ms, drain_ms, spared_ms):
+    """The row a run keeps: requests sent before the signal, those in flight at it, those that failed.
+
+    Without a drain, the requests that fail are those sent before the signal and still in flight when the server
+    stops answering, `spared_ms` = (soonest, latest) after the signal: sent in the last R − spared before it, at X a
+    second on a fixed schedule, so X·(R − spared) of them, give or take one at each end; a request's time lies
+    between R and the longest any took."""
     signalled = run["signalled_s"]
     before = [(sent, ended, ok) for sent, ended, ok in run["calls"] if sent < signalled]
     answered = [ended - sent for sent, ended, ok in before if ok]
@@ -57,8 +62,8 @@ def summarize(how, run, rate, hold_ms, drain_ms):
             "little_L": rate * hold_ms / 1000,
             "in_flight": model.in_flight_at([(sent, ended) for sent, ended, _ in before], signalled),
             "failed": sum(1 for *_, ok in before if not ok),
-            "longest_ms": max(answered, default=0.0) * 1000,
-            "exit_ms": None if run["exit_s"] is None else run["exit_s"] * 1000}
+            "longest_ms": max(answered, default=hold_ms / 1000) * 1000,
+            "exit_ms": None if run["exit_s"] is None else run["exit_s"] * 1000, "spared_ms": list(spared_ms)}
 
 
 UVICORN_WAIT_MS = 100  # uvicorn's shutdown sleeps 0.1 s before its graceful timeout starts (uvicorn/server.py)
@@ -67,14 +72,15 @@ UVICORN_WAIT_MS = 100  # uvicorn's shutdown sleeps 0.1 s before its graceful tim
 def measure(rate, hold_ms, seconds, drain_ms):
     """Tornado's service_app and uvicorn, each without a drain and with one of drain_ms: a row each.
 
-    Each row's `spared_ms` is how long the server still answers after SIGTERM without a drain: none for our Tornado,
-    0.1 s for uvicorn, which waits that long before its timeout of 0 starts."""
+    Without a drain, our Tornado answers nothing after SIGTERM once the signal is handled (within its measured time
+    to exit). uvicorn notices the signal on its next tick (every 0.1 s), then sleeps 0.1 s before its timeout of 0
+    starts (uvicorn/server.py, main_loop and shutdown): it still answers for 0.1 to 0.2 s."""
     rows = []
-    for server, option, spared in (("service_app", "drain_ms", 0), ("uvicorn_drain", "timeout_graceful_shutdown",
-                                                                     UVICORN_WAIT_MS)):
+    for server, option in (("service_app", "drain_ms"), ("uvicorn_drain", "timeout_graceful_shutdown")):
         for drain in (0, drain_ms):
             value = drain if server == "service_app" else drain / 1000
             run = sigterm_during_load(server, rate, hold_ms, seconds, **{option: value})
-            row = summarize(f"{server}, {option.replace('_', '-')} {value:g}", run, rate, hold_ms, drain)
-            rows.append(row | {"server": server, "spared_ms": spared})
+            spared = (0.0, (run["exit_s"] or 0.0) * 1000) if server == "service_app" else (UVICORN_WAIT_MS, 2 * UVICORN_WAIT_MS)
+            row = summarize(f"{server}, --{option.replace('_', '-')} {value:g}", run, rate, hold_ms, drain, spared)
+            rows.append(row | {"server": server})
     return rows
