@@ -44,6 +44,7 @@ def window(url, seconds, block_ms, period_ms, rate=0):
     stats = requests.get(f"{url}/stats", timeout=TIMEOUT_S).json()
     samples = result.samples if rate else []
     return {"lateness_ms": [late * 1000 for _, late in stats["beats"]],
+            "due_ms": [(due - start) * 1000 for due, _ in stats["beats"]],
             "blocks_ms": [(b1 - b0) * 1000 for b0, b1 in stats["blocks"]],
             "window_ms": (end - start) * 1000, "latency_ms": [s.latency * 1000 for s in samples if s.status == 200],
             "errors": sum(1 for s in samples if s.status != 200), "neighbours": watch.found.as_dict()}

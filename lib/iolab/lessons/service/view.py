@@ -15,12 +15,11 @@ def lag(runs, found):
     figure, (timeline, tail) = figures.subplots(1, 2, figsize=(11, 3.6), layout="constrained")
     blocked, quiet = runs["lag"], runs["quiet"]
     shown_ms = min(blocked["window_ms"], 4 * found["period_ms"])
-    due = [k * blocked["window_ms"] / len(blocked["lateness_ms"]) for k in range(len(blocked["lateness_ms"]))]
-    points = [(at, late) for at, late in zip(due, blocked["lateness_ms"]) if at <= shown_ms]
+    points = [(at, late) for at, late in zip(blocked["due_ms"], blocked["lateness_ms"]) if at <= shown_ms]
     timeline.scatter([at for at, _ in points], [late for _, late in points], s=6)
     timeline.axhline(found["mean_ms"], color="tab:green", linestyle="--", label=f"mean {found['mean_ms']:.1f} ms")
     timeline.axhline(found["p99_ms"], color="tab:red", linestyle=":", label=f"p99 {found['p99_ms']:.1f} ms")
-    timeline.set_xlabel("beats in the order they were due (ms into the window, spread evenly)")
+    timeline.set_xlabel("when the beat was due (ms into the window)")
     timeline.set_ylabel("lateness (ms)")
     timeline.legend(loc="upper right", fontsize=8)
     for name, run, color in (("quiet", quiet, "tab:grey"), ("blocked", blocked, "tab:blue")):
