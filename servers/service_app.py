@@ -11,8 +11,8 @@ On SIGTERM it exits at once (--drain-ms 0), or stops accepting and waits up to -
 
 import asyncio
 import json
-import random
 import os
+import random
 import signal
 import time
 
@@ -20,7 +20,7 @@ import tornado.httpserver
 import tornado.netutil
 import tornado.web
 
-from iolab.contract import BadParameter, announce, die_with_parent, parse_args, parse_ms
+from iolab.contract import BadParameter, announce, burn_cpu, die_with_parent, parse_args, parse_ms
 
 # Times are time.monotonic(), the clock of the loop and of the lab's load clients (perf_counter is the same one).
 STATS = {"requests_in_flight": 0, "requests_finished": 0, "beats": [], "blocks": [], "window": None,
@@ -133,8 +133,6 @@ class AsyncSleep(LabHandler):
 
 class Cpu(LabHandler):
     def get(self):
-        from iolab.contract import burn_cpu
-
         ms = self.ms()
         burn_cpu(ms)
         self.answer(f"burned {ms} ms of CPU")

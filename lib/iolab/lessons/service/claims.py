@@ -7,6 +7,8 @@ import math
 
 from iolab.claims import Claims
 
+from . import leak
+
 LESSON = "15-running-a-service"
 
 
@@ -96,7 +98,8 @@ def leak_claims(claims, rows):
 
 def rate_claims(claims, row, step, name):
     """A pool of s free slots serves n calls of T in no less than ⌈n/s⌉·T: X ≤ n/(⌈n/s⌉·T). With cancellations
-    behind it, X lies nearer the prediction than the other way's; with no slot left, nothing is answered."""
+    behind it, X lies nearer the prediction (those rounds and the ramp the first step measured) than the other
+    way's; with no slot left, nothing is answered."""
     free, hold_s, calls = step["predicted_free"], row["hold_ms"] / 1000, step["answered"] + step["cancelled"]
     if free == 0:
         claims.check(f"{name}: the pool is empty, every request is cancelled waiting", step["answered"] == 0,
@@ -105,6 +108,7 @@ def rate_claims(claims, row, step, name):
     claims.within(f"{name}: X ≤ n/(⌈n/s⌉·T) with s = {free}", step["rate"], 0,
                   calls / (math.ceil(calls / free) * hold_s), "requests/s", 1)
     if step["cancelled_so_far"]:
-        other = row["slots"] - step["cancelled_so_far"] if row["safe"] else row["slots"]
-        claims.nearer(f"{name}: X = s/T with s = {free}, not {other}", step["rate"], step["predicted_rate"],
-                      other / hold_s, "requests/s", ".1f")
+        other = max(0, row["slots"] - step["cancelled_so_far"]) if row["safe"] else row["slots"]
+        wrong = leak.rate_through(other, calls, hold_s, row["ramp_s"])
+        claims.nearer(f"{name}: X = n/(⌈n/s⌉·T + ramp) with s = {free}, not {other}", step["rate"],
+                      step["predicted_rate"], wrong, "requests/s", ".1f")

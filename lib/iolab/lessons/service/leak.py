@@ -5,6 +5,7 @@ than t is cancelled while it holds its slot: the leaky handler gives the slot ba
 which never runs; `async with` gives it back however the block ends.
 """
 
+import math
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -59,10 +60,24 @@ def one_way(safe, slots, hold_ms, timeout_ms, cancelled, calls):
             after = throughput(server.url, slots, hold_ms, timeout_ms, safe, calls)
             so_far = row["steps"][-1]["cancelled_so_far"] + done
             row["steps"].append({"cancelled_so_far": so_far, "free": free, **after})
-    for step in row["steps"]:
-        step["predicted_free"] = slots if safe else max(0, slots - step["cancelled_so_far"])
-        step["predicted_rate"] = model.pool_rate(step["predicted_free"], hold_ms / 1000)
+    predict(row, calls)
     return row
+
+
+def predict(row, calls):
+    """Each step's free slots, and its rate: n calls through s slots take ⌈n/s⌉ rounds of T, plus the run's ramp
+    (its first request's way in, its last answer's way out), which the first step measures with the whole pool."""
+    hold_s, first = row["hold_ms"] / 1000, row["steps"][0]
+    row["ramp_s"] = max(0.0, first["seconds"] - math.ceil(calls / row["slots"]) * hold_s)
+    for step in row["steps"]:
+        step["predicted_free"] = row["slots"] if row["safe"] else max(0, row["slots"] - step["cancelled_so_far"])
+        step["bottleneck_rate"] = model.pool_rate(step["predicted_free"], hold_s)
+        step["predicted_rate"] = rate_through(step["predicted_free"], calls, hold_s, row["ramp_s"])
+
+
+def rate_through(slots, calls, hold_s, ramp_s):
+    """n calls through `slots` slots held T each, a closed loop always waiting at the pool: n/(⌈n/s⌉·T + ramp)."""
+    return calls / (math.ceil(calls / slots) * hold_s + ramp_s) if slots else 0.0
 
 
 def measure(slots, hold_ms, timeout_ms, cancelled, calls):

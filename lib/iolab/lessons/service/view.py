@@ -65,7 +65,8 @@ def shutdown_table(rows):
 
 def leak_table(rows):
     return tables.markdown(
-        ["handler", "cancelled so far", "free slots", "predicted free", "X (requests/s)", "predicted s/T",
-         "answered", "cancelled in the run"],
+        ["handler", "cancelled so far", "free slots", "predicted free", "X (requests/s)", "s/T",
+         "predicted n/(⌈n/s⌉·T + ramp)", "answered", "cancelled in the run"],
         [[row["how"], step["cancelled_so_far"], step["free"], step["predicted_free"], step["rate"],
-          step["predicted_rate"], step["answered"], step["cancelled"]] for row in rows for step in row["steps"]])
+          step["bottleneck_rate"], step["predicted_rate"], step["answered"], step["cancelled"]]
+         for row in rows for step in row["steps"]])
