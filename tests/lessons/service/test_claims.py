@@ -1,5 +1,7 @@
-"""Lesson 15's closing claims on plain data: a run that keeps them prints a tick each, one that breaks one names
-it, a section that did not run is skipped with its reason, and the claims read back from JSON print the same."""
+"""Lesson 15's closing claims on plain data: kept, broken (named), skipped (with its reason), and read back from JSON.
+
+A run that keeps them prints a tick each; one that breaks one names it; the same results read back print the same.
+"""
 
 import json
 import random

@@ -58,7 +58,7 @@ class Plan(LessonPlan):
     def from_cell(cls, cell):
         """The parameters cell's values (a dict such as globals()), checked; quick mode's sizes where it is on."""
         quick, values = cell_values(cell, RANGES, SECONDS, QUICK)
-        if quick:  # a window of 5 periods at least, whatever P the cell asks for
+        if quick:  # a window of 5 periods at least, whatever p the cell asks for
             values["lag_seconds"] = max(values["lag_seconds"], 5 * values["period_ms"] / 1000)
         check_lag(values)
         check_shutdown(values)
@@ -66,7 +66,7 @@ class Plan(LessonPlan):
         return cls(**values, **cls.flags(cell, quick))
 
     def describe(self):
-        return (f"Section 1: a block of b = {self.block_ms} ms every P = {self.period_ms} ms, windows of"
+        return (f"Section 1: a block of b = {self.block_ms} ms every p = {self.period_ms} ms, windows of"
                 f" {self.lag_seconds:g} s, {self.request_rate} requests a second. Section 2: n = {self.tasks} tasks."
                 f" Section 3: X = {self.shutdown_rate} requests a second of R = {self.hold_ms} ms, a drain of"
                 f" {self.drain_ms} ms. Section 4: a pool of {self.pool}, holds of {self.pool_hold_ms} ms,"
