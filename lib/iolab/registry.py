@@ -478,6 +478,24 @@ SERVERS = {
             needs_modules=("websockets",),
             lesson="12-long-lived-connections",
         ),
+        ServerInfo(
+            "service_app", "service_app.py",
+            "one thread, an event loop (Tornado) that measures its own lag: a blocker and a heartbeat in a window,"
+            " a pool of slots held leaky or with async with, and a drain on SIGTERM",
+            options={"pool": Option("--pool", "slots in the pool of /pool", 8),
+                     "drain_ms": Option("--drain-ms", "how long SIGTERM waits for requests in flight (0: exit at once)",
+                                        0)},
+            lesson="15-running-a-service",
+        ),
+        ServerInfo(
+            "uvicorn_drain", "uvicorn_drain.py",
+            "one thread, an event loop: uvicorn (asyncio, h11) on the bare ASGI app, its graceful shutdown's timeout"
+            " set by --timeout-graceful-shutdown",
+            options={"timeout_graceful_shutdown": Option(
+                "--timeout-graceful-shutdown", "seconds SIGTERM waits for requests in flight (uvicorn's own: no limit)")},
+            needs_modules=("uvicorn",),
+            lesson="15-running-a-service",
+        ),
     ]
 }
 

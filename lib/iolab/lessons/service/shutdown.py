@@ -1,0 +1,86 @@
+"""Section 3: SIGTERM while requests are in flight, with and without a drain.
+
+An open loop sends /async-sleep?ms=R at X a second, on a fixed schedule, for `seconds`; at the end of its
+sending, SIGTERM reaches the server. By Little's law about L = X·R requests are in flight then.
+"""
+
+import os
+import signal
+import time
+
+from iolab.load import start_load
+from iolab.servers import serve
+
+from . import model
+
+TIMEOUT_S = 10
+
+
+def sigterm_during_load(name, rate, hold_ms, seconds, **options):
+    """Start `name` with `options`, load it, SIGTERM it when the schedule has sent its last request.
+
+    Returns each request's (sent, ended, answered) on the load's clock, when the signal left, and how long the
+    server took to exit after it."""
+    with serve(name, **options) as server:
+        run = start_load(f"{server.url}/async-sleep?ms={hold_ms}", kind="open", rate_rps=rate, schedule="fixed",
+                         requests=int(rate * seconds), concurrency=int(rate * hold_ms / 1000) + 20,
+                         timeout_s=TIMEOUT_S)
+        try:
+            while run.time_zero is None or time.perf_counter() - run.time_zero < seconds:
+                time.sleep(0.002)
+            signalled = time.perf_counter() - run.time_zero
+            os.kill(server.pid, signal.SIGTERM)
+            exited = wait_exit(server.process)
+            result = run.wait(timeout=TIMEOUT_S + 5)
+        finally:
+            run.stop()
+    calls = [(s.start, s.end, s.status == 200) for s in result.samples]
+    return {"calls": calls, "signalled_s": signalled, "exit_s": exited}
+
+
+def wait_exit(process, timeout_s=TIMEOUT_S):
+    """Seconds until `process` exits (it was just signalled), or None if it is still there after timeout_s."""
+    began = time.perf_counter()
+    while process.poll() is None:
+        if time.perf_counter() - began > timeout_s:
+            return None
+        time.sleep(0.002)
+    return time.perf_counter() - began
+
+
+def summarize(how, run, rate, hold_ms, drain_ms, spared_ms):
+    """The row a run keeps: requests sent before the signal, those in flight at it, those that failed.
+
+    Without a drain, the requests that fail are those sent before the signal and still in flight when the server
+    stops answering, `spared_ms` = (soonest, latest) after the signal: sent in the last R − spared before it, at X a
+    second on a fixed schedule, so X·(R − spared) of them, give or take one at each end; a request's time lies
+    between R and the longest any took."""
+    signalled = run["signalled_s"]
+    before = [(sent, ended, ok) for sent, ended, ok in run["calls"] if sent < signalled]
+    answered = [ended - sent for sent, ended, ok in before if ok]
+    return {"how": how, "drain_ms": drain_ms, "rate": rate, "hold_ms": hold_ms, "sent": len(before),
+            "little_L": rate * hold_ms / 1000,
+            "in_flight": model.in_flight_at([(sent, ended) for sent, ended, _ in before], signalled),
+            "failed": sum(1 for *_, ok in before if not ok),
+            "longest_ms": max(answered, default=hold_ms / 1000) * 1000,
+            "exit_ms": None if run["exit_s"] is None else run["exit_s"] * 1000, "spared_ms": list(spared_ms)}
+
+
+UVICORN_WAIT_MS = 100  # uvicorn's shutdown sleeps 0.1 s before its graceful timeout starts (uvicorn/server.py)
+
+
+def measure(rate, hold_ms, seconds, drain_ms):
+    """Tornado's service_app and uvicorn, each without a drain and with one of drain_ms: a row each.
+
+    Without a drain, our Tornado answers nothing after SIGTERM once the signal is handled (within its measured time
+    to exit). uvicorn notices the signal on its next tick (every 0.1 s), then sleeps 0.1 s before its timeout of 0
+    starts (uvicorn/server.py, main_loop and shutdown): it still answers for 0.1 to 0.2 s."""
+    rows = []
+    for server, option in (("service_app", "drain_ms"), ("uvicorn_drain", "timeout_graceful_shutdown")):
+        for drain in (0, drain_ms):
+            value = drain if server == "service_app" else drain / 1000
+            run = sigterm_during_load(server, rate, hold_ms, seconds, **{option: value})
+            spared = (0.0, (run["exit_s"] or 0.0) * 1000) if server == "service_app" else (UVICORN_WAIT_MS, 2 * UVICORN_WAIT_MS)
+            row = summarize(f"{server}, --{option.replace('_', '-')} {value:g}", run, rate, hold_ms, drain, spared)
+            rows.append(row | {"server": server})
+    return rows

@@ -1,0 +1,18 @@
+"""Lesson 15's SIGTERM under load, against real servers: without a drain requests in flight fail, with one none."""
+
+from iolab.lessons.service import shutdown
+
+
+def test_tornado_without_and_with_its_drain():
+    cut = shutdown.summarize("no drain", shutdown.sigterm_during_load("service_app", 50, 300, 0.5, drain_ms=0),
+                             50, 300, 0, (0, 0))
+    assert cut["in_flight"] > 0 and 0 < cut["failed"] <= cut["in_flight"]
+    drained = shutdown.summarize("drain", shutdown.sigterm_during_load("service_app", 50, 300, 0.5, drain_ms=600),
+                                 50, 300, 600, (0, 0))
+    assert drained["in_flight"] > 0 and drained["failed"] == 0 and drained["exit_ms"] is not None
+
+
+def test_uvicorn_with_its_graceful_timeout():
+    run = shutdown.sigterm_during_load("uvicorn_drain", 50, 300, 0.5, timeout_graceful_shutdown=0.6)
+    drained = shutdown.summarize("uvicorn", run, 50, 300, 600, (100, 200))
+    assert drained["in_flight"] > 0 and drained["failed"] == 0
