@@ -42,6 +42,15 @@ def test_binder_requirements_are_pinned():
     assert any(line.startswith("ipykernel==") for line in requirements)
 
 
+def test_jupyters_schema_checks_take_the_quick_iri_checker():
+    # jsonschema checks IRIs with rfc3987 when it is installed, and otherwise with rfc3987_syntax, which builds an
+    # Earley parser on import: about 3 s in every process that imports nbformat or starts Jupyter (a lesson's
+    # papermill run, JupyterLab, a student's server). binder/requirements.txt pins rfc3987 to keep those 3 s away.
+    code = "import sys, nbformat, jsonschema._format; print(sorted(m for m in sys.modules if m.startswith('rfc3987')))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "['rfc3987']", f"jsonschema's IRI checker came from {loaded.strip()}"
+
+
 def test_repo2docker_dockerfile_installs_requirements_and_runs_postbuild():
     assert REPO2DOCKER.exists(), f"{REPO2DOCKER} missing: install requirements-dev.txt (make test does)"
     # --no-build prints the Dockerfile repo2docker would build, without Docker.
