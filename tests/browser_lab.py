@@ -10,6 +10,7 @@ import pwd
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -297,18 +298,22 @@ class Lab:
             return self
         runtime = Path(self.env["JUPYTER_RUNTIME_DIR"])
         deadline = self.started_at + START_TIMEOUT_S
-        # The server writes jpserver-<pid>.json once it listens; it names the port it was given.
+        # The server writes jpserver-<pid>.json, naming its port, BEFORE it listens: jupyter_server binds its port
+        # in a callback of the event loop it starts after writing the file. A request sent between the two is refused
+        # (the page test's proxy probe once was), so the lab is ready only once its port accepts a connection.
         info_path = runtime / f"jpserver-{self.process.pid}.json"
+        info = None
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"jupyter lab exited with {self.process.returncode}:\n{self.log_tail()}")
-            if info_path.exists():
+            if info is None and info_path.exists():
                 try:
-                    info = json.loads(info_path.read_text())
+                    info = json.loads(info_path.read_text()) or None
                 except ValueError:  # caught half-written
                     info = None
-                if info:
-                    assert info["hostname"] == "127.0.0.1", info
+            if info:
+                assert info["hostname"] == "127.0.0.1", info
+                if accepts(info["hostname"], info["port"]):
                     self.url = info["url"].rstrip("/")
                     return self
             time.sleep(0.05)
@@ -383,6 +388,15 @@ class Lab:
             except psutil.Error:
                 continue
         return found
+
+
+def accepts(host, port):
+    """Whether something listens on host:port (a connection opens), without sending it anything."""
+    try:
+        socket.create_connection((host, port), timeout=1.0).close()
+    except OSError:
+        return False
+    return True
 
 
 def describe(process):

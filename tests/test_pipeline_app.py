@@ -49,6 +49,28 @@ def start(variant, *args):
     return servers.serve("pipeline_app", *args, loop=loop, parser=parser, write=write)
 
 
+@pytest.fixture(scope="module")
+def running(request):
+    """One server of a variant (request.param) for every test of this module that takes `server`.
+
+    Those tests each open connections of their own, read every answer they asked for, and close them: the next
+    finds the server as they found it. Set up before a test, it is that test's baseline in conftest's leak check.
+    """
+    with start(request.param) as server:
+        yield server
+
+
+@pytest.fixture
+def server(running):
+    yield running
+    running.check()  # a server that died in this test fails this test, not the next one to share it
+
+
+def shared(variants, ids):
+    """Parametrizes a test over `variants`, each test getting the module's one running server of its variant."""
+    return pytest.mark.parametrize("running", variants, ids=ids, indirect=True)
+
+
 def connect(server):
     sock = socket.create_connection((server.host, server.port), timeout=TIMEOUT_S)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -103,10 +125,10 @@ def test_bad_command_line_values_are_refused(python):
 # --- order ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("variant", VARIANTS + BATCH_VARIANTS, ids=IDS + BATCH_IDS)
-def test_32_requests_in_one_write_are_answered_in_order(variant):
+@shared(VARIANTS + BATCH_VARIANTS, IDS + BATCH_IDS)
+def test_32_requests_in_one_write_are_answered_in_order(server):
     paths, bodies = mixed_batch(32)
-    with start(variant) as server, connect(server) as sock:
+    with connect(server) as sock:
         sock.sendall(b"".join(get_request(path) for path in paths))  # one write: the server reads them at once
         reader = AnswerReader(sock)
         answers = [reader.read() for _ in paths]
@@ -115,26 +137,24 @@ def test_32_requests_in_one_write_are_answered_in_order(variant):
 
 
 @pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk is not installed (Debian package wrk)")
-@pytest.mark.parametrize("variant", VARIANTS[:2] + BATCH_VARIANTS, ids=IDS[:2] + BATCH_IDS)
-def test_wrk_pipelining_16_deep_gets_every_answer_in_order(variant, tmp_path):
+@shared(VARIANTS[:2] + BATCH_VARIANTS, IDS[:2] + BATCH_IDS)
+def test_wrk_pipelining_16_deep_gets_every_answer_in_order(server, tmp_path):
     paths, bodies = mixed_batch(16)
-    with start(variant) as server:
-        report = wrk_lua.run_pipelined(server.url + "/", paths, 1, 1, tmp_path / "order.lua", expected_bodies=bodies)
-        server.check()
+    report = wrk_lua.run_pipelined(server.url + "/", paths, 1, 1, tmp_path / "order.lua", expected_bodies=bodies)
+    server.check()
     assert report["socket_errors"] == 0, report["output"]
     assert report["checked"] == report["requests"] >= 10 * len(paths), report["output"]
     assert report["order_errors"] == 0, report["output"]
 
 
-@pytest.mark.parametrize("variant", VARIANTS[:2] + BATCH_VARIANTS, ids=IDS[:2] + BATCH_IDS)
-def test_the_labs_pipelined_client_finds_every_answer_in_order(variant):
+@shared(VARIANTS[:2] + BATCH_VARIANTS, IDS[:2] + BATCH_IDS)
+def test_the_labs_pipelined_client_finds_every_answer_in_order(server):
     paths, _ = mixed_batch(16)
-    with start(variant) as server:
-        result = load.run_load(
-            server.url + "/", kind="pipelined", pipeline_depth=16, pipeline_paths=paths, requests=16 * 40,
-            concurrency=4, timeout_s=TIMEOUT_S,
-        )
-        server.check()
+    result = load.run_load(
+        server.url + "/", kind="pipelined", pipeline_depth=16, pipeline_paths=paths, requests=16 * 40,
+        concurrency=4, timeout_s=TIMEOUT_S,
+    )
+    server.check()
     assert result.stop_reason == "completed" and len(result.samples) == 16 * 40
     assert result.errors == 0, metrics.summarize(result).error_kinds  # "out of order" would be one of them
 
@@ -180,10 +200,10 @@ def test_connection_close_head_and_http_1_0(parser, write):
 # --- head-of-line blocking -----------------------------------------------------------
 
 
-@pytest.mark.parametrize("variant", VARIANTS[:2] + BATCH_VARIANTS, ids=IDS[:2] + BATCH_IDS)
-def test_a_wait_first_in_a_batch_of_8_holds_back_all_8(variant):
+@shared(VARIANTS[:2] + BATCH_VARIANTS, IDS[:2] + BATCH_IDS)
+def test_a_wait_first_in_a_batch_of_8_holds_back_all_8(server):
     batch = [f"/async-sleep?ms={HOL_WAIT_MS}"] + ["/"] * 7
-    with start(variant) as server, connect(server) as held, connect(server) as other:
+    with connect(server) as held, connect(server) as other:
         began = time.perf_counter()
         held.sendall(b"".join(get_request(path) for path in batch))
         other.sendall(get_request("/"))  # another connection is not behind the wait
@@ -222,8 +242,8 @@ UNSAFE_ORDERS = {
 
 
 @pytest.mark.parametrize("order", UNSAFE_ORDERS)
-@pytest.mark.parametrize("variant", VARIANTS[:2] + BATCH_VARIANTS, ids=IDS[:2] + BATCH_IDS)
-def test_an_unsafe_method_starts_after_the_answers_ahead_and_before_the_requests_behind(variant, order):
+@shared(VARIANTS[:2] + BATCH_VARIANTS, IDS[:2] + BATCH_IDS)
+def test_an_unsafe_method_starts_after_the_answers_ahead_and_before_the_requests_behind(server, order):
     """Two requests in one write: the second blocks the loop for 0.6 s once its handler starts.
 
     Run side by side (allowed only for safe methods), the second would start at once and hold the first's 200 ms
@@ -231,7 +251,7 @@ def test_an_unsafe_method_starts_after_the_answers_ahead_and_before_the_requests
     only then does the second start: its answer comes at 0.8 s or later.
     """
     first, second, bodies = UNSAFE_ORDERS[order]
-    with start(variant) as server, connect(server) as sock:
+    with connect(server) as sock:
         began = time.perf_counter()
         sock.sendall(first + second)
         reader = AnswerReader(sock)
@@ -245,8 +265,8 @@ def test_an_unsafe_method_starts_after_the_answers_ahead_and_before_the_requests
     assert arrivals[1] >= (SHORT_WAIT_MS + LONG_BLOCK_MS) / 1000 - TIMER_EARLY_AT_MOST_S, arrivals
 
 
-@pytest.mark.parametrize("variant", [VARIANTS[0], BATCH_VARIANTS[1]], ids=[IDS[0], BATCH_IDS[1]])
-def test_safe_requests_around_unsafe_ones_keep_their_places(variant):
+@shared([VARIANTS[0], BATCH_VARIANTS[1]], [IDS[0], BATCH_IDS[1]])
+def test_safe_requests_around_unsafe_ones_keep_their_places(server):
     """GETs, POSTs, a DELETE and waits mixed in one write: every answer in its request's place, none lost."""
     parts, bodies = [], []
     for i in range(24):
@@ -258,7 +278,7 @@ def test_safe_requests_around_unsafe_ones_keep_their_places(variant):
             bodies.append(f"waited {i} ms without blocking\n")
         else:
             parts.append(get_request("/")), bodies.append("hello world\n")
-    with start(variant) as server, connect(server) as sock:
+    with connect(server) as sock:
         sock.sendall(b"".join(parts))
         reader = AnswerReader(sock)
         assert [reader.read()[2] for _ in bodies] == bodies
@@ -345,11 +365,11 @@ def test_a_client_that_does_not_read_is_buffered_and_others_go_on(variant):
 # --- half a batch ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("variant", VARIANTS[:2] + BATCH_VARIANTS, ids=IDS[:2] + BATCH_IDS)
-def test_half_a_batch_is_answered_as_far_as_it_goes(variant):
+@shared(VARIANTS[:2] + BATCH_VARIANTS, IDS[:2] + BATCH_IDS)
+def test_half_a_batch_is_answered_as_far_as_it_goes(server):
     whole = get_request("/") + get_request("/async-sleep?ms=20") + get_request("/cpu?ms=0")
     last = get_request("/async-sleep?ms=1")
-    with start(variant) as server, connect(server) as dawdler:
+    with connect(server) as dawdler:
         dawdler.sendall(whole + last[:20])  # three requests and a third of the fourth, then nothing
         reader = AnswerReader(dawdler)
         assert [reader.read()[2] for _ in range(3)] == [
@@ -368,9 +388,9 @@ def test_half_a_batch_is_answered_as_far_as_it_goes(variant):
         assert reader.read()[2] == "waited 1 ms without blocking\n"
 
 
-@pytest.mark.parametrize("variant", FAST, ids=FAST_IDS)
-def test_the_client_stopping_after_a_batch_still_gets_every_answer(variant):
-    with start(variant) as server, connect(server) as sock:
+@shared(FAST, FAST_IDS)
+def test_the_client_stopping_after_a_batch_still_gets_every_answer(server):
+    with connect(server) as sock:
         sock.sendall(get_request("/async-sleep?ms=100") + get_request("/"))
         sock.shutdown(socket.SHUT_WR)  # EOF: nothing more is coming, but answers may still go back
         reader = AnswerReader(sock)

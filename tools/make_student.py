@@ -18,8 +18,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-import nbformat
-
 BEGIN = "### BEGIN SOLUTION"
 END = "### END SOLUTION"
 # Inserted at the top of each notebook's first code cell (its setup cell).
@@ -175,6 +173,8 @@ def student_notebook(notebook, name="notebook", self_study=False):
                 cell.source = f"{DISABLE_LINE}\n{cell.source}"
             disabled = True
     if not disabled:
+        import nbformat
+
         notebook.cells.insert(0, nbformat.v4.new_code_cell(DISABLE_LINE))
     notebook.metadata.pop("papermill", None)
     return notebook
@@ -199,6 +199,8 @@ def parse_args(argv):
 
 def write_atomically(notebook, path):
     """Write a notebook through a temporary file beside it, so a notebook is never left half written."""
+    import nbformat
+
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as file:
@@ -219,6 +221,10 @@ def _umask():
 
 def main(argv):
     source_dir, out_dir, self_study = parse_args(argv)
+    # Imported once the arguments hold: nbformat brings jsonschema and its format checkers (2 s on a quiet machine,
+    # 5 s on a busy one), which a wrong command line need not wait for to get its usage.
+    import nbformat
+
     notebooks = sorted(source_dir.glob("*.ipynb"))
     if not notebooks:
         sys.exit(f"no notebooks in {source_dir}")

@@ -68,14 +68,15 @@ def test_the_page_opened_through_jupyter_server_proxy_receives_and_echoes():
     from playwright.sync_api import sync_playwright
 
     with servers.serve(browser.SERVER) as push:
-        lab = Lab(account=None).start()  # as this test runs: the page, not the lab's user, is what is tested here
+        lab = Lab(account=None).spawn()  # as this test runs: the page, not the lab's user, is what is tested here
         try:
-            found = browser.proxy_link(push.port, runtime_dir=lab.env["JUPYTER_RUNTIME_DIR"])
-            assert found["missing"] is None, found
-            assert found["page"] == f"/proxy/{push.port}/page" and found["checked"] == "200 hello world"
             with sync_playwright() as playwright:
-                chromium = launch_chromium(playwright)
+                chromium = launch_chromium(playwright)  # while the lab starts (about 2 s of its 8 here)
                 try:
+                    lab.wait_ready()
+                    found = browser.proxy_link(push.port, runtime_dir=lab.env["JUPYTER_RUNTIME_DIR"])
+                    assert found["missing"] is None, found
+                    assert found["page"] == f"/proxy/{push.port}/page" and found["checked"] == "200 hello world"
                     page = chromium.new_page()
                     page.goto(f"{lab.url}{found['page']}?token={lab.token}")
                     # jupyter-server-proxy passes an event stream's headers on with its first event, so the
