@@ -54,3 +54,22 @@ def test_a_client_slower_than_T_a_call_is_held_to_its_cpu_instead():
     with pytest.raises(ClaimsFailed) as raised:
         claims.check_claims(found(limits=[row]))
     assert "X ≤ 1 / D_c" in str(raised.value)
+
+
+def test_a_slow_run_beside_a_neighbour_is_excused_with_the_figures(capsys):
+    slow = fan_row(overhead=0.05) | {"neighbours": {"others_share": 0.3}}  # 150 ms against at most 121
+    checked = claims.check_claims(found(fanout=[slow]))
+    out = capsys.readouterr().out
+    assert not checked.failed() and "⚠" in out and "others held the CPUs 30%" in out and "150 ms" in out
+
+
+def test_the_same_slow_run_on_a_quiet_machine_fails():
+    slow = fan_row(overhead=0.05) | {"neighbours": {"others_share": 0.0}}
+    with pytest.raises(ClaimsFailed, match="gather"):
+        claims.check_claims(found(fanout=[slow]))
+
+
+def test_a_miss_larger_than_the_neighbours_explain_still_fails():
+    slow = fan_row(overhead=0.2) | {"neighbours": {"others_share": 0.2}}  # 300 ms: 2.5x, more than 0.2 / 0.8
+    with pytest.raises(ClaimsFailed, match="gather"):
+        claims.check_claims(found(fanout=[slow]))

@@ -103,3 +103,28 @@ def test_a_pipeline_whose_cpu_outlasts_n_round_trips_is_not_judged(capsys):
     trips = found()["round_trips"] | {"pipeline": way(12.0, 9.0, 2.0, waited=0.5)}
     claims.check_claims(found(round_trips=trips))
     assert "this run cannot tell them apart" in capsys.readouterr().out
+
+
+def busy(share):
+    """A run's neighbours (iolab.neighbours, as_dict) with others holding the CPUs `share` of it."""
+    return {"others_share": share}
+
+
+def test_a_slow_run_beside_a_neighbour_is_excused_with_the_figures(capsys):
+    # Predicted 100 against an opposite of 400/1 = 20 (one at a time): 55 req/s misses the midpoint 60 by 8 %.
+    slow = driver_row("def", rps=55.0, predicted=100.0, at_once=40, neighbours=busy(0.6))
+    checked = claims.check_claims(found(drivers=[slow]))
+    out = capsys.readouterr().out
+    assert not checked.failed() and "⚠" in out and "others held the CPUs 60%" in out and "55.0" in out
+
+
+def test_the_same_slow_run_on_a_quiet_machine_fails():
+    slow = driver_row("def", rps=55.0, predicted=100.0, at_once=40, neighbours=busy(0.0))
+    with pytest.raises(ClaimsFailed, match="nearer the law"):
+        claims.check_claims(found(drivers=[slow]))
+
+
+def test_a_neighbour_never_excuses_a_run_faster_than_its_law():
+    fast = driver_row("blocking", rps=70.0, predicted=20.0, at_once=1, ceiling_rps=200.0, neighbours=busy(0.9))
+    with pytest.raises(ClaimsFailed, match="nearer the law"):
+        claims.check_claims(found(drivers=[fast]))

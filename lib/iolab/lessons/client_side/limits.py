@@ -8,7 +8,7 @@ import os
 import urllib.request
 from dataclasses import dataclass
 
-from iolab import load, servers
+from iolab import load, neighbours, servers
 from iolab.clients.library import LIBRARIES
 
 from . import model
@@ -77,9 +77,10 @@ def fan_out(library, server, rounds, T_ms, timeout_s):
     """rounds × P calls of Z through `library`, at twice its limit; returns the row the lesson keeps."""
     P = slots(library)
     before = stats(server)
-    result = load.run_load(f"{server.url}{library.route}?ms={T_ms}", server=server, kind="library",
-                           library=library.library, requests=rounds * P, concurrency=calls_at_once(library),
-                           timeout_s=timeout_s, max_duration_s=timeout_s * (rounds + 1), event_loop="asyncio")
+    with neighbours.watching() as watch:  # what else held the CPUs over this library's run
+        result = load.run_load(f"{server.url}{library.route}?ms={T_ms}", server=server, kind="library",
+                               library=library.library, requests=rounds * P, concurrency=calls_at_once(library),
+                               timeout_s=timeout_s, max_duration_s=timeout_s * (rounds + 1), event_loop="asyncio")
     after = stats(server)
     used = result.usage
     # Every CPU second of the client and the server, and every second each waited for a CPU, in this run.
@@ -89,7 +90,7 @@ def fan_out(library, server, rounds, T_ms, timeout_s):
     return row | {
         "library": library.name, "option": library.library, "default_limit": library.limit, "where": library.where,
         "concurrency": calls_at_once(library), "errors": result.errors, "completed": result.completed,
-        "expected_calls": rounds * P,
+        "expected_calls": rounds * P, "neighbours": watch.found.as_dict(),
         # Our own /stats call opens one connection too.
         "connections_opened": after["connections_opened"] - before["connections_opened"] - 1 if before else None,
         "client_cpu_ms_per_call": used.client_cpu_s / max(1, result.completed) * 1000,

@@ -16,7 +16,7 @@ import urllib.request
 import aiohttp
 import psutil
 
-from iolab import environment, load, metrics, registry, servers
+from iolab import environment, load, metrics, neighbours, registry, servers
 
 from . import model
 
@@ -74,8 +74,9 @@ def closed_run(front, path, users, requests, T_s, db=None, how=None):
     before = stats(front)
     db_cpu = tree_cpu_s(db.pid) if db is not None else 0.0
     worst_s = requests * T_s + RUN_SLACK_S  # one at a time: the slowest way there is
-    result = load.run_load(url, server=front, requests=requests, concurrency=users, timeout_s=worst_s,
-                           max_duration_s=2 * worst_s)
+    with neighbours.watching() as watch:  # what else held the CPUs over the measured run
+        result = load.run_load(url, server=front, requests=requests, concurrency=users, timeout_s=worst_s,
+                               max_duration_s=2 * worst_s)
     db_cpu = tree_cpu_s(db.pid) - db_cpu if db is not None else 0.0
     after = stats(front)
     summary = metrics.summarize(result)
@@ -83,7 +84,8 @@ def closed_run(front, path, users, requests, T_s, db=None, how=None):
     return {"rps": summary.rps, "completed": summary.completed, "errors": summary.errors,
             "error_kinds": summary.error_kinds, "mean_ms": summary.mean_ms, "duration_s": summary.duration_s,
             "front_cpu_ms": summary.demand_ms, "client_cpu_ms": summary.client_demand_ms,
-            "db_cpu_ms": db_cpu * 1000 / done, "pool_stats": pool_delta(before, after, how)}
+            "db_cpu_ms": db_cpu * 1000 / done, "pool_stats": pool_delta(before, after, how),
+            "neighbours": watch.found.as_dict()}
 
 
 def cpu_tiers(run, threads=1):

@@ -46,6 +46,12 @@ def drivers_table(rows):
     """Section 1's table: each way's slots, its bottleneck, the prediction and the run."""
     return tables.markdown(
         ["front end", "how", "slots at once", "bottleneck (the law)", "predicted X (req/s)", "measured X (req/s)",
-         "front end's CPU a request (ms)"],
+         "front end's CPU a request (ms)", "others held the CPUs"],
         [[row["front_end"], row["driver"], row["at_once"], row["bottleneck"], row["predicted_rps"], row["rps"],
-          row["front_cpu_ms"]] for row in rows])
+          row["front_cpu_ms"], others_held(row)] for row in rows])
+
+
+def others_held(row):
+    """The neighbours column: the share of the run other programs held this machine's CPUs (iolab.neighbours)."""
+    found = row.get("neighbours")
+    return f"{found['others_share']:.0%}" if found else "unknown"
