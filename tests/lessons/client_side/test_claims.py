@@ -14,7 +14,7 @@ def fan_row(how="gather", P=20, n=20, T=0.1, overhead=0.005, work_s=0.02):
 def library_row(option="requests_pool_block", opened=10, **changes):
     row = fan_row("requests, pool_block=True", P=10, n=20)
     return row | {"library": "requests, pool_block=True", "option": option, "default_limit": 10, "errors": 0,
-                  "completed": 20, "expected_calls": 20, "connections_opened": opened,
+                  "completed": 20, "expected_calls": 20, "connections_opened": opened, "connections_predicted": (1, 10),
                   "client_cpu_ms_per_call": 1.0} | changes
 
 
