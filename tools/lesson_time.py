@@ -2,10 +2,20 @@
 
 Usage: python tools/lesson_time.py [--write] [NOTEBOOK_DIR]
 
-Without --write it prints one line per lesson and a JSON line last. With --write it puts a
-"**Your time:**" paragraph after each header's machine-time paragraph, and the map's table in 00.
+It counts what a student reads and does in any lesson notebook (NN-*.ipynb): the prose, the code in its cells, the
+source the lesson displays (show.source, show.server_source, a view's method_source: evaluated with the
+notebook's own imports), the exercises (a coding exercise, one whose cell defines a function, at its own weight),
+the unscored "**Predict first.**" prompts, the questions to answer in words, and a step in the student's own
+browser (a heading that names "your browser").
+
+Without --write it prints one line per lesson and a JSON line last. With --write it puts a "**Your time:**"
+paragraph, with the machine's time on two cores and on one CPU, after each header's machine-time paragraph, and
+fills in the map's table in 00. A lesson's machine time comes from its notebook's metadata (iolab.machine_seconds:
+{"two_cores": s, "one_cpu": s}) where it has one, else from MACHINE_SECONDS below; a lesson with neither says
+its machine time is not measured yet.
 """
 
+import ast
 import json
 import math
 import re
@@ -22,6 +32,39 @@ WORDS_PER_MINUTE = 150
 CODE_LINES_PER_MINUTE = 15
 # An exercise: read the question, think, write the answer, run the check, read its verdict.
 MINUTES_PER_EXERCISE = 4
+# A coding exercise (its cell defines a function): read the task, write a function, run it, fix it once or twice.
+MINUTES_PER_CODING_EXERCISE = 15
+# An unscored "Predict first." prompt: stop, think, write a guess down before the run answers it.
+MINUTES_PER_PREDICTION = 2
+# A question to answer in words: a paragraph of one's own, from what the lesson showed.
+MINUTES_PER_QUESTION_IN_WORDS = 5
+# A step in the student's own browser: open the page, wait for it, read what it shows.
+MINUTES_PER_BROWSER_STEP = 10
+ROUND_TO_MINUTES = 5
+
+YOUR_TIME = "**Your time:**"
+MACHINE_TIME = "running every cell takes"
+PREDICT_FIRST = "**Predict first.**"
+QUESTIONS_IN_WORDS = "Questions to answer in words"
+MAP_BEGIN = "<!-- lesson map: tools/lesson_time.py --write fills in the last three columns -->"
+MAP_END = "<!-- end of the lesson map -->"
+
+# What one full run takes the machine, from the full runs of benchmarks/regress_loop.py (two cores: the medians of
+# nine runs; one CPU: `--taskset 0`, or the header's own statement that it takes about as long). A lesson's
+# notebook metadata (iolab.machine_seconds) overrides these; a new lesson adds its figures there.
+MACHINE_SECONDS = {
+    "00": 26, "01": 266, "02": 271, "03": 15, "04": 10, "05": 29,
+    "06": 113, "07": 84, "08": 145, "09": 147, "10": 127, "11": 39, "12": 99, "13": 47,
+}
+ONE_CPU_SECONDS = {
+    "00": 26, "01": 266, "02": 271, "03": 15, "04": 12, "05": 35,
+    "06": 113, "07": 84, "08": 145, "09": 147, "10": 127, "11": 39, "12": 99, "13": 47,
+}
+# The path through the lab's question (why one async process serves 40 waits at once): the rest go deeper.
+CORE_PATH = {"00", "01", "02", "03", "05", "06"}
+SOURCE_SHOWN = re.compile(r"source$")  # show.source, show.server_source, view.method_source
+
+_EXERCISE = 4
 ROUND_TO_MINUTES = 5
 
 YOUR_TIME = "**Your time:**"
@@ -46,39 +89,132 @@ _SOLUTION = re.compile(r"^\s*### BEGIN SOLUTION.*?^\s*### END SOLUTION[^\n]*$", 
 
 def count(notebook):
     """(words of prose, lines of code, exercises) a student reads and does in one notebook."""
-    words = code_lines = 0
-    exercises = set()
+    found = tally(notebook)
+    return found["words"], found["code_lines"], found["exercises"]
+
+
+def tally(notebook, shown=None):
+    """Everything a student reads and does in one notebook, counted: words, code_lines, shown_lines (source the
+    lesson displays, from `shown(cell_source)`, none without it), exercises, coding_exercises, predictions,
+    questions_in_words, browser_steps."""
+    found = dict.fromkeys(("words", "code_lines", "shown_lines", "exercises", "coding_exercises", "predictions",
+                           "questions_in_words", "browser_steps"), 0)
+    exercises, coding = set(), set()
     for cell in notebook.cells:
         if cell.cell_type == "markdown":
-            words += len(_WORD.findall(_HTML_COMMENT.sub("", _without_your_time(cell.source))))
+            text = _HTML_COMMENT.sub("", _without_your_time(cell.source))
+            found["words"] += len(_WORD.findall(text))
+            found["predictions"] += text.count(PREDICT_FIRST)
+            if QUESTIONS_IN_WORDS in text:
+                found["questions_in_words"] += len(re.findall(r"^\d+\. ", text, re.MULTILINE))
+            found["browser_steps"] += sum(1 for line in text.splitlines()
+                                          if line.startswith("#") and "your browser" in line.lower())
         elif cell.cell_type == "code":
             source = _SOLUTION.sub("", cell.source)  # a student's copy has no solutions to read
-            code_lines += sum(1 for line in source.splitlines() if line.strip() and not line.strip().startswith("#"))
-            exercises.update(_EXERCISE.findall(source))
-    return words, code_lines, len(exercises)
+            found["code_lines"] += sum(1 for line in source.splitlines()
+                                       if line.strip() and not line.strip().startswith("#"))
+            numbers = set(_EXERCISE.findall(source))
+            exercises |= numbers
+            if numbers and re.search(r"^\s*(async\s+)?def ", source, re.MULTILINE):
+                coding |= numbers
+            if shown is not None:
+                found["shown_lines"] += shown(cell.source)
+    found["coding_exercises"] = len(coding)
+    found["exercises"] = len(exercises) - len(coding)
+    return found
+
+
+def source_shown(notebook, lesson):
+    """A function that counts the lines of source a code cell displays: each call of a `...source(...)` helper,
+    evaluated with the notebook's own imports (its cells' import statements, run once here)."""
+    namespace = {}
+    for cell in notebook.cells:
+        if cell.cell_type != "code":
+            continue
+        for node in _parsed(cell.source).body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                exec(compile(ast.Module([node], []), lesson, "exec"), namespace)  # noqa: S102  (the lesson's imports)
+
+    def shown(source):
+        lines = 0
+        for node in ast.walk(_parsed(source)):
+            name = getattr(getattr(node, "func", None), "attr", "") if isinstance(node, ast.Call) else ""
+            if SOURCE_SHOWN.search(name):
+                try:
+                    displayed = eval(compile(ast.Expression(node), lesson, "eval"), namespace)  # noqa: S307
+                except Exception as error:  # noqa: BLE001  (any failure is the notebook's, named here)
+                    raise SystemExit(f"{lesson}: cannot count the source {ast.unparse(node)} shows: {error}") from error
+                text = getattr(displayed, "data", None) or str(displayed)
+                lines += sum(1 for line in text.splitlines() if line.strip())
+        return lines
+
+    return shown
+
+
+def _parsed(source):
+    """A code cell's syntax tree; a cell with IPython's own syntax (%magic, top-level await is fine) counts as empty."""
+    try:
+        return ast.parse(source)
+    except SyntaxError:
+        return ast.Module([], [])
 
 
 def _without_your_time(source):
     return "\n\n".join(part for part in source.split("\n\n") if not part.startswith(YOUR_TIME))
 
 
-def minutes(words, code_lines, exercises):
-    raw = words / WORDS_PER_MINUTE + code_lines / CODE_LINES_PER_MINUTE + exercises * MINUTES_PER_EXERCISE
+def minutes(found):
+    """The student's minutes for a tally(), rounded up to a whole ROUND_TO_MINUTES."""
+    raw = (found["words"] / WORDS_PER_MINUTE + (found["code_lines"] + found["shown_lines"]) / CODE_LINES_PER_MINUTE
+           + found["exercises"] * MINUTES_PER_EXERCISE + found["coding_exercises"] * MINUTES_PER_CODING_EXERCISE
+           + found["predictions"] * MINUTES_PER_PREDICTION
+           + found["questions_in_words"] * MINUTES_PER_QUESTION_IN_WORDS
+           + found["browser_steps"] * MINUTES_PER_BROWSER_STEP)
     return max(ROUND_TO_MINUTES, ROUND_TO_MINUTES * math.ceil(raw / ROUND_TO_MINUTES))
 
 
+def machine_seconds(notebook, number):
+    """(two cores, one CPU) in seconds for one full run, or None each where nobody measured it."""
+    stated = notebook.metadata.get("iolab", {}).get("machine_seconds", {})
+    return stated.get("two_cores", MACHINE_SECONDS.get(number)), stated.get("one_cpu", ONE_CPU_SECONDS.get(number))
+
+
 def estimate(path):
-    words, code_lines, exercises = count(nbformat.read(path, as_version=4))
-    return {"lesson": path.stem, "words": words, "code_lines": code_lines, "exercises": exercises,
-            "minutes": minutes(words, code_lines, exercises)}
+    notebook = nbformat.read(path, as_version=4)
+    found = tally(notebook, source_shown(notebook, path.name))
+    two, one = machine_seconds(notebook, path.stem[:2])
+    return {"lesson": path.stem, **found, "minutes": minutes(found), "two_cores_s": two, "one_cpu_s": one}
+
+
+def _plural(count, what):
+    return f"{count} {what}{'' if count == 1 else 's'}"
 
 
 def your_time_paragraph(row):
-    exercises = f"{row['exercises']} exercise{'s' if row['exercises'] != 1 else ''}"
-    text = (f"{YOUR_TIME} about {row['minutes']} minutes of your own, besides the machine's. That is "
-            f"{row['words']:,} words to read at {WORDS_PER_MINUTE} a minute, {row['code_lines']} lines of code "
-            f"at {CODE_LINES_PER_MINUTE} a minute, and {exercises} at about {MINUTES_PER_EXERCISE} minutes each.")
+    code = f"{row['code_lines']} lines of code"
+    if row["shown_lines"]:
+        code += f" and {row['shown_lines']} of source shown"
+    parts = [f"{row['words']:,} words to read at {WORDS_PER_MINUTE} a minute",
+             f"{code} at {CODE_LINES_PER_MINUTE} a minute"]
+    for key, what, each in (("exercises", "exercise", MINUTES_PER_EXERCISE),
+                            ("coding_exercises", "coding exercise", MINUTES_PER_CODING_EXERCISE),
+                            ("predictions", "prediction to make first", MINUTES_PER_PREDICTION),
+                            ("questions_in_words", "question to answer in words", MINUTES_PER_QUESTION_IN_WORDS),
+                            ("browser_steps", "step in your browser", MINUTES_PER_BROWSER_STEP)):
+        if row[key]:
+            parts.append(f"{_plural(row[key], what)} at about {each} minutes each")
+    listed = ", ".join(parts[:-1]) + f", and {parts[-1]}"
+    text = (f"{YOUR_TIME} about {row['minutes']} minutes of your own, besides the machine's. That is {listed}. "
+            f"{machine_sentence(row)}")
     return textwrap.fill(text, width=118)
+
+
+def machine_sentence(row):
+    two, one = row["two_cores_s"], row["one_cpu_s"]
+    if two is None:
+        return "The machine's time for one full run is not measured yet."
+    return (f"The machine's: one full run takes about {_machine(two)} on two cores"
+            + (f", and {_machine(one)} on one CPU." if one is not None else "; on one CPU it is not measured yet."))
 
 
 def stated_minutes(notebook):
@@ -123,8 +259,9 @@ def write_map(notebook, rows):
             row = by_number.get(columns[0])
             if row is not None:
                 number = columns[0]
+                two = row["two_cores_s"]
                 columns[-3:] = ["core" if number in CORE_PATH else "deeper",
-                                _machine(MACHINE_SECONDS[number]), f"about {row['minutes']} min"]
+                                _machine(two) if two is not None else "not measured", f"about {row['minutes']} min"]
                 line = "| " + " | ".join(columns) + " |"
             lines.append(line)
         core = sum(row["minutes"] for row in rows if row["lesson"][:2] in CORE_PATH)
@@ -147,8 +284,10 @@ def main(argv):
         raise SystemExit(f"no lessons in {folder}")
     rows = [estimate(path) for path in paths]
     for row in rows:
-        print(f"{row['lesson']}: {row['words']} words, {row['code_lines']} code lines, "
-              f"{row['exercises']} exercises: about {row['minutes']} min")
+        print(f"{row['lesson']}: {row['words']} words, {row['code_lines']} + {row['shown_lines']} code lines, "
+              f"{row['exercises']} + {row['coding_exercises']} exercises, {row['predictions']} predictions,"
+              f" {row['questions_in_words']} questions in words, {row['browser_steps']} browser steps:"
+              f" about {row['minutes']} min")
     if write:
         for path, row in zip(paths, rows):
             notebook = nbformat.read(path, as_version=4)
