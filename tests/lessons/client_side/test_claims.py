@@ -15,6 +15,7 @@ def library_row(option="requests_pool_block", opened=10, **changes):
     row = fan_row("requests, pool_block=True", P=10, n=20)
     return row | {"library": "requests, pool_block=True", "option": option, "default_limit": 10, "errors": 0,
                   "completed": 20, "expected_calls": 20, "connections_opened": opened, "connections_predicted": (1, 10),
+                  "server_cpu_ms_per_call": 0.5, "cpus": 2,
                   "client_cpu_ms_per_call": 1.0} | changes
 
 

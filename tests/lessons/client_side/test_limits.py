@@ -32,7 +32,8 @@ def test_a_library_shows_its_limit(option, tornado):
     low, high = row["connections_predicted"]
     assert low <= row["connections_opened"] <= high, row  # predicted before the run, from how it keeps them
     assert row["T_ms"] >= limits.T_OVER_CPU * row["limit"] * row["short_run_cpu_ms"] - limits.T_STEP_MS, row
-    assert abs(row["measured_rps"] / row["predicted_rps"] - 1) <= 0.15, row  # L = X · Z reads P · Z / (Z + o) back
+    L = row["measured_rps"] * row["T_ms"] / 1000
+    assert abs(L / limits.limit_read_back(row) - 1) <= 0.15, row  # L = X · Z reads P · Z / (Z + P · D) back
 
 
 def test_each_T_leaves_the_cpu_a_third_of_a_round_at_most():

@@ -6,7 +6,7 @@ Lesson 11's closing claims, each checked against this run's bounds and printed o
 from iolab.claims import EXCUSED, Claims
 
 from . import blocking, timeouts
-from .limits import HTTPX_KEEPALIVE
+from .limits import HTTPX_KEEPALIVE, limit_read_back
 
 LESSON = "11-the-client-side"
 
@@ -82,10 +82,9 @@ def library(claims, row):
     P, T = row["limit"], row["T_ms"]
     claims.within(f"{name}: its limit binds before its CPU, P × D_c under Z", P * row["client_cpu_ms_per_call"], 0,
                   T, "ms", 0)
-    # P calls out at once, each Z and its overhead o (the first round's, this run's): X = P / (Z + o). Read back,
-    # L = X · Z then lies within 15% of P · Z / (Z + o).
-    predicted = row["predicted_rps"] * T / 1000
-    claims.timing(f"{name}: the limit read back, L = X · Z within 15% of P · Z / (Z + o) = {predicted:.1f}",
+    # Each round's P calls take their CPU one after another, D each: a round lasts Z + P · D (limits.limit_read_back).
+    predicted = limit_read_back(row)
+    claims.timing(f"{name}: the limit read back, L = X · Z within 15% of P · Z / (Z + P · D) = {predicted:.1f}",
                   row["measured_rps"] * T / 1000, 0.85 * predicted, 1.15 * predicted, row.get("neighbours"), "calls",
                   1, slower="below")
     if row["overhead_ms"] >= row["T_ms"]:

@@ -8,7 +8,7 @@ import os
 import urllib.request
 from dataclasses import dataclass
 
-from iolab import load, neighbours, servers
+from iolab import environment, load, neighbours, servers
 from iolab.clients.library import LIBRARIES
 
 from . import model
@@ -118,6 +118,16 @@ def choose_T_ms(library, D_c_ms, floor_ms):
     return int(T_STEP_MS * -(-wanted // T_STEP_MS))
 
 
+def limit_read_back(row):
+    """The L = X · Z a run should read back: P · Z / (Z + P · D). Each round's P calls pass one CPU (or two, the
+    client's and the server's side by side) one after another, D each, so a round lasts Z + P · D; D is the
+    client's CPU a call plus the server's on one CPU, the larger of the two on more, from this run."""
+    client, server = row["client_cpu_ms_per_call"], row["server_cpu_ms_per_call"]
+    D = client + server if row["cpus"] < 2 else max(client, server)
+    P, T = row["limit"], row["T_ms"]
+    return P * T / (T + P * D)
+
+
 def predictions(plan):
     """Before the run: each library's limit, its calls, and the connections we predict it opens for them."""
     return [[library.name, slots(library), plan.rounds * slots(library),
@@ -158,6 +168,8 @@ def fan_out(library, server, rounds, floor_ms, timeout_s):
         # Our own /stats call opens one connection too.
         "connections_opened": after["connections_opened"] - before["connections_opened"] - 1 if before else None,
         "client_cpu_ms_per_call": used.client_cpu_s / max(1, result.completed) * 1000,
+        "server_cpu_ms_per_call": used.server.cpu_s / max(1, result.completed) * 1000,
+        "cpus": environment.usable_cpus(),
         "calls_timed": [(sent - calls[0][0], answered - calls[0][0]) for sent, answered in sorted(calls)],
     }
 
