@@ -128,3 +128,21 @@ def test_a_neighbour_never_excuses_a_run_faster_than_its_law():
     fast = driver_row("blocking", rps=70.0, predicted=20.0, at_once=1, ceiling_rps=200.0, neighbours=busy(0.9))
     with pytest.raises(ClaimsFailed, match="nearer the law"):
         claims.check_claims(found(drivers=[fast]))
+
+
+def killed(max_ms, work_ms):
+    return {"calls": 20, "T_ms": 50, "before": {"statuses": [200], "max_ms": 60.0},
+            "down": {"statuses": [503], "max_ms": max_ms, "body": "", "work_ms": work_ms,
+                     "neighbours": {"others_share": 0.0}},
+            "back_after_s": 0.4, "deadline_s": 10.0}
+
+
+def test_the_503s_may_take_the_front_ends_work_on_them_besides_z():
+    faults = found()["faults"] | {"killed": killed(max_ms=53.0, work_ms=20.0)}
+    assert not claims.check_claims(found(faults=faults, skipped={})).failed()
+
+
+def test_a_503_that_waited_longer_than_z_and_the_work_is_named():
+    faults = found()["faults"] | {"killed": killed(max_ms=900.0, work_ms=20.0)}
+    with pytest.raises(ClaimsFailed, match="503s came within"):
+        claims.check_claims(found(faults=faults, skipped={}))

@@ -16,7 +16,7 @@ import urllib.request
 import aiohttp
 import psutil
 
-from iolab import environment, load, metrics, neighbours, registry, servers
+from iolab import environment, load, metrics, neighbours, registry, servers, usage
 
 from . import model
 
@@ -198,6 +198,12 @@ def held_across(db, users, pool, db_ms, other_ms, run_s):
     return rows
 
 
+def own_work_s():
+    """This process's CPU seconds and its threads' waits for a CPU so far: the client's side of a run's work."""
+    me = psutil.Process()
+    return usage.process_cpu_s(me) + usage.queued_s(me)
+
+
 # --- 7. PostgreSQL killed mid-run -------------------------------------------------------------------------------
 
 async def killed(db, pool, T_ms, calls, deadline_s=10.0):
@@ -217,7 +223,11 @@ async def killed(db, pool, T_ms, calls, deadline_s=10.0):
             ok = await asyncio.gather(*(get() for _ in range(calls)))
             os.killpg(db.pid, signal.SIGKILL)
             db.stop()
-            down = await asyncio.gather(*(get() for _ in range(calls)))
+            with neighbours.watching() as watch:  # the front end's work on the errors, and what else ran meanwhile
+                meter, ours = usage.measure(front), own_work_s()
+                down = await asyncio.gather(*(get() for _ in range(calls)))
+                used = meter.stop()
+                work_s = used.cpu_s + used.queued_s + own_work_s() - ours
             began = time.monotonic()
             db = servers.start("postgres", port=port)
             back_s = None
@@ -230,7 +240,7 @@ async def killed(db, pool, T_ms, calls, deadline_s=10.0):
     return db, {"calls": calls, "T_ms": T_ms,
                 "before": {"statuses": sorted({s for s, _, _ in ok}), "max_ms": max(t for _, t, _ in ok) * 1000},
                 "down": {"statuses": sorted({s for s, _, _ in down}), "max_ms": max(t for _, t, _ in down) * 1000,
-                         "body": down[0][2]},
+                         "body": down[0][2], "work_ms": work_s * 1000, "neighbours": watch.found.as_dict()},
                 "back_after_s": back_s, "deadline_s": deadline_s}
 
 
