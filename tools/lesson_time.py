@@ -50,36 +50,21 @@ MAP_BEGIN = "<!-- lesson map: tools/lesson_time.py --write fills in the last thr
 MAP_END = "<!-- end of the lesson map -->"
 
 # What one full run takes the machine, from the full runs of benchmarks/regress_loop.py (two cores: the medians of
-# nine runs; one CPU: `--taskset 0`, or the header's own statement that it takes about as long). A lesson's
-# notebook metadata (iolab.machine_seconds) overrides these; a new lesson adds its figures there.
+# nine runs; one CPU: `--taskset 0`, or the header's own statement that it takes about as long). 11, 12 and 13 on
+# one CPU, and 11 and 13 on two cores, are single runs on a busy shared machine (papermill's kernel start included):
+# `regress_loop.py --runs 1 --lessons 11,12,13 --taskset 0`. A lesson's notebook metadata
+# (iolab.machine_seconds) overrides these; a new lesson adds its figures there.
 MACHINE_SECONDS = {
     "00": 26, "01": 266, "02": 271, "03": 15, "04": 10, "05": 29,
-    "06": 113, "07": 84, "08": 145, "09": 147, "10": 127, "11": 39, "12": 99, "13": 47,
+    "06": 113, "07": 84, "08": 145, "09": 147, "10": 127, "11": 74, "12": 99, "13": 70,
 }
 ONE_CPU_SECONDS = {
     "00": 26, "01": 266, "02": 271, "03": 15, "04": 12, "05": 35,
-    "06": 113, "07": 84, "08": 145, "09": 147, "10": 127, "11": 39, "12": 99, "13": 47,
+    "06": 113, "07": 84, "08": 145, "09": 147, "10": 127, "11": 97, "12": 344, "13": 70,
 }
 # The path through the lab's question (why one async process serves 40 waits at once): the rest go deeper.
 CORE_PATH = {"00", "01", "02", "03", "05", "06"}
 SOURCE_SHOWN = re.compile(r"source$")  # show.source, show.server_source, view.method_source
-
-_EXERCISE = 4
-ROUND_TO_MINUTES = 5
-
-YOUR_TIME = "**Your time:**"
-MACHINE_TIME = "running every cell takes"
-MAP_BEGIN = "<!-- lesson map: tools/lesson_time.py --write fills in the last three columns -->"
-MAP_END = "<!-- end of the lesson map -->"
-
-# What one full run takes the machine, on two cores, from the full runs of benchmarks/regress_loop.py
-# (the medians of nine runs, two cores; every header says the same in words). Update both together.
-MACHINE_SECONDS = {
-    "00": 26, "01": 266, "02": 271, "03": 15, "04": 10, "05": 29,
-    "06": 113, "07": 84, "08": 145, "09": 147, "10": 127, "11": 39, "12": 99, "13": 47,
-}
-# The path through the lab's question (why one async process serves 40 waits at once): the rest go deeper.
-CORE_PATH = {"00", "01", "02", "03", "05", "06"}
 
 _EXERCISE = re.compile(r"\bq(\d+)\.check\(")
 _WORD = re.compile(r"[^\s|#*`\-]+")
@@ -186,8 +171,8 @@ def estimate(path):
     return {"lesson": path.stem, **found, "minutes": minutes(found), "two_cores_s": two, "one_cpu_s": one}
 
 
-def _plural(count, what):
-    return f"{count} {what}{'' if count == 1 else 's'}"
+def _plural(count, one, many):
+    return f"{count} {one if count == 1 else many}"
 
 
 def your_time_paragraph(row):
@@ -196,13 +181,15 @@ def your_time_paragraph(row):
         code += f" and {row['shown_lines']} of source shown"
     parts = [f"{row['words']:,} words to read at {WORDS_PER_MINUTE} a minute",
              f"{code} at {CODE_LINES_PER_MINUTE} a minute"]
-    for key, what, each in (("exercises", "exercise", MINUTES_PER_EXERCISE),
-                            ("coding_exercises", "coding exercise", MINUTES_PER_CODING_EXERCISE),
-                            ("predictions", "prediction to make first", MINUTES_PER_PREDICTION),
-                            ("questions_in_words", "question to answer in words", MINUTES_PER_QUESTION_IN_WORDS),
-                            ("browser_steps", "step in your browser", MINUTES_PER_BROWSER_STEP)):
+    for key, one, many, each in (
+            ("exercises", "exercise", "exercises", MINUTES_PER_EXERCISE),
+            ("coding_exercises", "coding exercise", "coding exercises", MINUTES_PER_CODING_EXERCISE),
+            ("predictions", "prediction to make first", "predictions to make first", MINUTES_PER_PREDICTION),
+            ("questions_in_words", "question to answer in words", "questions to answer in words",
+             MINUTES_PER_QUESTION_IN_WORDS),
+            ("browser_steps", "step in your browser", "steps in your browser", MINUTES_PER_BROWSER_STEP)):
         if row[key]:
-            parts.append(f"{_plural(row[key], what)} at about {each} minutes each")
+            parts.append(f"{_plural(row[key], one, many)} at about {each} minutes{' each' if row[key] > 1 else ''}")
     listed = ", ".join(parts[:-1]) + f", and {parts[-1]}"
     text = (f"{YOUR_TIME} about {row['minutes']} minutes of your own, besides the machine's. That is {listed}. "
             f"{machine_sentence(row)}")
@@ -275,6 +262,18 @@ def write_map(notebook, rows):
     raise SystemExit(f"00: no cell holds the marker {MAP_BEGIN!r}")
 
 
+def rewrite(path, change):
+    """Apply `change` to the notebook at `path`, then write back only the markdown cells whose text it changed:
+    the rest of the file stays byte for byte as its authors wrote it (nbformat would add ids, reorder keys)."""
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    notebook = nbformat.read(path, as_version=4)
+    change(notebook)
+    for cell, changed in zip(raw["cells"], notebook.cells):
+        if cell["cell_type"] == "markdown" and "".join(cell["source"]) != changed.source:
+            cell["source"] = changed.source.splitlines(keepends=True)
+    path.write_text(json.dumps(raw, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
 def main(argv):
     write = "--write" in argv
     folders = [arg for arg in argv[1:] if arg != "--write"]
@@ -290,13 +289,8 @@ def main(argv):
               f" about {row['minutes']} min")
     if write:
         for path, row in zip(paths, rows):
-            notebook = nbformat.read(path, as_version=4)
-            write_header(notebook, row)
-            nbformat.write(notebook, path)
-        start = paths[0]
-        notebook = nbformat.read(start, as_version=4)
-        write_map(notebook, rows)
-        nbformat.write(notebook, start)
+            rewrite(path, lambda notebook, row=row: write_header(notebook, row))
+        rewrite(paths[0], lambda notebook: write_map(notebook, rows))
     print(json.dumps({"lessons": rows, "total_minutes": sum(row["minutes"] for row in rows)}))
 
 
