@@ -83,4 +83,4 @@ def test_a_lesson_the_tool_has_never_seen_gets_a_header_and_says_what_is_not_mea
     nbformat.write(notebook, path)
     row = lesson_time.estimate(path)
     lesson_time.write_header(notebook, row)
-    assert "about 1 min on two cores, and 1.2 min on one CPU" in " ".join(notebook.cells[0].source.split())
+    assert "1 min on two cores, 1.2 min on one CPU" in " ".join(notebook.cells[0].source.split())

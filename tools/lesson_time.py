@@ -176,32 +176,28 @@ def _plural(count, one, many):
 
 
 def your_time_paragraph(row):
-    code = f"{row['code_lines']} lines of code"
-    if row["shown_lines"]:
-        code += f" and {row['shown_lines']} of source shown"
-    parts = [f"{row['words']:,} words to read at {WORDS_PER_MINUTE} a minute",
-             f"{code} at {CODE_LINES_PER_MINUTE} a minute"]
+    code = row["code_lines"] + row["shown_lines"]
+    shown = f" ({row['shown_lines']} shown source)" if row["shown_lines"] else ""
+    parts = [f"{row['words']:,} words at {WORDS_PER_MINUTE}/min",
+             f"{code} lines of code{shown} at {CODE_LINES_PER_MINUTE}/min"]
     for key, one, many, each in (
             ("exercises", "exercise", "exercises", MINUTES_PER_EXERCISE),
             ("coding_exercises", "coding exercise", "coding exercises", MINUTES_PER_CODING_EXERCISE),
-            ("predictions", "prediction to make first", "predictions to make first", MINUTES_PER_PREDICTION),
-            ("questions_in_words", "question to answer in words", "questions to answer in words",
-             MINUTES_PER_QUESTION_IN_WORDS),
-            ("browser_steps", "step in your browser", "steps in your browser", MINUTES_PER_BROWSER_STEP)):
+            ("predictions", "prediction", "predictions", MINUTES_PER_PREDICTION),
+            ("questions_in_words", "question in words", "questions in words", MINUTES_PER_QUESTION_IN_WORDS),
+            ("browser_steps", "browser step", "browser steps", MINUTES_PER_BROWSER_STEP)):
         if row[key]:
-            parts.append(f"{_plural(row[key], one, many)} at about {each} minutes{' each' if row[key] > 1 else ''}")
-    listed = ", ".join(parts[:-1]) + f", and {parts[-1]}"
-    text = (f"{YOUR_TIME} about {row['minutes']} minutes of your own, besides the machine's. That is {listed}. "
-            f"{machine_sentence(row)}")
+            parts.append(f"{_plural(row[key], one, many)} at {each} min")
+    text = f"{YOUR_TIME} about {row['minutes']} minutes: {', '.join(parts)}. {machine_sentence(row)}"
     return textwrap.fill(text, width=118)
 
 
 def machine_sentence(row):
     two, one = row["two_cores_s"], row["one_cpu_s"]
     if two is None:
-        return "The machine's time for one full run is not measured yet."
-    return (f"The machine's: one full run takes about {_machine(two)} on two cores"
-            + (f", and {_machine(one)} on one CPU." if one is not None else "; on one CPU it is not measured yet."))
+        return "The machine's time is not measured yet."
+    return f"The machine: {_machine(two)} on two cores, " + (
+        f"{_machine(one)} on one CPU." if one is not None else "one CPU not measured yet.")
 
 
 def stated_minutes(notebook):
