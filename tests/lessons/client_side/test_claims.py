@@ -14,7 +14,8 @@ def fan_row(how="gather", P=20, n=20, T=0.1, overhead=0.005, work_s=0.02):
 def library_row(option="requests_pool_block", opened=10, **changes):
     row = fan_row("requests, pool_block=True", P=10, n=20)
     return row | {"library": "requests, pool_block=True", "option": option, "default_limit": 10, "errors": 0,
-                  "completed": 20, "expected_calls": 20, "connections_opened": opened,
+                  "completed": 20, "expected_calls": 20, "connections_opened": opened, "connections_predicted": (1, 10),
+                  "server_cpu_ms_per_call": 0.5, "cpus": 2,
                   "client_cpu_ms_per_call": 1.0} | changes
 
 
@@ -54,3 +55,22 @@ def test_a_client_slower_than_T_a_call_is_held_to_its_cpu_instead():
     with pytest.raises(ClaimsFailed) as raised:
         claims.check_claims(found(limits=[row]))
     assert "X ≤ 1 / D_c" in str(raised.value)
+
+
+def test_a_slow_run_beside_a_neighbour_is_excused_with_the_figures(capsys):
+    slow = fan_row(overhead=0.05) | {"neighbours": {"others_share": 0.3}}  # 150 ms against at most 121
+    checked = claims.check_claims(found(fanout=[slow]))
+    out = capsys.readouterr().out
+    assert not checked.failed() and "⚠" in out and "others held the CPUs 30%" in out and "150 ms" in out
+
+
+def test_the_same_slow_run_on_a_quiet_machine_fails():
+    slow = fan_row(overhead=0.05) | {"neighbours": {"others_share": 0.0}}
+    with pytest.raises(ClaimsFailed, match="gather"):
+        claims.check_claims(found(fanout=[slow]))
+
+
+def test_a_miss_larger_than_the_neighbours_explain_still_fails():
+    slow = fan_row(overhead=0.2) | {"neighbours": {"others_share": 0.2}}  # 300 ms: 2.5x, more than 0.2 / 0.8
+    with pytest.raises(ClaimsFailed, match="gather"):
+        claims.check_claims(found(fanout=[slow]))

@@ -16,7 +16,7 @@ def tornado():
         yield server
 
 
-@pytest.mark.parametrize("option", ["requests", "requests_pool_block", "tornado", "executor"])
+@pytest.mark.parametrize("option", ["requests", "requests_pool_block", "tornado", "executor", "httpx"])
 def test_a_library_shows_its_limit(option, tornado):
     library = next(each for each in limits.libraries() if each.library == option)
     row = limits.fan_out(library, tornado, ROUNDS, T_MS, timeout_s=10)
@@ -29,6 +29,26 @@ def test_a_library_shows_its_limit(option, tornado):
         assert row["limit"] == 20 and 10 < row["connections_opened"] <= row["expected_calls"], row
     if option == "requests_pool_block":
         assert row["connections_opened"] <= 10
+    low, high = row["connections_predicted"]
+    assert low <= row["connections_opened"] <= high, row  # predicted before the run, from how it keeps them
+    assert row["T_ms"] >= limits.T_OVER_CPU * row["limit"] * row["short_run_cpu_ms"] - limits.T_STEP_MS, row
+    L = row["measured_rps"] * row["T_ms"] / 1000
+    assert abs(L / limits.limit_read_back(row) - 1) <= 0.15, row  # L = X · Z reads P · Z / (Z + P · D) back
+
+
+def test_each_T_leaves_the_cpu_a_third_of_a_round_at_most():
+    httpx = next(each for each in limits.libraries() if each.library == "httpx")
+    assert limits.choose_T_ms(httpx, 3.7, 200) == 1150  # 3 × 100 × 3.7 = 1110 ms, up to a whole 50 ms
+    assert limits.choose_T_ms(httpx, 0.1, 200) == 200  # the lesson's own Z where the CPU is far below it
+    assert limits.choose_T_ms(httpx, 100.0, 200) == limits.MAX_T_MS
+
+
+def test_httpx_past_its_keepalive_limit_opens_a_connection_a_call():
+    by = {each.library: each for each in limits.libraries() if each.server == "tornado_app"}
+    assert limits.connections_predicted(by["httpx"], 300) == (280, 300)
+    assert limits.connections_predicted(by["aiohttp"], 300) == (1, 100)
+    assert limits.connections_predicted(by["tornado"], 30) == (30, 30)
+    assert limits.predicted_text((30, 30)) == "30" and limits.predicted_text((11, 20)) == "11 to 20"
 
 
 def test_the_executor_counts_the_machines_cpus():

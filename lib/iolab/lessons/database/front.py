@@ -16,7 +16,7 @@ import urllib.request
 import aiohttp
 import psutil
 
-from iolab import environment, load, metrics, registry, servers
+from iolab import environment, load, metrics, neighbours, registry, servers, usage
 
 from . import model
 
@@ -74,8 +74,9 @@ def closed_run(front, path, users, requests, T_s, db=None, how=None):
     before = stats(front)
     db_cpu = tree_cpu_s(db.pid) if db is not None else 0.0
     worst_s = requests * T_s + RUN_SLACK_S  # one at a time: the slowest way there is
-    result = load.run_load(url, server=front, requests=requests, concurrency=users, timeout_s=worst_s,
-                           max_duration_s=2 * worst_s)
+    with neighbours.watching() as watch:  # what else held the CPUs over the measured run
+        result = load.run_load(url, server=front, requests=requests, concurrency=users, timeout_s=worst_s,
+                               max_duration_s=2 * worst_s)
     db_cpu = tree_cpu_s(db.pid) - db_cpu if db is not None else 0.0
     after = stats(front)
     summary = metrics.summarize(result)
@@ -83,7 +84,8 @@ def closed_run(front, path, users, requests, T_s, db=None, how=None):
     return {"rps": summary.rps, "completed": summary.completed, "errors": summary.errors,
             "error_kinds": summary.error_kinds, "mean_ms": summary.mean_ms, "duration_s": summary.duration_s,
             "front_cpu_ms": summary.demand_ms, "client_cpu_ms": summary.client_demand_ms,
-            "db_cpu_ms": db_cpu * 1000 / done, "pool_stats": pool_delta(before, after, how)}
+            "db_cpu_ms": db_cpu * 1000 / done, "pool_stats": pool_delta(before, after, how),
+            "neighbours": watch.found.as_dict()}
 
 
 def cpu_tiers(run, threads=1):
@@ -196,6 +198,12 @@ def held_across(db, users, pool, db_ms, other_ms, run_s):
     return rows
 
 
+def own_work_s():
+    """This process's CPU seconds and its threads' waits for a CPU so far: the client's side of a run's work."""
+    me = psutil.Process()
+    return usage.process_cpu_s(me) + usage.queued_s(me)
+
+
 # --- 7. PostgreSQL killed mid-run -------------------------------------------------------------------------------
 
 async def killed(db, pool, T_ms, calls, deadline_s=10.0):
@@ -215,7 +223,11 @@ async def killed(db, pool, T_ms, calls, deadline_s=10.0):
             ok = await asyncio.gather(*(get() for _ in range(calls)))
             os.killpg(db.pid, signal.SIGKILL)
             db.stop()
-            down = await asyncio.gather(*(get() for _ in range(calls)))
+            with neighbours.watching() as watch:  # the front end's work on the errors, and what else ran meanwhile
+                meter, ours = usage.measure(front), own_work_s()
+                down = await asyncio.gather(*(get() for _ in range(calls)))
+                used = meter.stop()
+                work_s = used.cpu_s + used.queued_s + own_work_s() - ours
             began = time.monotonic()
             db = servers.start("postgres", port=port)
             back_s = None
@@ -228,7 +240,7 @@ async def killed(db, pool, T_ms, calls, deadline_s=10.0):
     return db, {"calls": calls, "T_ms": T_ms,
                 "before": {"statuses": sorted({s for s, _, _ in ok}), "max_ms": max(t for _, t, _ in ok) * 1000},
                 "down": {"statuses": sorted({s for s, _, _ in down}), "max_ms": max(t for _, t, _ in down) * 1000,
-                         "body": down[0][2]},
+                         "body": down[0][2], "work_ms": work_s * 1000, "neighbours": watch.found.as_dict()},
                 "back_after_s": back_s, "deadline_s": deadline_s}
 
 

@@ -4,6 +4,7 @@ import ast
 from pathlib import Path
 
 from IPython.display import Code
+from matplotlib import patches
 
 from iolab import figures, tables
 from iolab.servers import SERVERS_DIR
@@ -46,6 +47,35 @@ def drivers_table(rows):
     """Section 1's table: each way's slots, its bottleneck, the prediction and the run."""
     return tables.markdown(
         ["front end", "how", "slots at once", "bottleneck (the law)", "predicted X (req/s)", "measured X (req/s)",
-         "front end's CPU a request (ms)"],
+         "front end's CPU a request (ms)", "others held the CPUs"],
         [[row["front_end"], row["driver"], row["at_once"], row["bottleneck"], row["predicted_rps"], row["rps"],
-          row["front_cpu_ms"]] for row in rows])
+          row["front_cpu_ms"], others_held(row)] for row in rows])
+
+
+def others_held(row):
+    """The neighbours column: the share of the run other programs held this machine's CPUs (iolab.neighbours)."""
+    found = row.get("neighbours")
+    return f"{found['others_share']:.0%}" if found else "unknown"
+
+
+def tiers_picture(users, pool, max_connections, query_ms):
+    """The tiers a request passes, left to right, each with how many it lets through at once: the picture before
+    section 1's runs. The narrowest sets X = slots / Z (the bottleneck law)."""
+    figure, axes = figures.subplots(figsize=(10, 2.4), dpi=80)
+    boxes = [(f"N = {users} users\n(a closed loop)", "each waits for its answer"),
+             ("the front end\n(one event loop)", "1 CPU: X ≤ 1 / D"),
+             (f"the driver's slots\n(a pool: P = {pool})", f"each held Z = {query_ms} ms"),
+             (f"PostgreSQL\nmax_connections\n= {max_connections}", "one backend process each")]
+    for place, (name, note) in enumerate(boxes):
+        x = place * 2.6
+        axes.add_patch(patches.FancyBboxPatch((x, 0.3), 1.9, 1.1, boxstyle="round,pad=0.05", facecolor="#eef3fa",
+                                              edgecolor="#1f77b4"))
+        axes.text(x + 0.95, 0.95, name, ha="center", va="center", fontsize=9)
+        axes.text(x + 0.95, 0.05, note, ha="center", va="center", fontsize=8, color="#555555")
+        if place:
+            axes.annotate("", (x - 0.05, 0.85), (x - 0.65, 0.85), arrowprops={"arrowstyle": "->"})
+    axes.set_xlim(-0.2, 3 * 2.6 + 2.1)
+    axes.set_ylim(-0.2, 1.6)
+    axes.axis("off")
+    axes.set_title("A request's path: the narrowest tier sets X = slots / Z", loc="left", fontsize=10)
+    return figures.render(figure)
