@@ -1,0 +1,98 @@
+"""Lesson 14's closing claims, each checked against this run's bounds and printed on a line of its own."""
+
+import statistics
+
+from iolab.claims import Claims
+
+from . import model
+from .parameters import WARM_UP_EXCHANGES
+
+LESSON = "14-the-network"
+# The delay line sleeps in epoll, whose timeout is whole milliseconds: each direction may be up to 1 ms late.
+DELAY_LINE_LATE_MS = 2.0
+# A kernel timer fires on a clock tick: 10 ms at HZ = 100, the coarsest clock Linux builds with, so the delayed ACK
+# may come up to one tick after its 40 ms.
+TIMER_TICK_MS = 10.0
+# The delay line must not be the bottleneck: it may use at most this share of one CPU over the sections it carried.
+DELAY_LINE_MOST_CPU_SHARE = 0.5
+
+
+def results(plan, link_reason, round_trips=None, nagle_loopback=None, nagle_link=None, delay_line=None,
+            exercises=None):
+    """The lesson's results, as the results file keeps them: plain lists of seconds, and why the link is missing."""
+    return {"plan": plan.as_dict(), "link_missing": link_reason, "round_trips": round_trips,
+            "nagle": {"loopback": nagle_loopback, "link": nagle_link}, "delay_line": delay_line,
+            "exercises": exercises or {}}
+
+
+def ms(seconds):
+    return statistics.median(seconds) * 1000
+
+
+def spread_ms(seconds):
+    """The middle half's width (upper quartile less lower), in ms: this run's noise on one figure."""
+    quartiles = statistics.quantiles(seconds, n=4, method="inclusive")
+    return (quartiles[2] - quartiles[0]) * 1000
+
+
+def check_claims(found):
+    """Check every claim of lesson 14 against `found` (the results), print one line each, and raise
+    iolab.claims.ClaimsFailed naming each that failed with its values."""
+    claims = Claims(LESSON)
+    reason = found["link_missing"]
+    if found["round_trips"] is not None:
+        round_trip_claims(claims, found["round_trips"], found["plan"]["rtt_ms"])
+    else:
+        for claim in ("a connect costs the link's round trip", "a request costs one more",
+                      "n requests in sequence, pipelined, on n connections"):
+            claims.skip(claim, reason or "section 1 did not run")
+    if found.get("delay_line"):
+        delay_line_claim(claims, found["delay_line"])
+    nagle_claims(claims, found["nagle"]["loopback"], "on loopback")
+    if found["nagle"]["link"] is not None:
+        nagle_claims(claims, found["nagle"]["link"], "on the link")
+    else:
+        claims.skip("Nagle's stall on the link", reason or "section 6 ran on loopback only")
+    claims.report()
+    return claims
+
+
+def round_trip_claims(claims, found, rtt_set_ms):
+    """Section 1: the round trip against the one set, then each way of sending n requests in round trips."""
+    rtt, noise = ms(found["connect_s"]), spread_ms(found["connect_s"]) + spread_ms(found["request_s"])
+    claims.within("a connect costs the round trip set on the link (ms)", rtt, rtt_set_ms - noise,
+                  rtt_set_ms + DELAY_LINE_LATE_MS + 2 * noise, "ms")
+    request = ms(found["request_s"])
+    claims.within("a request on an open connection costs one more round trip (ms)", request, rtt - 2 * noise,
+                  rtt + DELAY_LINE_LATE_MS + 2 * noise, "ms")
+    n, per_trip = found["n"], DELAY_LINE_LATE_MS + 2 * noise
+    ways = {"sequence_s": model.sequence_rtts(n), "pipelined_s": model.pipelined_rtts(n),
+            "connections_s": model.connections_rtts(n)}
+    for key, trips in ways.items():
+        name = key.removesuffix("_s").replace("connections", f"{n} connections")
+        other = model.pipelined_rtts(n) if trips == model.sequence_rtts(n) else model.sequence_rtts(n)
+        claims.nearer(f"{n} requests, {name}: {trips} round trips, not {other}", ms(found[key]), trips * rtt,
+                      other * rtt, "ms", ".3g")
+    sequence = ms(found["sequence_s"])
+    trips = model.sequence_rtts(n)
+    claims.within(f"{n} requests in sequence: {trips} round trips of the measured RTT (ms)", sequence,
+                  trips * (rtt - noise), trips * (rtt + per_trip), "ms")
+
+
+def delay_line_claim(claims, usage):
+    """The delay line kept up: its CPU over the wall time it carried the sections is below half a core."""
+    share = usage["cpu_s"] / usage["wall_s"]
+    claims.within("the delay line was not the bottleneck (its share of one CPU)", share, 0.0,
+                  DELAY_LINE_MOST_CPU_SHARE, "", 3)
+
+
+def nagle_claims(claims, found, where):
+    """Section 6: write-write-read with Nagle on stalls for the delayed ACK and a round trip more than with it off."""
+    rtt = ms(found["connect_s"])
+    nagle, nodelay = found["nagle_s"][WARM_UP_EXCHANGES:], found["nodelay_s"][WARM_UP_EXCHANGES:]
+    stall = ms(nagle) - ms(nodelay)
+    predicted, noise = model.nagle_stall_ms(rtt), spread_ms(nagle) + spread_ms(nodelay)
+    claims.nearer(f"Nagle's stall {where}: the delayed ACK and a round trip, not nothing (ms)", stall, predicted, 0.0,
+                  "ms", ".3g")
+    claims.within(f"Nagle's stall {where}: {model.DELAYED_ACK_MS:g} ms + RTT, up to a timer tick late (ms)", stall,
+                  predicted - noise, predicted + TIMER_TICK_MS + noise, "ms")
