@@ -115,20 +115,52 @@ def nagle(host, port, exchanges):
             "nagle_s": write_write_read(host, port, exchanges, False)}
 
 
+def transfer(host, port, size, congestion):
+    """Seconds from a request for `size` bytes on a new connection to the last byte of its answer, the sender
+    using `congestion` (the connect itself not counted)."""
+    sock, _ = connect(host, port)
+    with sock:
+        request = f"GET /bytes?n={size}&cc={congestion} HTTP/1.1\r\nHost: lab\r\n\r\n".encode()
+        return one_exchange(sock, [request])
+
+
+def transfers(host, port, sizes, repeats, congestion):
+    """Section 3 and 4's figures: {size: [seconds of each of `repeats` transfers]}."""
+    return {str(size): [transfer(host, port, size, congestion) for _ in range(repeats)] for size in sizes}
+
+
+def connects(host, port, count, at_once):
+    """`count` connects, `at_once` of them at a time: the seconds each took (a lost SYN waits out the timeout)."""
+    def timed(_):
+        sock, took = connect(host, port)
+        sock.close()
+        return took
+    with ThreadPoolExecutor(at_once) as pool:
+        return list(pool.map(timed, range(count)))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=["round_trips", "nagle"])
+    parser.add_argument("what", choices=["round_trips", "nagle", "transfers", "connects"])
     parser.add_argument("--host", required=True)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--n", type=int, default=10)
+    parser.add_argument("--sizes", default="20000", help="bytes of each transfer, comma-separated")
+    parser.add_argument("--cc", default="reno", help="the sender's congestion control for transfers")
+    parser.add_argument("--at-once", type=int, default=10, help="connects in flight at once")
     args = parser.parse_args(argv)
-    if not (1 <= args.repeats <= MOST_EXCHANGES and 1 <= args.n <= 100):
-        parser.error(f"--repeats must be 1 to {MOST_EXCHANGES} and --n 1 to 100")
+    if not (1 <= args.repeats <= MOST_EXCHANGES and 1 <= args.n <= 100 and 1 <= args.at_once <= 50):
+        parser.error(f"--repeats must be 1 to {MOST_EXCHANGES}, --n 1 to 100 and --at-once 1 to 50")
     if args.what == "round_trips":
         found = round_trips(args.host, args.port, args.repeats, args.n)
-    else:
+    elif args.what == "nagle":
         found = nagle(args.host, args.port, args.repeats)
+    elif args.what == "transfers":
+        sizes = [int(size) for size in args.sizes.split(",")]
+        found = transfers(args.host, args.port, sizes, args.repeats, args.cc)
+    else:
+        found = connects(args.host, args.port, args.repeats, args.at_once)
     print(json.dumps(found))
     return 0
 

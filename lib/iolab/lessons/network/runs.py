@@ -41,7 +41,7 @@ def exchanges(what, server, path=None, **sizes):
     """Run the exchanges client (`what`: round_trips or nagle) against `server` in the link's client namespace (or
     here, on loopback): its figures."""
     argv = [sys.executable, "-m", "iolab.lessons.network.exchanges", what, "--host", server.host,
-            "--port", str(server.port), *[f"--{name}={value}" for name, value in sizes.items()]]
+            "--port", str(server.port), *[f"--{name.replace('_', '-')}={value}" for name, value in sizes.items()]]
     if path is not None:
         argv = path.argv("client", argv)
     done = subprocess.run(argv, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, check=False)
