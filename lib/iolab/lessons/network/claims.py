@@ -1,5 +1,6 @@
 """Lesson 14's closing claims, each checked against this run's bounds and printed on a line of its own."""
 
+import math
 import statistics
 
 from iolab.claims import Claims
@@ -17,12 +18,12 @@ TIMER_TICK_MS = 10.0
 DELAY_LINE_MOST_CPU_SHARE = 0.5
 
 
-def results(plan, link_reason, round_trips=None, nagle_loopback=None, nagle_link=None, delay_line=None,
-            exercises=None):
+def results(plan, link_reason, round_trips=None, slow_start=None, loss=None, nagle_loopback=None, nagle_link=None,
+            delay_line=None, exercises=None):
     """The lesson's results, as the results file keeps them: plain lists of seconds, and why the link is missing."""
     return {"plan": plan.as_dict(), "link_missing": link_reason, "round_trips": round_trips,
-            "nagle": {"loopback": nagle_loopback, "link": nagle_link}, "delay_line": delay_line,
-            "exercises": exercises or {}}
+            "slow_start": slow_start, "loss": loss, "nagle": {"loopback": nagle_loopback, "link": nagle_link},
+            "delay_line": delay_line, "exercises": exercises or {}}
 
 
 def ms(seconds):
@@ -46,13 +47,23 @@ def check_claims(found):
         for claim in ("a connect costs the link's round trip", "a request costs one more",
                       "n requests in sequence, pipelined, on n connections"):
             claims.skip(claim, reason or "section 1 did not run")
+    rtt = ms(found["round_trips"]["connect_s"]) if found["round_trips"] is not None else None
+    if found["slow_start"] is not None and rtt is not None:
+        slow_start_claims(claims, found["slow_start"], rtt, spread_ms(found["round_trips"]["request_s"]))
+    else:
+        claims.skip("transfer time as slow-start rounds", reason or "section 2 did not run")
+    if found["loss"] is not None and rtt is not None:
+        loss_claims(claims, found["loss"], rtt)
+    else:
+        for claim in ("Reno and CUBIC against Mathis", "BBR beside them", "connects that wait out the SYN timeout"):
+            claims.skip(claim, reason or "section 3 did not run")
     if found.get("delay_line"):
         delay_line_claim(claims, found["delay_line"])
     nagle_claims(claims, found["nagle"]["loopback"], "on loopback")
     if found["nagle"]["link"] is not None:
         nagle_claims(claims, found["nagle"]["link"], "on the link")
     else:
-        claims.skip("Nagle's stall on the link", reason or "section 6 ran on loopback only")
+        claims.skip("Nagle's stall on the link", reason or "section 4 ran on loopback only")
     claims.report()
     return claims
 
@@ -79,6 +90,48 @@ def round_trip_claims(claims, found, rtt_set_ms):
                   trips * (rtt - noise), trips * (rtt + per_trip), "ms")
 
 
+def slow_start_claims(claims, found, rtt, noise):
+    """Section 2: each transfer takes its slow-start rounds of the measured RTT, and the window doubles each round."""
+    for size, times in found.items():
+        rounds = model.slow_start_rounds(int(size))
+        measured, width = ms(times), spread_ms(times) + rounds * noise
+        # A round may end up to a delayed ACK late: the receiver holds the ACK of a flight's odd last segment.
+        claims.within(f"{int(size):,} bytes: {rounds} slow-start round trips (ms)", measured,
+                      rounds * rtt - width, (rounds + 1) * rtt + model.DELAYED_ACK_MS + width, "ms")
+    largest = max(found, key=int)
+    claims.nearer(f"{int(largest):,} bytes: the window doubles each round, it does not stay at 10 segments (ms)",
+                  ms(found[largest]), model.slow_start_rounds(int(largest)) * rtt,
+                  model.linear_rounds(int(largest)) * rtt, "ms", ".3g")
+
+
+def rates(times, size):
+    """Bytes a second of each transfer of `size` bytes."""
+    return sorted(size / seconds for seconds in times)
+
+
+def loss_claims(claims, found, rtt):
+    """Section 3: Reno and CUBIC between Padhye (timeouts) and Mathis (b = 1), BBR above both; slow connects."""
+    p, rtt_s, size = found["loss_percent"] / 100, rtt / 1000, found["size"]
+    low, high = model.padhye_rate(rtt_s, p), model.mathis_rate(rtt_s, p, acked_per_ack=1)
+    for congestion in ("reno", "cubic"):
+        measured = rates(found["transfer_s"][congestion], size)
+        median = statistics.median(measured)
+        # The run's own noise: the repeats' spread, as a share of their median, widens the models' band.
+        spread = (measured[-1] - measured[0]) / median
+        claims.within(f"{congestion} at {found['loss_percent']:g} % loss: between Padhye's rate and Mathis's with"
+                      f" b = 1 (kB/s)", median / 1000, low * (1 - spread) / 1000, high * (1 + spread) / 1000,
+                      "kB/s")
+    bbr = rates(found["transfer_s"]["bbr"], size)
+    claims.within("BBR ignores random loss: above Mathis's rate for Reno (kB/s)", statistics.median(bbr) / 1000,
+                  high / 1000, math.inf, "kB/s")
+    slow = sum(seconds >= model.INITIAL_RTO_S for seconds in found["connect_s"])
+    count, chance = len(found["connect_s"]), model.slow_connect_chance(p)
+    # The count of slow connects is binomial: three standard deviations either side of its mean.
+    width = 3 * math.sqrt(count * chance * (1 - chance))
+    claims.within(f"connects of {model.INITIAL_RTO_S:g} s or more: a SYN or its SYN-ACK lost (of {count})", slow,
+                  max(0.0, count * chance - width), count * chance + width, "", 0)
+
+
 def delay_line_claim(claims, usage):
     """The delay line kept up: its CPU over the wall time it carried the sections is below half a core."""
     share = usage["cpu_s"] / usage["wall_s"]
@@ -87,7 +140,7 @@ def delay_line_claim(claims, usage):
 
 
 def nagle_claims(claims, found, where):
-    """Section 6: write-write-read with Nagle on stalls for the delayed ACK and a round trip more than with it off."""
+    """Section 4: write-write-read with Nagle on stalls for the delayed ACK and a round trip more than with it off."""
     rtt = ms(found["connect_s"])
     nagle, nodelay = found["nagle_s"][WARM_UP_EXCHANGES:], found["nodelay_s"][WARM_UP_EXCHANGES:]
     stall = ms(nagle) - ms(nodelay)

@@ -108,7 +108,7 @@ def round_trips(host, port, repeats, n):
 
 
 def nagle(host, port, exchanges):
-    """Section 6's figures: three connects (the round trip), then write-write-read `exchanges` times with
+    """Section 4's figures: three connects (the round trip), then write-write-read `exchanges` times with
     TCP_NODELAY on, then off, each on a fresh connection."""
     connects = [connect_then_request(host, port)[0] for _ in range(3)]
     return {"connect_s": connects, "nodelay_s": write_write_read(host, port, exchanges, True),
@@ -125,7 +125,7 @@ def transfer(host, port, size, congestion):
 
 
 def transfers(host, port, sizes, repeats, congestion):
-    """Section 3 and 4's figures: {size: [seconds of each of `repeats` transfers]}."""
+    """Section 2 and 3's figures: {size: [seconds of each of `repeats` transfers]}."""
     return {str(size): [transfer(host, port, size, congestion) for _ in range(repeats)] for size in sizes}
 
 

@@ -29,6 +29,43 @@ class TenPipelined(checks.NumberExercise):
     solution_text = "2: the connect, then one round trip that carries all 10 requests and brings back all 10 answers."
 
 
+class RoundsFor500kB(checks.NumberExercise):
+    prompt = "How many round trips does an answer of 500,000 bytes take on a new connection, from ten segments?"
+    expected = 6
+    rel_tol = 0.0
+    abs_tol = 0.1
+    unit = "round trips"
+    mistakes = {35: "keeps the window at ten segments: it doubles every round.",
+                34: "keeps the window at ten segments: it doubles every round.",
+                5: "is one round short: five rounds carry 10 × 31 = 310 segments, and 500,000 bytes are 346."}
+    hint_text = ["500,000 bytes are 346 segments of 1,448 bytes.",
+                 "k rounds carry 10, 30, 70, 150, 310, 630... segments: 10 × (2^k − 1)."]
+    solution_text = "6: 346 segments need 10 × (2^k − 1) ≥ 346, so k = 6 (five rounds carry only 310)."
+
+
+class FastestUnderLoss(checks.ChoiceExercise):
+    prompt = "At this loss, which of 'reno', 'cubic' and 'bbr' sends the same bytes fastest?"
+    choices = {"reno": "Reno halves its window at every loss and grows back one segment a round: the slowest.",
+               "cubic": "CUBIC grows back faster than Reno, but still halves at every loss.",
+               "bbr": ""}
+    correct = "bbr"
+    correct_text = ("BBR sends at the rate it measures, and a random loss does not change that rate. On a link"
+                    " whose losses are not congestion, that is many times faster.")
+    hint_text = "Which of the three reads a lost packet as a sign to slow down?"
+    solution_text = "'bbr': Reno and CUBIC halve at each loss; BBR does not read loss as congestion."
+
+
+class SlowConnects(checks.NumberExercise):
+    prompt = "At 2 % loss each way, about how many of 200 connects take a second or more?"
+    expected = 200 * (1 - 0.98**2)
+    rel_tol = 0.15
+    unit = "connects"
+    mistakes = {4: "counts the lost SYNs only: a lost SYN-ACK leaves the client waiting the same second."}
+    hint_text = ["A connect waits the second when its SYN is lost, or when the SYN-ACK back is lost.",
+                 "The chance that neither is lost is 0.98 × 0.98."]
+    solution_text = "About 8: 200 × (1 − 0.98²) = 7.9, about twice the loss rate times the connects."
+
+
 class NagleOnLoopback(checks.PredictThenMeasure):
     prompt = ("On loopback, a request sent as two writes before one read, with Nagle's algorithm on: how many"
               " milliseconds more than with TCP_NODELAY, per request?")

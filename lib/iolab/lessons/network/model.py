@@ -9,6 +9,7 @@ MSS_BYTES = 1448  # a 1500-byte Ethernet MTU less 20 (IP), 20 (TCP) and 12 (the 
 INITIAL_WINDOW = 10  # segments a new connection may send before its first ACK (RFC 6928, Linux since 2.6.39)
 DELAYED_ACK_MS = 40.0  # Linux's shortest delayed-ACK timer, TCP_DELACK_MIN = HZ / 25 (include/net/tcp.h)
 INITIAL_RTO_S = 1.0  # the retransmission timeout before any round trip is measured (RFC 6298, 2.1)
+MIN_RTO_S = 0.2  # Linux's shortest retransmission timeout once round trips are measured (TCP_RTO_MIN)
 
 
 def sequence_rtts(n):
@@ -39,6 +40,22 @@ def mathis_rate(rtt_s, loss, mss=MSS_BYTES, acked_per_ack=2):
     if loss <= 0:
         return math.inf
     return mss / rtt_s * math.sqrt(3 / (2 * acked_per_ack * loss))
+
+
+def padhye_rate(rtt_s, loss, mss=MSS_BYTES, acked_per_ack=2, timeout_s=None):
+    """Bytes a second of a Reno sender that also meets timeouts (Padhye et al. 1998): Mathis's rate with each loss
+    that empties the window costing a timeout T0 (here the shortest RTO plus a round trip): slower than Mathis."""
+    if loss <= 0:
+        return math.inf
+    timeout_s = MIN_RTO_S + rtt_s if timeout_s is None else timeout_s
+    b, p = acked_per_ack, loss
+    per_segment = rtt_s * math.sqrt(2 * b * p / 3) + timeout_s * min(1, 3 * math.sqrt(3 * b * p / 8)) * p * (1 + 32 * p * p)
+    return mss / per_segment
+
+
+def linear_rounds(size_bytes, window=INITIAL_WINDOW, mss=MSS_BYTES):
+    """Round trips if the window never grew: `window` segments every round (the alternative slow start rules out)."""
+    return max(1, math.ceil(math.ceil(size_bytes / mss) / window))
 
 
 def slow_connect_chance(loss):

@@ -4,14 +4,16 @@ Where the link cannot be built here, `why_no_link()` says why, and only what loo
 """
 
 import json
-import statistics
 import subprocess
 import sys
-from contextlib import contextmanager
+import time
+from contextlib import ExitStack, contextmanager
 
 from iolab import servers
 
 SERVER = "tornado_app"  # the lab's own event-loop server, the same under the contract on either side of the link
+SENDER = "bulk_sender"  # threaded_app with /bytes?n=&cc=: the sender's congestion control set per answer
+CONNECTS_AT_ONCE = 10  # section 3's connects in flight at once: a lost SYN's second holds one of them, not the run
 CHILD_TIMEOUT_S = 120.0  # a whole section's exchanges; a stuck link fails the cell, it never hangs the kernel
 
 
@@ -32,9 +34,32 @@ def built(rtt_ms, loss_percent, rate_mbit):
         yield path
 
 
-def serving(path=None):
-    """tornado_app in the link's server namespace, or on loopback when `path` is None."""
-    return servers.serve(SERVER, link=path) if path is not None else servers.serve(SERVER)
+class Lab:
+    """The link for the whole lesson (None where it cannot be built, with why), kept open across the notebook's cells
+    and closed by close(); the kernel's death takes it down too (its namespaces are held by its children)."""
+
+    def __init__(self, plan):
+        self.missing = why_no_link()
+        self.path = None
+        self.stack = ExitStack()
+        self.opened = time.monotonic()
+        if self.missing is None:
+            self.path = self.stack.enter_context(built(plan.rtt_ms, 0.0, None))
+
+    def usage(self):
+        """The delay line's CPU seconds and packets since it started, and the wall time: None without the link."""
+        if self.path is None:
+            return None
+        cpu_s, packets, dropped = self.path.delay_line_usage()
+        return {"cpu_s": cpu_s, "packets": packets, "dropped": dropped, "wall_s": time.monotonic() - self.opened}
+
+    def close(self):
+        self.stack.close()
+
+
+def serving(path=None, name=SERVER):
+    """A lab server in the link's server namespace, or on loopback when `path` is None."""
+    return servers.serve(name, link=path) if path is not None else servers.serve(name)
 
 
 def exchanges(what, server, path=None, **sizes):
@@ -57,17 +82,27 @@ def round_trips(path, repeats, n):
 
 
 def nagle(path, exchanges_count):
-    """Section 6 on the link, or on loopback where `path` is None."""
+    """Section 4 on the link, or on loopback where `path` is None."""
     with serving(path) as server:
         return exchanges("nagle", server, path, repeats=exchanges_count)
 
 
-def median_ms(seconds):
-    return statistics.median(seconds) * 1000
+def slow_start(path, sizes, repeats):
+    """Section 2 on the link: each size fetched `repeats` times on new connections, a Reno sender: seconds."""
+    with serving(path, SENDER) as server:
+        return exchanges("transfers", server, path, sizes=",".join(map(str, sizes)), repeats=repeats, cc="reno")
 
 
-def spread_ms(seconds):
-    """The middle half's width (the upper quartile less the lower), in ms: this run's noise on one figure."""
-    quartiles = statistics.quantiles(seconds, n=4, method="inclusive")
-    return (quartiles[2] - quartiles[0]) * 1000
+def loss(path, loss_percent, size, repeats, connects):
+    """Section 3 on the link at `loss_percent`: `size` bytes from each sender's congestion control, and `connects`
+    connects; the link is clean again afterwards."""
+    path.set(loss_percent=loss_percent)
+    try:
+        with serving(path, SENDER) as server:
+            rates = {cc: exchanges("transfers", server, path, sizes=size, repeats=repeats, cc=cc)[str(size)]
+                     for cc in ("reno", "cubic", "bbr")}
+            times = exchanges("connects", server, path, repeats=connects, at_once=CONNECTS_AT_ONCE)
+    finally:
+        path.set(loss_percent=0.0)
+    return {"loss_percent": loss_percent, "size": size, "transfer_s": rates, "connect_s": times}
 

@@ -28,7 +28,7 @@ def round_trips_table(found):
 
 
 def nagle_figure(runs):
-    """Section 6: each write-write-read's time, TCP_NODELAY on and off, one panel per place (`runs`: {where: found})."""
+    """Section 4: each write-write-read's time, TCP_NODELAY on and off, one panel per place (`runs`: {where: found})."""
     figure = figures.figure(figsize=(11, 3.2), layout="constrained")
     panels = figure.subplots(1, len(runs), squeeze=False)[0]
     for axes, (where, found) in zip(panels, runs.items()):
@@ -44,3 +44,37 @@ def nagle_figure(runs):
         axes.set_ylabel("ms")
         axes.legend(fontsize=8)
     return figure
+
+
+def stall_ms(found):
+    """What Nagle's algorithm added per exchange: the medians' difference after the warm-up, in ms."""
+    return _ms(found["nagle_s"][WARM_UP_EXCHANGES:]) - _ms(found["nodelay_s"][WARM_UP_EXCHANGES:])
+
+
+def slow_start_table(found, round_trips):
+    """Section 2: each size, its slow-start rounds, the prediction from the measured round trip, the run."""
+    rtt = _ms(round_trips["connect_s"])
+    rows = []
+    for size, times in found.items():
+        rounds = model.slow_start_rounds(int(size))
+        rows.append((f"{int(size):,}", rounds, f"{rounds * rtt:.0f}", f"{_ms(times):.0f}",
+                     f"{_ms(times) / rtt:.1f}"))
+    return tables.markdown(["bytes", "rounds predicted", "predicted (ms)", "measured median (ms)",
+                            "measured in round trips"], rows)
+
+
+def loss_table(found, round_trips):
+    """Section 3: each congestion control's rate against the two models, and the connects that waited a second."""
+    rtt_s, p, size = _ms(round_trips["connect_s"]) / 1000, found["loss_percent"] / 100, found["size"]
+    rows = [("Mathis, b = 2 (delayed ACKs)", f"{model.mathis_rate(rtt_s, p) / 1000:.0f}", ""),
+            ("Mathis, b = 1", f"{model.mathis_rate(rtt_s, p, acked_per_ack=1) / 1000:.0f}", ""),
+            ("Padhye, with timeouts", f"{model.padhye_rate(rtt_s, p) / 1000:.0f}", "")]
+    for congestion, times in found["transfer_s"].items():
+        rates = sorted(size / seconds / 1000 for seconds in times)
+        rows.append((f"measured: {congestion}", f"{statistics.median(rates):.0f}",
+                     f"{rates[0]:.0f}–{rates[-1]:.0f}"))
+    slow = sum(seconds >= model.INITIAL_RTO_S for seconds in found["connect_s"])
+    expected = len(found["connect_s"]) * model.slow_connect_chance(p)
+    rows.append((f"connects of 1 s or more, of {len(found['connect_s'])}", f"{slow}",
+                 f"predicted {expected:.1f}"))
+    return tables.markdown(["what", "kB/s (or a count)", "spread, or the prediction"], rows)
