@@ -32,6 +32,9 @@ def read_answer(sock, pending=b""):
     length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length"))
     while len(rest) < length:
         rest += receive(sock)
+    status = head.split(b" ", 2)[1]
+    if status != b"200":  # a refusal is no figure: say what the server said
+        raise ConnectionError(f"the server answered {status.decode()}: {rest[:length].decode(errors='replace').strip()}")
     return rest[length:]
 
 
