@@ -68,9 +68,13 @@ def python(*argv: object) -> list[str]:
     return [sys.executable, *map(str, argv)]
 
 
-def run(argv: Iterable[object], timeout_s: float) -> subprocess.CompletedProcess[str]:
-    """Run a program that ends by itself (wrk, ab, ss) to its end, bounded by `timeout_s`: its CompletedProcess."""
-    return subprocess.run([str(part) for part in argv], capture_output=True, text=True, timeout=timeout_s)
+def run(argv: Iterable[object], timeout_s: float, input: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run a program that ends by itself (wrk, ab, ss) to its end, bounded by `timeout_s`: its CompletedProcess.
+
+    `input` is written to its stdin (`ip -batch -` reads its commands there).
+    """
+    return subprocess.run([str(part) for part in argv], capture_output=True, text=True, timeout=timeout_s,
+                          input=input)
 
 
 def read_until(pipe: IO[bytes], marker: bytes, timeout_s: float) -> bytes:

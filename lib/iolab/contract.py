@@ -21,6 +21,11 @@ from typing import Any, cast
 from urllib.parse import urlsplit
 
 LOOPBACK = "127.0.0.1"
+# RFC 2544's benchmarking range: the lab's addresses inside the network namespaces it builds itself (iolab.link),
+# allowed only there. A process learns its namespace's identity from LAB_NETNS_VARIABLE, set by iolab.link, and
+# takes the range only while /proc/self/ns/net still reads the same: anywhere else it could reach a real network.
+LAB_RANGE = ipaddress.ip_network("198.18.0.0/15")
+LAB_NETNS_VARIABLE = "IOLAB_LAB_NETNS"
 PARENT_ENV = "IOLAB_PARENT_PID"  # set by iolab.children.spawn, so a child knows whom it must not outlive
 MAX_MS = 60_000  # a single request may ask for at most a minute of sleep or CPU
 HELLO_BODY = "hello world\n"  # what `/` answers on every server, nginx included
@@ -75,19 +80,40 @@ REASONS = {
 
 # --- The loopback rule --------------------------------------------------------------------------
 
-def check_loopback(host: str) -> str:
-    """Refuse anything but a loopback address: the lab never listens on, or sends to, a network."""
+def in_lab_namespace() -> bool:
+    """True inside a network namespace iolab.link built: the one $IOLAB_LAB_NETNS names is the one we are in."""
+    expected = os.environ.get(LAB_NETNS_VARIABLE)
+    if not expected:
+        return False
+    try:
+        return os.readlink("/proc/self/ns/net") == expected
+    except OSError:
+        return False
+
+
+def check_loopback(host: str, lab: bool | None = None) -> str:
+    """Refuse anything but a loopback address: the lab never listens on, or sends to, a network.
+
+    The one exception is LAB_RANGE inside a namespace the lab built: where `lab` says so (the launcher, which
+    starts the process there), or, when `lab` is None, where in_lab_namespace() finds this process is in one.
+    """
     name = LOOPBACK if host == "localhost" else host
     try:
-        loopback = ipaddress.ip_address(name).is_loopback
+        address: ipaddress.IPv4Address | ipaddress.IPv6Address | None = ipaddress.ip_address(name)
     except ValueError:
-        loopback = False
+        address = None
+    if address is not None and address.version == 4 and address in LAB_RANGE:
+        if lab if lab is not None else in_lab_namespace():
+            return host
+        raise ValueError(f"host {host!r} is in {LAB_RANGE}, which the lab uses only inside network namespaces it"
+                         " built itself (iolab.link: pass link=path); outside them it could reach a real network")
+    loopback = address is not None and address.is_loopback
     if not loopback:
         raise ValueError(f"host must be a loopback address (127.0.0.0/8, ::1 or localhost), got {host!r}")
     return host
 
 
-def check_loopback_url(url: str, name: str, scheme: str, path: str) -> str:
+def check_loopback_url(url: str, name: str, scheme: str, path: str, lab: bool | None = None) -> str:
     """`url` when it is scheme://HOST:PORT`path` with HOST a loopback address; a ValueError naming `name` otherwise.
 
     `path` only shows the shape in the message ("/path", "/0"); the lab never sends to a network.
@@ -100,7 +126,7 @@ def check_loopback_url(url: str, name: str, scheme: str, path: str) -> str:
     if not well_formed:
         raise ValueError(f"{name} must look like {scheme}://{LOOPBACK}:PORT{path}, got {url!r}")
     try:
-        check_loopback(cast(str, parts.hostname))  # well formed: it has one
+        check_loopback(cast(str, parts.hostname), lab)  # well formed: it has one
     except ValueError as error:
         raise ValueError(f"{name} {url!r}: {error}") from None
     return url

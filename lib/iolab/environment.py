@@ -23,7 +23,8 @@ OPTIONAL_TOOLS = {
 # The Debian package of each program a lesson may call: binder/apt.txt installs them (a test keeps the two in step).
 DEBIAN_PACKAGES = {"ab": "apache2-utils", "wrk": "wrk", "nginx": "nginx", "strace": "strace", "ss": "iproute2",
                    "redis-server": "redis-server", "postgres": "postgresql", "initdb": "postgresql",
-                   "pgbouncer": "pgbouncer"}
+                   "pgbouncer": "pgbouncer", "ip": "iproute2", "tc": "iproute2", "ethtool": "ethtool",
+                   "unshare": "util-linux", "nsenter": "util-linux"}
 MIN_FILES = 1024  # lesson 07 wants thousands; below this even lesson 02 is cramped
 
 

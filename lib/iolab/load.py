@@ -40,6 +40,8 @@ from .usage import ContainerTrace, ContainerWindow, RunUsage
 if TYPE_CHECKING:
     import numpy as np
 
+    from .link import Link
+
 LIMITS = {
     "requests": (1, 1_000_000_000),
     "concurrency": (1, 10_000),
@@ -167,9 +169,10 @@ class LoadSpec:
             return isinstance(self.requests, int) and self.requests > AGGREGATE_ABOVE
         return self.record == "aggregate"
 
-    def validate(self) -> "LoadSpec":
+    def validate(self, lab: bool = False) -> "LoadSpec":
+        """The spec, checked; `lab` when its clients run inside a namespace iolab.link built (198.18.0.0/15)."""
         try:
-            check_loopback_url(self.url, "url", "http", "/path")  # the one loopback rule, as the servers' wrappers read it
+            check_loopback_url(self.url, "url", "http", "/path", lab)  # the one loopback rule, as the servers' wrappers read it
         except ValueError as error:
             raise LoadParameterError(str(error)) from None
         for name, (low, high) in LIMITS.items():
@@ -444,7 +447,8 @@ class LoadRun:
         return "\n".join(text for text in texts if text)
 
 
-def start_load(url: str, server: Any = None, before_go: Callable[[], object] | None = None, **spec: Any) -> LoadRun:
+def start_load(url: str, server: Any = None, before_go: Callable[[], object] | None = None,
+               link: "Link | None" = None, **spec: Any) -> LoadRun:
     """Validate the run's bounds, then start its client processes and return a LoadRun at once.
 
     With `server` (a servers.Server, or a pid) the run also measures the CPU that
@@ -452,9 +456,10 @@ def start_load(url: str, server: Any = None, before_go: Callable[[], object] | N
     which metrics.summarize turns into utilization and service demand.
     `before_go` is called (in a reader thread) once every client process is
     ready, and with `connect_first` connected, before the go: a look at the
-    server before the measured window opens.
+    server before the measured window opens. With `link` (an iolab.link.Link) the client processes run in
+    that link's client namespace, and `url` may name link.server_host.
     """
-    load_spec = LoadSpec(url, **spec).validate()
+    load_spec = LoadSpec(url, **spec).validate(lab=link is not None)
     processes: list[subprocess.Popen[bytes]] = []
     stderr_files: list[IO[bytes]] = []
     for index in range(load_spec.processes):
@@ -462,7 +467,10 @@ def start_load(url: str, server: Any = None, before_go: Callable[[], object] | N
         arguments = load_spec.to_process(index)
         # stdin carries the go; stdout the client's frames.
         command = python("-m", "iolab.clients.process", json.dumps(arguments))
-        processes.append(spawn(command, stdin=subprocess.PIPE, stderr=stderr_file))
+        if link is None:
+            processes.append(spawn(command, stdin=subprocess.PIPE, stderr=stderr_file))
+        else:
+            processes.append(link.spawn("client", command, stdin=subprocess.PIPE, stderr=stderr_file))
         stderr_files.append(stderr_file)
     run = LoadRun(load_spec, processes, stderr_files, server_pid=getattr(server, "pid", server), before_go=before_go)
     _register(run)

@@ -10,11 +10,14 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from . import registry
 from .children import python, read_until, spawn
 from .contract import LOOPBACK, check_loopback, parse_listening, wait_for_exit
+
+if TYPE_CHECKING:
+    from .link import Link
 
 SERVERS_DIR = Path(os.environ.get("IOLAB_SERVERS_DIR", Path(__file__).resolve().parents[2] / "servers"))
 READY_TIMEOUT_S = 10.0
@@ -110,25 +113,31 @@ class Server:
         return f"<Server {self.name} {self.url} pid={self.pid} {state}>"
 
 
-def start(name: str, *args: object, host: str = LOOPBACK, port: int = 0, ready_timeout: float = READY_TIMEOUT_S,
-          **options: Any) -> Server:
+def start(name: str, *args: object, host: str | None = None, port: int = 0, ready_timeout: float = READY_TIMEOUT_S,
+          link: "Link | None" = None, **options: Any) -> Server:
     """Start a server from the registry and return once it has printed its LISTENING line.
 
     Extra arguments go either as they would on its command line (`"--threads", 4`)
-    or by the registry's keywords (`threads=4`).
+    or by the registry's keywords (`threads=4`). With `link` (an iolab.link.Link) it runs in that link's
+    server namespace, bound to link.server_host unless `host` says otherwise.
     """
     info = registry.get(name)
     reason = info.missing()
     if reason:
         raise ServerUnavailable(reason)
-    check_loopback(host)
+    if host is None:
+        host = link.server_host if link is not None else LOOPBACK
+    check_loopback(host, lab=link is not None)
     if not 0 <= port <= 65535:
         raise ValueError(f"port must be between 0 and 65535 (0 picks a free one), got {port}")
     argv = python(SERVERS_DIR / info.script, "--host", host, "--port", port, *args, *info.arguments(**options))
     stderr_file = tempfile.TemporaryFile()
     began = time.perf_counter()
     # Its own process group, so stop() reaches forked workers too.
-    process = spawn(argv, stderr=stderr_file, own_group=True)
+    if link is not None:
+        process = link.spawn("server", argv, stderr=stderr_file, own_group=True)
+    else:
+        process = spawn(argv, stderr=stderr_file, own_group=True)
     # Its port and start-up time are known once it says LISTENING, below: both are set before anyone else gets it.
     server = Server(name, process, host, None, stderr_file, None)  # type: ignore[arg-type]
     server.info = info
