@@ -36,6 +36,11 @@ def spread_ms(seconds):
     return (quartiles[2] - quartiles[0]) * 1000
 
 
+def range_ms(seconds):
+    """The slowest less the fastest, in ms: this run's noise on a figure repeated only a few times."""
+    return (max(seconds) - min(seconds)) * 1000
+
+
 def check_claims(found):
     """Check every claim of lesson 14 against `found` (the results), print one line each, and raise
     iolab.claims.ClaimsFailed naming each that failed with its values."""
@@ -47,9 +52,10 @@ def check_claims(found):
         for claim in ("a connect costs the link's round trip", "a request costs one more",
                       "n requests in sequence, pipelined, on n connections"):
             claims.skip(claim, reason or "section 1 did not run")
-    rtt = ms(found["round_trips"]["connect_s"]) if found["round_trips"] is not None else None
+    link = found["round_trips"]["link"] if found["round_trips"] is not None else None
+    rtt = ms(link["connect_s"]) if link is not None else None
     if found["slow_start"] is not None and rtt is not None:
-        slow_start_claims(claims, found["slow_start"], rtt, spread_ms(found["round_trips"]["request_s"]))
+        slow_start_claims(claims, found["slow_start"], rtt, range_ms(link["connect_s"]), found["plan"]["rtt_ms"])
     else:
         claims.skip("transfer time as slow-start rounds", reason or "section 2 did not run")
     if found["loss"] is not None and rtt is not None:
@@ -68,36 +74,44 @@ def check_claims(found):
     return claims
 
 
+WAYS = {"request_s": "one request", "sequence_s": "in sequence", "pipelined_s": "pipelined",
+        "connections_s": "on n connections"}
+
+
+def trips_of(way, n):
+    """The round trips each of section 1's ways costs on a new connection (a request alone: on an open one)."""
+    return {"request_s": 1, "sequence_s": model.sequence_rtts(n), "pipelined_s": model.pipelined_rtts(n),
+            "connections_s": model.connections_rtts(n)}[way]
+
+
 def round_trip_claims(claims, found, rtt_set_ms):
-    """Section 1: the round trip against the one set, then each way of sending n requests in round trips."""
-    rtt, noise = ms(found["connect_s"]), spread_ms(found["connect_s"]) + spread_ms(found["request_s"])
+    """Section 1: the round trip against the one set; then each way of sending requests costs what it costs on
+    loopback (the server's and the client's own time) plus its round trips: at least the set RTT each (the delay
+    line never hurries), at most the measured one and the delay line's lateness."""
+    link, loopback = found["link"], found["loopback"]
+    rtt, noise = ms(link["connect_s"]), range_ms(link["connect_s"])
     claims.within("a connect costs the round trip set on the link (ms)", rtt, rtt_set_ms - noise,
                   rtt_set_ms + DELAY_LINE_LATE_MS + 2 * noise, "ms")
-    request = ms(found["request_s"])
-    claims.within("a request on an open connection costs one more round trip (ms)", request, rtt - 2 * noise,
-                  rtt + DELAY_LINE_LATE_MS + 2 * noise, "ms")
-    n, per_trip = found["n"], DELAY_LINE_LATE_MS + 2 * noise
-    ways = {"sequence_s": model.sequence_rtts(n), "pipelined_s": model.pipelined_rtts(n),
-            "connections_s": model.connections_rtts(n)}
-    for key, trips in ways.items():
-        name = key.removesuffix("_s").replace("connections", f"{n} connections")
-        other = model.pipelined_rtts(n) if trips == model.sequence_rtts(n) else model.sequence_rtts(n)
-        claims.nearer(f"{n} requests, {name}: {trips} round trips, not {other}", ms(found[key]), trips * rtt,
-                      other * rtt, "ms", ".3g")
-    sequence = ms(found["sequence_s"])
-    trips = model.sequence_rtts(n)
-    claims.within(f"{n} requests in sequence: {trips} round trips of the measured RTT (ms)", sequence,
-                  trips * (rtt - noise), trips * (rtt + per_trip), "ms")
+    for way, name in WAYS.items():
+        trips = trips_of(way, link["n"])
+        base, width = ms(loopback[way]), range_ms(link[way]) + range_ms(loopback[way]) + trips * noise
+        name = name.replace("n connections", f"{link['n']} connections")
+        what = name if way == "request_s" else f"{link['n']} requests {name}"
+        claims.within(f"{what}: its time on loopback + {trips} round trip{'s' if trips > 1 else ''} (ms)",
+                      ms(link[way]), base + trips * rtt_set_ms - width,
+                      base + trips * (rtt + DELAY_LINE_LATE_MS) + width, "ms")
 
 
-def slow_start_claims(claims, found, rtt, noise):
-    """Section 2: each transfer takes its slow-start rounds of the measured RTT, and the window doubles each round."""
+def slow_start_claims(claims, found, rtt, noise, rtt_set_ms):
+    """Section 2: each transfer takes its slow-start rounds: at least the set RTT each, at most the measured one
+    (and a delayed ACK); and the window doubles each round."""
+    found = {size: [whole for whole, _ in times] for size, times in found.items()}
     for size, times in found.items():
         rounds = model.slow_start_rounds(int(size))
-        measured, width = ms(times), spread_ms(times) + rounds * noise
+        measured, width = ms(times), range_ms(times) + rounds * noise
         # A round may end up to a delayed ACK late: the receiver holds the ACK of a flight's odd last segment.
         claims.within(f"{int(size):,} bytes: {rounds} slow-start round trips (ms)", measured,
-                      rounds * rtt - width, (rounds + 1) * rtt + model.DELAYED_ACK_MS + width, "ms")
+                      rounds * rtt_set_ms - width, (rounds + 1) * rtt + model.DELAYED_ACK_MS + width, "ms")
     largest = max(found, key=int)
     claims.nearer(f"{int(largest):,} bytes: the window doubles each round, it does not stay at 10 segments (ms)",
                   ms(found[largest]), model.slow_start_rounds(int(largest)) * rtt,
@@ -105,8 +119,8 @@ def slow_start_claims(claims, found, rtt, noise):
 
 
 def rates(times, size):
-    """Bytes a second of each transfer of `size` bytes."""
-    return sorted(size / seconds for seconds in times)
+    """Bytes a second of each transfer of `size` bytes over its second half, once slow start is over: sorted."""
+    return sorted(size / 2 / second_half for _, second_half in times)
 
 
 def loss_claims(claims, found, rtt):
@@ -116,11 +130,11 @@ def loss_claims(claims, found, rtt):
     for congestion in ("reno", "cubic"):
         measured = rates(found["transfer_s"][congestion], size)
         median = statistics.median(measured)
-        # The run's own noise: the repeats' spread, as a share of their median, widens the models' band.
-        spread = (measured[-1] - measured[0]) / median
+        # The run's own noise: the middle half's width, as a share of the median, widens the models' band each way.
+        quartiles = statistics.quantiles(measured, n=4, method="inclusive")
+        spread = 1 + (quartiles[2] - quartiles[0]) / median
         claims.within(f"{congestion} at {found['loss_percent']:g} % loss: between Padhye's rate and Mathis's with"
-                      f" b = 1 (kB/s)", median / 1000, low * (1 - spread) / 1000, high * (1 + spread) / 1000,
-                      "kB/s")
+                      f" b = 1 (kB/s)", median / 1000, low / spread / 1000, high * spread / 1000, "kB/s")
     bbr = rates(found["transfer_s"]["bbr"], size)
     claims.within("BBR ignores random loss: above Mathis's rate for Reno (kB/s)", statistics.median(bbr) / 1000,
                   high / 1000, math.inf, "kB/s")

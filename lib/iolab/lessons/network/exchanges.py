@@ -119,17 +119,35 @@ def nagle(host, port, exchanges):
 
 
 def transfer(host, port, size, congestion):
-    """Seconds from a request for `size` bytes on a new connection to the last byte of its answer, the sender
-    using `congestion` (the connect itself not counted)."""
+    """(seconds, seconds of the second half) from a request for `size` bytes on a new connection to the last byte of
+    its answer, the sender using `congestion`; the connect is not counted. The second half is timed on its own: by
+    then a sender under loss has left slow start for its steady rate."""
     sock, _ = connect(host, port)
     with sock:
         request = f"GET /bytes?n={size}&cc={congestion} HTTP/1.1\r\nHost: lab\r\n\r\n".encode()
-        return one_exchange(sock, [request])
+        started = time.perf_counter()
+        sock.sendall(request)
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += receive(sock)
+        head, _, body = data.partition(b"\r\n\r\n")
+        if head.split(b" ", 2)[1] != b"200":
+            raise ConnectionError(f"the server answered {head.split(b' ', 2)[1].decode()}: {body.decode()[:200]}")
+        received, halfway = len(body), None
+        while received < size:
+            received += len(receive(sock))
+            if halfway is None and received >= size / 2:
+                halfway = time.perf_counter()
+        ended = time.perf_counter()
+        return ended - started, ended - (halfway or started)
 
 
-def transfers(host, port, sizes, repeats, congestion):
-    """Section 2 and 3's figures: {size: [seconds of each of `repeats` transfers]}."""
-    return {str(size): [transfer(host, port, size, congestion) for _ in range(repeats)] for size in sizes}
+def transfers(host, port, sizes, repeats, congestion, at_once=1):
+    """Section 2 and 3's figures: {size: [[seconds, seconds of the second half] of each of `repeats` transfers]},
+    `at_once` of them at a time."""
+    with ThreadPoolExecutor(at_once) as pool:
+        return {str(size): list(pool.map(transfer, *zip(*[(host, port, size, congestion)] * repeats)))
+                for size in sizes}
 
 
 def connects(host, port, count, at_once):
@@ -151,7 +169,7 @@ def main(argv=None):
     parser.add_argument("--n", type=int, default=10)
     parser.add_argument("--sizes", default="20000", help="bytes of each transfer, comma-separated")
     parser.add_argument("--cc", default="reno", help="the sender's congestion control for transfers")
-    parser.add_argument("--at-once", type=int, default=10, help="connects in flight at once")
+    parser.add_argument("--at-once", type=int, default=1, help="connects or transfers in flight at once")
     args = parser.parse_args(argv)
     if not (1 <= args.repeats <= MOST_EXCHANGES and 1 <= args.n <= 100 and 1 <= args.at_once <= 50):
         parser.error(f"--repeats must be 1 to {MOST_EXCHANGES}, --n 1 to 100 and --at-once 1 to 50")
@@ -161,7 +179,7 @@ def main(argv=None):
         found = nagle(args.host, args.port, args.repeats)
     elif args.what == "transfers":
         sizes = [int(size) for size in args.sizes.split(",")]
-        found = transfers(args.host, args.port, sizes, args.repeats, args.cc)
+        found = transfers(args.host, args.port, sizes, args.repeats, args.cc, args.at_once)
     else:
         found = connects(args.host, args.port, args.repeats, args.at_once)
     print(json.dumps(found))

@@ -7,29 +7,26 @@ import json
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 
-from iolab import servers
+from iolab import link, servers
 
 SERVER = "tornado_app"  # the lab's own event-loop server, the same under the contract on either side of the link
 SENDER = "bulk_sender"  # threaded_app with /bytes?n=&cc=: the sender's congestion control set per answer
+BBR_FLOWS = 3  # BBR's transfers at once in section 3: each may send a few MB a second through the delay line
 CONNECTS_AT_ONCE = 10  # section 3's connects in flight at once: a lost SYN's second holds one of them, not the run
 CHILD_TIMEOUT_S = 120.0  # a whole section's exchanges; a stuck link fails the cell, it never hangs the kernel
 
 
 def why_no_link():
     """None where this user can build a link here, else one sentence why not."""
-    try:
-        from iolab import link
-    except ImportError:
-        return "this copy of the lab has no iolab.link, the module that builds the link"
     return link.why_not()
 
 
 @contextmanager
 def built(rtt_ms, loss_percent, rate_mbit):
     """The link (a client namespace, a server namespace, the delay line between), torn down however the block ends."""
-    from iolab import link
     with link.build(link.LinkSpec(rtt_ms=rtt_ms, loss_percent=loss_percent, rate_mbit=rate_mbit)) as path:
         yield path
 
@@ -76,9 +73,13 @@ def exchanges(what, server, path=None, **sizes):
 
 
 def round_trips(path, repeats, n):
-    """Section 1 on the link: connects and requests, and n requests three ways."""
-    with serving(path) as server:
-        return exchanges("round_trips", server, path, repeats=repeats, n=n)
+    """Section 1: connects and requests, and n requests three ways, on the link and then on loopback (where the
+    round trip is next to nothing, so what is left is the server's and the client's own time)."""
+    found = {}
+    for where, on in (("link", path), ("loopback", None)):
+        with serving(on) as server:
+            found[where] = exchanges("round_trips", server, on, repeats=repeats, n=n)
+    return found
 
 
 def nagle(path, exchanges_count):
@@ -93,16 +94,23 @@ def slow_start(path, sizes, repeats):
         return exchanges("transfers", server, path, sizes=",".join(map(str, sizes)), repeats=repeats, cc="reno")
 
 
-def loss(path, loss_percent, size, repeats, connects):
-    """Section 3 on the link at `loss_percent`: `size` bytes from each sender's congestion control, and `connects`
-    connects; the link is clean again afterwards."""
+def loss(path, loss_percent, size, flows, connects):
+    """Section 3 on the link at `loss_percent`: `flows` transfers of `size` bytes from Reno and as many from CUBIC,
+    all at once, then BBR's, then `connects` connects; the link is clean again afterwards."""
     path.set(loss_percent=loss_percent)
     try:
         with serving(path, SENDER) as server:
-            rates = {cc: exchanges("transfers", server, path, sizes=size, repeats=repeats, cc=cc)[str(size)]
-                     for cc in ("reno", "cubic", "bbr")}
+            # Reno's and CUBIC's flows side by side: the link has no rate to share and its losses are random, so they
+            # do not slow each other; only the loss does. BBR's, many times faster, go after them, fewer, so that
+            # the delay line is never what limits a flow.
+            def transfers(congestion, count):
+                return exchanges("transfers", server, path, sizes=size, repeats=count, cc=congestion,
+                                 at_once=count)[str(size)]
+            with ThreadPoolExecutor(2) as pool:
+                reno, cubic = pool.map(transfers, ("reno", "cubic"), (flows, flows))
+            bbr = transfers("bbr", BBR_FLOWS)
             times = exchanges("connects", server, path, repeats=connects, at_once=CONNECTS_AT_ONCE)
     finally:
         path.set(loss_percent=0.0)
-    return {"loss_percent": loss_percent, "size": size, "transfer_s": rates, "connect_s": times}
-
+    return {"loss_percent": loss_percent, "size": size, "transfer_s": {"reno": reno, "cubic": cubic, "bbr": bbr},
+            "connect_s": times}

@@ -13,18 +13,19 @@ def _ms(seconds):
 
 
 def round_trips_table(found):
-    """Section 1: each way of sending n requests, its round trips, the prediction from the measured RTT, the run."""
-    rtt, n = _ms(found["connect_s"]), found["n"]
-    rows = [("connect", 1, rtt, rtt, found["connect_s"]), ("one request", 1, rtt, _ms(found["request_s"]),
-                                                             found["request_s"])]
-    for key, how, trips in (("sequence_s", f"{n} in sequence", model.sequence_rtts(n)),
-                            ("pipelined_s", f"{n} pipelined", model.pipelined_rtts(n)),
-                            ("connections_s", f"{n} on {n} connections", model.connections_rtts(n))):
-        rows.append((how, trips, trips * rtt, _ms(found[key]), found[key]))
+    """Section 1: each way of sending requests, its round trips, its time on loopback, the prediction, the link's."""
+    link, loopback = found["link"], found["loopback"]
+    rtt, n = _ms(link["connect_s"]), link["n"]
+    rows = [("connect", 1, _ms(loopback["connect_s"]), rtt, link["connect_s"])]
+    for way, trips, how in (("request_s", 1, "one request"), ("sequence_s", model.sequence_rtts(n), f"{n} in sequence"),
+                            ("pipelined_s", model.pipelined_rtts(n), f"{n} pipelined"),
+                            ("connections_s", model.connections_rtts(n), f"{n} on {n} connections")):
+        rows.append((how, trips, _ms(loopback[way]), _ms(loopback[way]) + trips * rtt, link[way]))
     return tables.markdown(
-        ["how", "round trips", "predicted (ms)", "measured median (ms)", "fastest–slowest (ms)"],
-        [(how, trips, f"{predicted:.1f}", f"{measured:.1f}", f"{min(s) * 1000:.1f}–{max(s) * 1000:.1f}")
-         for how, trips, predicted, measured, s in rows])
+        ["how", "round trips", "on loopback (ms)", "predicted: loopback + trips × RTT (ms)", "on the link (ms)",
+         "fastest–slowest (ms)"],
+        [(how, trips, f"{alone:.1f}", f"{predicted:.1f}", f"{_ms(s):.1f}", f"{min(s) * 1000:.1f}–{max(s) * 1000:.1f}")
+         for how, trips, alone, predicted, s in rows])
 
 
 def nagle_figure(runs):
@@ -53,9 +54,10 @@ def stall_ms(found):
 
 def slow_start_table(found, round_trips):
     """Section 2: each size, its slow-start rounds, the prediction from the measured round trip, the run."""
-    rtt = _ms(round_trips["connect_s"])
+    rtt = _ms(round_trips["link"]["connect_s"])
     rows = []
-    for size, times in found.items():
+    for size, pairs in found.items():
+        times = [whole for whole, _ in pairs]
         rounds = model.slow_start_rounds(int(size))
         rows.append((f"{int(size):,}", rounds, f"{rounds * rtt:.0f}", f"{_ms(times):.0f}",
                      f"{_ms(times) / rtt:.1f}"))
@@ -65,16 +67,16 @@ def slow_start_table(found, round_trips):
 
 def loss_table(found, round_trips):
     """Section 3: each congestion control's rate against the two models, and the connects that waited a second."""
-    rtt_s, p, size = _ms(round_trips["connect_s"]) / 1000, found["loss_percent"] / 100, found["size"]
+    rtt_s, p, size = _ms(round_trips["link"]["connect_s"]) / 1000, found["loss_percent"] / 100, found["size"]
     rows = [("Mathis, b = 2 (delayed ACKs)", f"{model.mathis_rate(rtt_s, p) / 1000:.0f}", ""),
             ("Mathis, b = 1", f"{model.mathis_rate(rtt_s, p, acked_per_ack=1) / 1000:.0f}", ""),
             ("Padhye, with timeouts", f"{model.padhye_rate(rtt_s, p) / 1000:.0f}", "")]
     for congestion, times in found["transfer_s"].items():
-        rates = sorted(size / seconds / 1000 for seconds in times)
+        rates = sorted(size / 2 / second_half / 1000 for _, second_half in times)
         rows.append((f"measured: {congestion}", f"{statistics.median(rates):.0f}",
                      f"{rates[0]:.0f}–{rates[-1]:.0f}"))
     slow = sum(seconds >= model.INITIAL_RTO_S for seconds in found["connect_s"])
     expected = len(found["connect_s"]) * model.slow_connect_chance(p)
     rows.append((f"connects of 1 s or more, of {len(found['connect_s'])}", f"{slow}",
                  f"predicted {expected:.1f}"))
-    return tables.markdown(["what", "kB/s (or a count)", "spread, or the prediction"], rows)
+    return tables.markdown(["what", "kB/s over the second half (or a count)", "spread, or the prediction"], rows)
