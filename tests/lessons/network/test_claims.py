@@ -1,5 +1,4 @@
-"""Lesson 14's closing claims on plain data: a run that keeps them, one that breaks one (named), a run without the
-link (skipped with its reason), and the same lines read back from a results file."""
+"""Lesson 14's closing claims on plain data: kept, broken (named), skipped without the link, and read back."""
 
 import json
 

@@ -1,5 +1,4 @@
-"""Lesson 14's client against real servers in real subprocesses: Nagle's stall on loopback holds its claims, and each
-kind of exchange returns its figures (run under the shared lock: it times)."""
+"""Lesson 14's client against real servers in real subprocesses (under the shared lock: it times)."""
 
 from iolab import servers
 from iolab.claims import Claims

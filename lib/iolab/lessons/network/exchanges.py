@@ -11,6 +11,8 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from iolab import http1
+
 TIMEOUT_S = 10.0  # every read and connect: a link that lost the server fails in seconds, never hangs
 MOST_EXCHANGES = 1000
 REQUEST = b"GET / HTTP/1.1\r\nHost: lab\r\n\r\n"
@@ -24,18 +26,15 @@ def connect(host, port):
 
 
 def read_answer(sock, pending=b""):
-    """Read one HTTP/1.1 answer with a Content-Length; return what arrived after it (the next answer's start)."""
+    """Read one HTTP/1.1 answer (iolab.http1 cuts it off by its Content-Length); return what arrived after it (the
+    next answer's start). An answer other than a 200 is no figure: it raises, with what the server said."""
     data = pending
-    while b"\r\n\r\n" not in data:
+    while not (length := http1.answer_length(data)):
         data += receive(sock)
-    head, _, rest = data.partition(b"\r\n\r\n")
-    length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length"))
-    while len(rest) < length:
-        rest += receive(sock)
-    status = head.split(b" ", 2)[1]
-    if status != b"200":  # a refusal is no figure: say what the server said
-        raise ConnectionError(f"the server answered {status.decode()}: {rest[:length].decode(errors='replace').strip()}")
-    return rest[length:]
+    status = data.split(b" ", 2)[1]
+    if status != b"200":
+        raise ConnectionError(f"the server answered {data[:length].decode(errors='replace')[-300:]}")
+    return data[length:]
 
 
 def receive(sock):

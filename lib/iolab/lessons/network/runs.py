@@ -4,13 +4,11 @@ Where the link cannot be built here, `why_no_link()` says why, and only what loo
 """
 
 import json
-import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 
-from iolab import link, servers
+from iolab import children, link, servers
 
 SERVER = "tornado_app"  # the lab's own event-loop server, the same under the contract on either side of the link
 SENDER = "bulk_sender"  # threaded_app with /bytes?n=&cc=: the sender's congestion control set per answer
@@ -62,11 +60,11 @@ def serving(path=None, name=SERVER):
 def exchanges(what, server, path=None, **sizes):
     """Run the exchanges client (`what`: round_trips or nagle) against `server` in the link's client namespace (or
     here, on loopback): its figures."""
-    argv = [sys.executable, "-m", "iolab.lessons.network.exchanges", what, "--host", server.host,
-            "--port", str(server.port), *[f"--{name.replace('_', '-')}={value}" for name, value in sizes.items()]]
+    argv = children.python("-m", "iolab.lessons.network.exchanges", what, "--host", server.host, "--port",
+                           server.port, *[f"--{name.replace('_', '-')}={value}" for name, value in sizes.items()])
     if path is not None:
         argv = path.argv("client", argv)
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, check=False)
+    done = children.run(argv, CHILD_TIMEOUT_S)
     if done.returncode != 0:
         raise RuntimeError(f"the {what} client failed ({done.returncode}): {done.stderr.strip()[-800:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
