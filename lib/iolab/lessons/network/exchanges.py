@@ -131,7 +131,7 @@ def transfer(host, port, size, congestion):
             data += receive(sock)
         head, _, body = data.partition(b"\r\n\r\n")
         if head.split(b" ", 2)[1] != b"200":
-            raise ConnectionError(f"the server answered {head.split(b' ', 2)[1].decode()}: {body.decode()[:200]}")
+            read_answer(sock, data)  # a refusal's whole text, raised
         received, halfway = len(body), None
         while received < size:
             received += len(receive(sock))
