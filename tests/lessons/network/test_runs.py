@@ -1,6 +1,8 @@
 """Lesson 14's client against real servers in real subprocesses (under the shared lock: it times)."""
 
-from iolab import servers
+import pytest
+
+from iolab import link, servers
 from iolab.claims import Claims
 from iolab.lessons.network import claims, runs
 
@@ -33,3 +35,15 @@ def test_a_congestion_control_this_kernel_lacks_is_refused_by_the_sender():
             assert "vegas" in str(error)
         else:
             raise AssertionError("the client took an answer for cc=vegas")
+
+
+@pytest.mark.skipif(link.why_not() is not None, reason=f"no link here: {link.why_not()}")
+def test_section_1_on_a_real_link_costs_its_loopback_time_and_its_round_trips():
+    with runs.built(20, 0.0, None) as path:
+        found = runs.round_trips(path, 3, 4)
+        usage = path.delay_line_usage()
+    judged = Claims("test")
+    claims.round_trip_claims(judged, found, 20)
+    assert not judged.failed(), judged.lines()
+    assert usage.packets > 0 and usage.dropped == 0
+    assert min(found["link"]["connect_s"]) >= 0.020 > max(found["loopback"]["connect_s"])  # the delay line's floor
