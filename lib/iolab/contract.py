@@ -24,7 +24,7 @@ LOOPBACK = "127.0.0.1"
 # RFC 2544's benchmarking range: the lab's addresses inside the network namespaces it builds itself (iolab.link),
 # allowed only there. A process learns its namespace's identity from LAB_NETNS_VARIABLE, set by iolab.link, and
 # takes the range only while /proc/self/ns/net still reads the same: anywhere else it could reach a real network.
-LAB_RANGE = ipaddress.ip_network("198.18.0.0/15")
+LAB_RANGE = ipaddress.IPv4Network("198.18.0.0/15")
 LAB_NETNS_VARIABLE = "IOLAB_LAB_NETNS"
 PARENT_ENV = "IOLAB_PARENT_PID"  # set by iolab.children.spawn, so a child knows whom it must not outlive
 MAX_MS = 60_000  # a single request may ask for at most a minute of sleep or CPU
@@ -81,14 +81,26 @@ REASONS = {
 # --- The loopback rule --------------------------------------------------------------------------
 
 def in_lab_namespace() -> bool:
-    """True inside a network namespace iolab.link built: the one $IOLAB_LAB_NETNS names is the one we are in."""
+    """True inside a network namespace iolab.link built: the one $IOLAB_LAB_NETNS names is the one we are in,
+    and no IPv4 route here leads outside LAB_RANGE (no default route, no other network), so nothing sent to the
+    range can leave the lab's own interfaces."""
     expected = os.environ.get(LAB_NETNS_VARIABLE)
     if not expected:
         return False
     try:
-        return os.readlink("/proc/self/ns/net") == expected
+        return os.readlink("/proc/self/ns/net") == expected and _routes_stay_in_lab_range()
     except OSError:
         return False
+
+
+def _routes_stay_in_lab_range() -> bool:
+    with open("/proc/net/route") as table:  # this namespace's IPv4 routes, addresses in little-endian hex
+        rows = [line.split() for line in table.read().splitlines()[1:] if line.strip()]
+    for row in rows:
+        destination, mask = (ipaddress.IPv4Address(bytes.fromhex(field)[::-1]) for field in (row[1], row[7]))
+        if not ipaddress.IPv4Network(f"{destination}/{mask}").subnet_of(LAB_RANGE):
+            return False
+    return True
 
 
 def check_loopback(host: str, lab: bool | None = None) -> str:

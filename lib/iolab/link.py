@@ -3,12 +3,13 @@
     from iolab import link
     link.why_not()                      # None where this user can build a link here; else one sentence why not
     spec = link.LinkSpec(rtt_ms=40.0, loss_percent=0.0, rate_mbit=None)  # ParameterError naming a bad field
-    with link.build(spec) as path:      # a Link
+    with link.build(spec) as path:      # a Link (link.start(spec) returns one to close() later, across cells)
         path.client_host, path.server_host   # 198.18.0.1 and 198.18.0.2: they exist only inside the namespaces
         path.argv("client", ["curl", ...])   # that command, run inside the client's namespace
         path.spawn("server", argv, **kw)     # children.spawn inside the server's namespace
         path.set(rtt_ms=80, loss_percent=2)  # change the link between runs (rate_mbit=None removes the rate)
-        path.delay_line_usage()              # Usage(cpu_s, packets, dropped): was the delay line a bottleneck?
+        path.delay_line_usage()              # Usage(cpu_s, packets, dropped, overflowed): was the delay line a
+                                             # bottleneck? (it unpacks as cpu_s, packets, dropped)
     servers.serve("tornado_app", link=path)  # the server runs in the server namespace, bound to server_host
     load.run_load(url, ..., link=path)       # the load clients run in the client namespace
 
@@ -19,6 +20,11 @@ that a frame is one segment and one drop loses one. As root the namespaces come 
 ordinary user from `unshare --user --map-root-user --net`, entered with `nsenter --preserve-credentials`.
 Every namespace is unnamed and held by a process started with children.spawn, so all of it (namespaces,
 interfaces, qdiscs, the delay line) goes when the kernel does, even on SIGKILL.
+
+Inside the link a sender may choose any congestion control the kernel has (TCP_CONGESTION: reno, cubic, bbr),
+as an ordinary user too: the namespaces are its own. Outside, an ordinary user only gets those in
+net.ipv4.tcp_allowed_congestion_control. The notebook's kernel stays outside: it reaches the servers only
+through processes started with argv() or spawn() (the load clients, with run_load(link=)).
 """
 
 import atexit
@@ -31,7 +37,7 @@ import subprocess
 import tempfile
 import threading
 from collections.abc import Iterator, Sequence
-from typing import IO, Any, NamedTuple, cast
+from typing import IO, Any, cast
 
 from .children import python, read_until, run, spawn
 from .contract import LAB_NETNS_VARIABLE, find_program
@@ -74,12 +80,20 @@ class LinkSpec:
             check_range("rate_mbit", self.rate_mbit, *RATE_MBIT, integer=False)
 
 
-class Usage(NamedTuple):
-    """What the delay line has cost since it started: its CPU, the frames it read, and those it dropped."""
+@dataclasses.dataclass(frozen=True)
+class Usage:
+    """What the delay line has cost since the link was built: its CPU (user and system: the system part includes the
+    receiving side's stack, which a veth runs in the sender's context), the frames it read, those it dropped on purpose
+    (the loss), and those the kernel dropped because it fell behind (`overflowed`: above zero, the delay line and not
+    the link set the pace). Unpacks as (cpu_s, packets, dropped)."""
 
     cpu_s: float
     packets: int
     dropped: int
+    overflowed: int = 0
+
+    def __iter__(self) -> Iterator[float]:
+        return iter((self.cpu_s, self.packets, self.dropped))
 
 
 # --- May this user build one here? ---------------------------------------------------------------------
@@ -204,6 +218,7 @@ class Link:
         self.spec = spec
         self.mode = how
         self.holders: dict[str, Holder] = {}
+        self.rate_mbit: float | None = None  # the rate the tbf qdiscs hold now (None: there are none)
         self.middle = Holder(self._middle_argv())
         try:
             for side in SIDES:
@@ -242,6 +257,8 @@ class Link:
         return self._holder(side).netns
 
     def _holder(self, side: str) -> Holder:
+        if not self.holders:
+            raise LinkError("this link is closed: build another (link.build or link.start)")
         if side not in self.holders:
             raise ParameterError(f"side must be one of {SIDES}, got {side!r}")
         return self.holders[side]
@@ -259,10 +276,10 @@ class Link:
     def _wire(self) -> None:
         """Make the two veth pairs, address both sides, turn offloads off, and start the bridge."""
         middle = self.middle.pid
+        self._run(middle, [tool("ip"), "-batch", "-"], script="".join(
+            f"link add {MIDDLE_ENDS[side]} type veth peer name eth0 netns {self.holders[side].pid}\n"
+            f"link set {MIDDLE_ENDS[side]} up promisc on\n" for side in SIDES))
         for side in SIDES:
-            self._run(middle, [tool("ip"), "link", "add", MIDDLE_ENDS[side], "type", "veth", "peer", "name", "eth0",
-                               "netns", str(self.holders[side].pid)])
-            self._run(middle, [tool("ip"), "link", "set", MIDDLE_ENDS[side], "up", "promisc", "on"])
             self._run(middle, [tool("ethtool"), "-K", MIDDLE_ENDS[side], *OFFLOADS])
             self._run(self.holders[side].pid, [tool("ip"), "-batch", "-"], script=self._side_script(side))
             self._run(self.holders[side].pid, [tool("ethtool"), "-K", "eth0", *OFFLOADS])
@@ -281,14 +298,15 @@ class Link:
 
     def _apply(self, spec: LinkSpec) -> None:
         self.middle.ask({"op": "set", "delay_ms": spec.rtt_ms / 2, "loss": spec.loss_percent / 100})
-        for side in SIDES:
-            self._set_rate(self.holders[side].pid, spec.rate_mbit)
+        if spec.rate_mbit != self.rate_mbit:
+            for side in SIDES:
+                self._set_rate(self.holders[side].pid, spec.rate_mbit)
+            self.rate_mbit = spec.rate_mbit
         self.spec = spec
 
     def _set_rate(self, net_pid: int, rate_mbit: float | None) -> None:
         if rate_mbit is None:
-            with contextlib.suppress(LinkError):  # there was none
-                self._run(net_pid, [tool("tc"), "qdisc", "del", "dev", "eth0", "root"])
+            self._run(net_pid, [tool("tc"), "qdisc", "del", "dev", "eth0", "root"])
             return
         burst = max(2 * 1514, int(rate_mbit * 1e6 / 8 / 1000))  # two frames, or a millisecond at the rate
         self._run(net_pid, [tool("tc"), "qdisc", "replace", "dev", "eth0", "root", "tbf", "rate", f"{rate_mbit}mbit",
@@ -305,7 +323,7 @@ class Link:
     def delay_line_usage(self) -> Usage:
         """The delay line's CPU seconds, frames read and frames dropped since the link was built."""
         answer = self.middle.ask({"op": "usage"})
-        return Usage(float(answer["cpu_s"]), int(answer["packets"]), int(answer["dropped"]))
+        return Usage(float(answer["cpu_s"]), int(answer["packets"]), int(answer["dropped"]), int(answer["overflowed"]))
 
     def close(self) -> None:
         """Stop the holders and the delay line: the namespaces go with the last process inside them."""
@@ -315,6 +333,12 @@ class Link:
         with contextlib.suppress(ValueError):
             _built.remove(self)
 
+    def __enter__(self) -> "Link":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def __repr__(self) -> str:
         return f"<Link {self.mode} {self.client_host} -> {self.server_host} {self.spec}>"
 
@@ -322,14 +346,20 @@ class Link:
 _built: list[Link] = []
 
 
-@contextlib.contextmanager
-def build(spec: LinkSpec | None = None) -> Iterator[Link]:
-    """`with build(LinkSpec(rtt_ms=40)) as path:` builds a link and removes it however the block ends."""
+def start(spec: LinkSpec | None = None) -> Link:
+    """Build a link and return it, for a notebook whose link spans cells: close() it, or it goes at exit."""
     how = mode()
     if how is None:
         raise LinkError(f"cannot build a link here: {why_not()}")
     path = Link(spec or LinkSpec(), how)
     _built.append(path)
+    return path
+
+
+@contextlib.contextmanager
+def build(spec: LinkSpec | None = None) -> Iterator[Link]:
+    """`with build(LinkSpec(rtt_ms=40)) as path:` builds a link and removes it however the block ends."""
+    path = start(spec)
     try:
         yield path
     finally:
