@@ -496,6 +496,12 @@ SERVERS = {
             needs_modules=("uvicorn",),
             lesson="15-running-a-service",
         ),
+        ServerInfo(
+            "bulk_sender", "bulk_sender.py",
+            "one process, a thread per connection (http.server); /bytes?n=N&cc= sends N bytes with that congestion"
+            " control",
+            routes=NO_WAIT_ROUTES, serves_at_once=lambda options: None, lesson="14-the-network",
+        ),
     ]
 }
 

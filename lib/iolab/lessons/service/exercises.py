@@ -12,10 +12,10 @@ class MeanLag(checks.NumberExercise):
     rel_tol = 0.1
     unit = "ms"
     mistakes = {20: "is the mean of a beat that lands in a block: only 1 beat in 10 does.",
-                4: "is b²/p: a beat inside a block waits b/2 on average, not b."}
-    hint_text = ["A beat lands in a block with probability b/p.", "Inside a block, it waits what is left of it: b/2 on"
+                4: "is b²/Δ: a beat inside a block waits b/2 on average, not b."}
+    hint_text = ["A beat lands in a block with probability b/Δ.", "Inside a block, it waits what is left of it: b/2 on"
                  " average."]
-    solution_text = "(b/p)·(b/2) = b²/(2p) = 1600 / 800 = 2 ms."
+    solution_text = "(b/Δ)·(b/2) = b²/(2Δ) = 1600 / 800 = 2 ms."
 
 
 class P99Lag(checks.NumberExercise):
@@ -25,9 +25,9 @@ class P99Lag(checks.NumberExercise):
     unit = "ms"
     mistakes = {2: "is the mean: the p99 is set by the 1 % of beats that waited longest.",
                 40: "is the longest wait: 1 beat in 100 waits more than the p99, and a block holds 1 in 10."}
-    hint_text = ["A beat waits more than x when it lands in the first b − x of a block: probability (b − x)/p.",
-                 "Set (b − x)/p = 1/100 and solve for x."]
-    solution_text = "(b − x)/p = 0.01, so x = b − p/100 = 40 − 4 = 36 ms: eighteen times the mean."
+    hint_text = ["A beat waits more than x when it lands in the first b − x of a block: probability (b − x)/Δ.",
+                 "Set (b − x)/Δ = 1/100 and solve for x."]
+    solution_text = "(b − x)/Δ = 0.01, so x = b − Δ/100 = 40 − 4 = 36 ms: eighteen times the mean."
 
 
 class BlockFromMean(checks.NumberExercise):
@@ -36,8 +36,8 @@ class BlockFromMean(checks.NumberExercise):
     expected = 60 ** 2 / (2 * 3)
     rel_tol = 0.1
     unit = "ms"
-    mistakes = {20: "is b / mean: the mean lag is b²/(2p), so p = b²/(2·mean)."}
-    hint_text = "Solve mean = b²/(2p) for p."
+    mistakes = {20: "is b / mean: the mean lag is b²/(2Δ), so Δ = b²/(2·mean)."}
+    hint_text = "Solve mean = b²/(2Δ) for Δ."
     solution_text = "P = b²/(2·mean) = 3600 / 6 = 600 ms. Its p99 would be about 60 − 6 = 54 ms, not 3."
 
 

@@ -11,7 +11,7 @@ Z = 3.0  # noise widths are three standard errors: a claim that fails by chance 
 
 def residual_mean(blocks_s, window_s):
     """The mean lateness of a moment drawn at random in the window: a block of length b covers b/W of it, and a
-    moment inside it waits b/2 on average, so the mean is Σ b² / (2W) (b²/(2p) for one block every p)."""
+    moment inside it waits b/2 on average, so the mean is Σ b² / (2W) (b²/(2Δ) for one block every Δ)."""
     return sum(b * b for b in blocks_s) / (2 * window_s)
 
 

@@ -47,7 +47,7 @@ def lag_table(found):
             ["p99 of a request", "", found["predicted_request_p99_ms"], found["request_p99_ms"],
              f"[{found['request_p99_low_ms']:.1f}, {found['request_p99_high_ms']:.1f}]"],
             ["mean of a request", "", "", found["request_mean_ms"], ""]]
-    return tables.markdown(["figure (ms)", "b²/(2p) and b − p/100", "predicted from the blocks", "measured",
+    return tables.markdown(["figure (ms)", "b²/(2Δ) and b − Δ/100", "predicted from the blocks", "measured",
                             "bounds"], rows)
 
 

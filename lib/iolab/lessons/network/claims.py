@@ -1,0 +1,169 @@
+"""Lesson 14's closing claims, each checked against this run's bounds and printed on a line of its own."""
+
+import math
+import statistics
+
+from iolab.claims import Claims
+
+from . import model
+from .parameters import WARM_UP_EXCHANGES
+
+LESSON = "14-the-network"
+# The delay line sleeps in epoll, whose timeout is whole milliseconds: each direction may be up to 1 ms late.
+DELAY_LINE_LATE_MS = 2.0
+# A kernel timer fires on a clock tick: 10 ms at HZ = 100, the coarsest clock Linux builds with, so the delayed ACK
+# may come up to one tick after its 40 ms.
+TIMER_TICK_MS = 10.0
+# The delay line must not be the bottleneck: it may use at most this share of one CPU over the sections it carried.
+DELAY_LINE_MOST_CPU_SHARE = 0.5
+
+
+def results(plan, link_reason, round_trips=None, slow_start=None, loss=None, nagle_loopback=None, nagle_link=None,
+            delay_line=None, exercises=None):
+    """The lesson's results, as the results file keeps them: plain lists of seconds, and why the link is missing."""
+    return {"plan": plan.as_dict(), "link_missing": link_reason, "round_trips": round_trips,
+            "slow_start": slow_start, "loss": loss, "nagle": {"loopback": nagle_loopback, "link": nagle_link},
+            "delay_line": delay_line, "exercises": exercises or {}}
+
+
+def ms(seconds):
+    return statistics.median(seconds) * 1000
+
+
+def spread_ms(seconds):
+    """The middle half's width (upper quartile less lower), in ms: this run's noise on one figure."""
+    quartiles = statistics.quantiles(seconds, n=4, method="inclusive")
+    return (quartiles[2] - quartiles[0]) * 1000
+
+
+def range_ms(seconds):
+    """The slowest less the fastest, in ms: this run's noise on a figure repeated only a few times."""
+    return (max(seconds) - min(seconds)) * 1000
+
+
+def check_claims(found):
+    """Check every claim of lesson 14 against `found` (the results), print one line each, and raise
+    iolab.claims.ClaimsFailed naming each that failed with its values."""
+    claims = Claims(LESSON)
+    reason = found["link_missing"]
+    if found["round_trips"] is not None:
+        round_trip_claims(claims, found["round_trips"], found["plan"]["rtt_ms"])
+    else:
+        for claim in ("a connect costs the link's round trip", "a request costs one more",
+                      "n requests in sequence, pipelined, on n connections"):
+            claims.skip(claim, reason or "section 1 did not run")
+    link = found["round_trips"]["link"] if found["round_trips"] is not None else None
+    rtt = ms(link["connect_s"]) if link is not None else None
+    if found["slow_start"] is not None and rtt is not None:
+        slow_start_claims(claims, found["slow_start"], rtt, range_ms(link["connect_s"]), found["plan"]["rtt_ms"])
+    else:
+        claims.skip("transfer time as slow-start rounds", reason or "section 2 did not run")
+    if found["loss"] is not None and rtt is not None:
+        loss_claims(claims, found["loss"], rtt)
+    else:
+        for claim in ("Reno and CUBIC against Mathis", "BBR beside them", "connects that wait out the SYN timeout"):
+            claims.skip(claim, reason or "section 3 did not run")
+    if found.get("delay_line"):
+        delay_line_claim(claims, found["delay_line"])
+    nagle_claims(claims, found["nagle"]["loopback"], "on loopback")
+    if found["nagle"]["link"] is not None:
+        nagle_claims(claims, found["nagle"]["link"], "on the link")
+    else:
+        claims.skip("Nagle's stall on the link", reason or "section 4 ran on loopback only")
+    claims.report()
+    return claims
+
+
+WAYS = {"request_s": "one request", "sequence_s": "in sequence", "pipelined_s": "pipelined",
+        "connections_s": "on n connections"}
+
+
+def trips_of(way, n):
+    """The round trips each of section 1's ways costs on a new connection (a request alone: on an open one)."""
+    return {"request_s": 1, "sequence_s": model.sequence_rtts(n), "pipelined_s": model.pipelined_rtts(n),
+            "connections_s": model.connections_rtts(n)}[way]
+
+
+def round_trip_claims(claims, found, rtt_set_ms):
+    """Section 1: the round trip against the one set; then each way of sending requests costs what it costs on
+    loopback (the server's and the client's own time) plus its round trips: at least the set RTT each (the delay
+    line never hurries), at most the measured one and the delay line's lateness."""
+    link, loopback = found["link"], found["loopback"]
+    rtt, noise = ms(link["connect_s"]), range_ms(link["connect_s"])
+    claims.within("a connect costs the round trip set on the link (ms)", rtt, rtt_set_ms - noise,
+                  rtt_set_ms + DELAY_LINE_LATE_MS + 2 * noise, "ms")
+    for way, name in WAYS.items():
+        trips = trips_of(way, link["n"])
+        base, width = ms(loopback[way]), range_ms(link[way]) + range_ms(loopback[way]) + trips * noise
+        name = name.replace("n connections", f"{link['n']} connections")
+        what = name if way == "request_s" else f"{link['n']} requests {name}"
+        claims.within(f"{what}: its time on loopback + {trips} round trip{'s' if trips > 1 else ''} (ms)",
+                      ms(link[way]), base + trips * rtt_set_ms - width,
+                      base + trips * (rtt + DELAY_LINE_LATE_MS) + width, "ms")
+
+
+def slow_start_claims(claims, found, rtt, noise, rtt_set_ms):
+    """Section 2: each transfer takes its slow-start rounds: at least the set RTT each, at most the measured one
+    (and a delayed ACK); and the window doubles each round."""
+    found = {size: [whole for whole, _ in times] for size, times in found.items()}
+    for size, times in found.items():
+        rounds = model.slow_start_rounds(int(size))
+        measured, width = ms(times), range_ms(times) + rounds * noise
+        # A round may end up to a delayed ACK late: the receiver holds the ACK of a flight's odd last segment.
+        claims.within(f"{int(size):,} bytes: {rounds} slow-start round trips (ms)", measured,
+                      rounds * rtt_set_ms - width, (rounds + 1) * rtt + model.DELAYED_ACK_MS + width, "ms")
+    largest = max(found, key=int)
+    claims.nearer(f"{int(largest):,} bytes: the window doubles each round, it does not stay at 10 segments (ms)",
+                  ms(found[largest]), model.slow_start_rounds(int(largest)) * rtt,
+                  model.linear_rounds(int(largest)) * rtt, "ms", ".3g")
+
+
+def rates(times, size):
+    """Bytes a second of each transfer of `size` bytes over its second half, once slow start is over: sorted."""
+    return sorted(size / 2 / second_half for _, second_half in times)
+
+
+def loss_claims(claims, found, rtt):
+    """Section 3: Reno between Padhye (timeouts) and Mathis (b = 1), CUBIC no slower, BBR above both; slow connects."""
+    p, rtt_s, size = found["loss_percent"] / 100, rtt / 1000, found["size"]
+    low, high = model.padhye_rate(rtt_s, p), model.mathis_rate(rtt_s, p, acked_per_ack=1)
+    for congestion in ("reno", "cubic"):
+        measured = rates(found["transfer_s"][congestion], size)
+        median = statistics.median(measured)
+        # The run's own noise: the middle half's width, as a share of the median, widens the models' band each way.
+        quartiles = statistics.quantiles(measured, n=4, method="inclusive")
+        spread = 1 + (quartiles[2] - quartiles[0]) / median
+        if congestion == "reno":  # the models are Reno's
+            claims.within(f"reno at {found['loss_percent']:g} % loss: between Padhye's rate and Mathis's with b = 1"
+                          f" (kB/s)", median / 1000, low / spread / 1000, high * spread / 1000, "kB/s")
+        else:  # CUBIC backs off less (to 0.7 of its window) and never grows slower than Reno would: no upper model
+            claims.within(f"cubic at {found['loss_percent']:g} % loss: no slower than Reno's Padhye rate (kB/s)",
+                          median / 1000, low / spread / 1000, math.inf, "kB/s")
+    bbr = rates(found["transfer_s"]["bbr"], size)
+    claims.within("BBR ignores random loss: above Mathis's rate for Reno (kB/s)", statistics.median(bbr) / 1000,
+                  high / 1000, math.inf, "kB/s")
+    slow = sum(seconds >= model.INITIAL_RTO_S for seconds in found["connect_s"])
+    count, chance = len(found["connect_s"]), model.slow_connect_chance(p)
+    # The count of slow connects is binomial: three standard deviations either side of its mean.
+    width = 3 * math.sqrt(count * chance * (1 - chance))
+    claims.within(f"connects of {model.INITIAL_RTO_S:g} s or more: a SYN or its SYN-ACK lost (of {count})", slow,
+                  max(0.0, count * chance - width), count * chance + width, "", 0)
+
+
+def delay_line_claim(claims, usage):
+    """The delay line kept up: its CPU over the wall time it carried the sections is below half a core."""
+    share = usage["cpu_s"] / usage["wall_s"]
+    claims.within("the delay line was not the bottleneck (its share of one CPU)", share, 0.0,
+                  DELAY_LINE_MOST_CPU_SHARE, "", 3)
+
+
+def nagle_claims(claims, found, where):
+    """Section 4: write-write-read with Nagle on stalls for the delayed ACK and a round trip more than with it off."""
+    rtt = ms(found["connect_s"])
+    nagle, nodelay = found["nagle_s"][WARM_UP_EXCHANGES:], found["nodelay_s"][WARM_UP_EXCHANGES:]
+    stall = ms(nagle) - ms(nodelay)
+    predicted, noise = model.nagle_stall_ms(rtt), spread_ms(nagle) + spread_ms(nodelay)
+    claims.nearer(f"Nagle's stall {where}: the delayed ACK and a round trip, not nothing (ms)", stall, predicted, 0.0,
+                  "ms", ".3g")
+    claims.within(f"Nagle's stall {where}: {model.DELAYED_ACK_MS:g} ms + RTT, up to a timer tick late (ms)", stall,
+                  predicted - noise, predicted + TIMER_TICK_MS + noise, "ms")

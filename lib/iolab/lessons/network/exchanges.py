@@ -1,0 +1,189 @@
+"""Lesson 14's client: short HTTP/1.1 exchanges timed on one socket, one after another, pipelined, or on n sockets.
+
+Runs in the kernel on loopback, or as `python -m iolab.lessons.network.exchanges` inside the link's client namespace
+(the kernel stays outside it), printing its figures as one JSON line.
+"""
+
+import argparse
+import json
+import socket
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from iolab import http1
+
+TIMEOUT_S = 10.0  # every read and connect: a link that lost the server fails in seconds, never hangs
+MOST_EXCHANGES = 1000
+REQUEST = b"GET / HTTP/1.1\r\nHost: lab\r\n\r\n"
+
+
+def connect(host, port):
+    """A connected socket, with the time the connect took (the SYN, the SYN-ACK: one round trip)."""
+    started = time.perf_counter()
+    sock = socket.create_connection((host, port), timeout=TIMEOUT_S)
+    return sock, time.perf_counter() - started
+
+
+def read_answer(sock, pending=b""):
+    """Read one HTTP/1.1 answer (iolab.http1 cuts it off by its Content-Length); return what arrived after it (the
+    next answer's start). An answer other than a 200 is no figure: it raises, with what the server said."""
+    data = pending
+    while not (length := http1.answer_length(data)):
+        data += receive(sock)
+    status = data.split(b" ", 2)[1]
+    if status != b"200":
+        raise ConnectionError(f"the server answered {data[:length].decode(errors='replace')[-300:]}")
+    return data[length:]
+
+
+def receive(sock):
+    chunk = sock.recv(65536)
+    if not chunk:
+        raise ConnectionError("the server closed the connection in the middle of an answer")
+    return chunk
+
+
+def one_exchange(sock, parts):
+    """Send the request in `parts` (each its own send), wait for the whole answer; the seconds it took."""
+    started = time.perf_counter()
+    for part in parts:
+        sock.sendall(part)
+    read_answer(sock)
+    return time.perf_counter() - started
+
+
+def connect_then_request(host, port):
+    """(connect seconds, request seconds) on a new connection: a round trip each."""
+    sock, connected = connect(host, port)
+    with sock:
+        return connected, one_exchange(sock, [REQUEST])
+
+
+def in_sequence(host, port, n):
+    """n requests one after another on one new connection, the connect included: seconds."""
+    started = time.perf_counter()
+    sock, _ = connect(host, port)
+    with sock:
+        for _ in range(n):
+            one_exchange(sock, [REQUEST])
+    return time.perf_counter() - started
+
+
+def pipelined(host, port, n):
+    """n requests written at once on one new connection, then their n answers read: seconds, the connect included."""
+    started = time.perf_counter()
+    sock, _ = connect(host, port)
+    with sock:
+        sock.sendall(REQUEST * n)
+        pending = b""
+        for _ in range(n):
+            pending = read_answer(sock, pending)
+    return time.perf_counter() - started
+
+
+def on_n_connections(host, port, n):
+    """n requests, each on a connection of its own, all opened at once from n threads: seconds until the last."""
+    started = time.perf_counter()
+    with ThreadPoolExecutor(n) as pool:
+        list(pool.map(lambda _: connect_then_request(host, port), range(n)))
+    return time.perf_counter() - started
+
+
+def write_write_read(host, port, exchanges, nodelay):
+    """`exchanges` requests on one connection, each sent as two writes (the head, then its last blank line) before
+    the read, with Nagle on (nodelay False) or off; seconds of each."""
+    sock, _ = connect(host, port)
+    with sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, int(nodelay))
+        head, end = REQUEST[:-2], REQUEST[-2:]
+        return [one_exchange(sock, [head, end]) for _ in range(exchanges)]
+
+
+def round_trips(host, port, repeats, n):
+    """Section 1's figures: `repeats` connects and requests, then n requests three ways, each `repeats` times."""
+    pairs = [connect_then_request(host, port) for _ in range(repeats)]
+    return {"connect_s": [c for c, _ in pairs], "request_s": [r for _, r in pairs], "n": n,
+            "sequence_s": [in_sequence(host, port, n) for _ in range(repeats)],
+            "pipelined_s": [pipelined(host, port, n) for _ in range(repeats)],
+            "connections_s": [on_n_connections(host, port, n) for _ in range(repeats)]}
+
+
+def nagle(host, port, exchanges):
+    """Section 4's figures: three connects (the round trip), then write-write-read `exchanges` times with
+    TCP_NODELAY on, then off, each on a fresh connection."""
+    connects = [connect_then_request(host, port)[0] for _ in range(3)]
+    return {"connect_s": connects, "nodelay_s": write_write_read(host, port, exchanges, True),
+            "nagle_s": write_write_read(host, port, exchanges, False)}
+
+
+def transfer(host, port, size, congestion):
+    """(seconds, seconds of the second half) from a request for `size` bytes on a new connection to the last byte of
+    its answer, the sender using `congestion`; the connect is not counted. The second half is timed on its own: by
+    then a sender under loss has left slow start for its steady rate."""
+    sock, _ = connect(host, port)
+    with sock:
+        request = f"GET /bytes?n={size}&cc={congestion} HTTP/1.1\r\nHost: lab\r\n\r\n".encode()
+        started = time.perf_counter()
+        sock.sendall(request)
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += receive(sock)
+        head, _, body = data.partition(b"\r\n\r\n")
+        if head.split(b" ", 2)[1] != b"200":
+            read_answer(sock, data)  # a refusal's whole text, raised
+        received, halfway = len(body), None
+        while received < size:
+            received += len(receive(sock))
+            if halfway is None and received >= size / 2:
+                halfway = time.perf_counter()
+        ended = time.perf_counter()
+        return ended - started, ended - (halfway or started)
+
+
+def transfers(host, port, sizes, repeats, congestion, at_once=1):
+    """Section 2 and 3's figures: {size: [[seconds, seconds of the second half] of each of `repeats` transfers]},
+    `at_once` of them at a time."""
+    with ThreadPoolExecutor(at_once) as pool:
+        return {str(size): list(pool.map(transfer, *zip(*[(host, port, size, congestion)] * repeats)))
+                for size in sizes}
+
+
+def connects(host, port, count, at_once):
+    """`count` connects, `at_once` of them at a time: the seconds each took (a lost SYN waits out the timeout)."""
+    def timed(_):
+        sock, took = connect(host, port)
+        sock.close()
+        return took
+    with ThreadPoolExecutor(at_once) as pool:
+        return list(pool.map(timed, range(count)))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("what", choices=["round_trips", "nagle", "transfers", "connects"])
+    parser.add_argument("--host", required=True)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--n", type=int, default=10)
+    parser.add_argument("--sizes", default="20000", help="bytes of each transfer, comma-separated")
+    parser.add_argument("--cc", default="reno", help="the sender's congestion control for transfers")
+    parser.add_argument("--at-once", type=int, default=1, help="connects or transfers in flight at once")
+    args = parser.parse_args(argv)
+    if not (1 <= args.repeats <= MOST_EXCHANGES and 1 <= args.n <= 100 and 1 <= args.at_once <= 50):
+        parser.error(f"--repeats must be 1 to {MOST_EXCHANGES}, --n 1 to 100 and --at-once 1 to 50")
+    if args.what == "round_trips":
+        found = round_trips(args.host, args.port, args.repeats, args.n)
+    elif args.what == "nagle":
+        found = nagle(args.host, args.port, args.repeats)
+    elif args.what == "transfers":
+        sizes = [int(size) for size in args.sizes.split(",")]
+        found = transfers(args.host, args.port, sizes, args.repeats, args.cc, args.at_once)
+    else:
+        found = connects(args.host, args.port, args.repeats, args.at_once)
+    print(json.dumps(found))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

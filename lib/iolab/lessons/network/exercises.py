@@ -1,0 +1,104 @@
+"""Exercises for lesson 14, the network: `from iolab.lessons.network import exercises as ex; ex.q1.check(answer)`."""
+
+from iolab import checks
+
+
+class TenInSequence(checks.NumberExercise):
+    prompt = ("A new connection, then 10 short requests one after another, each sent when the last answer is in: how"
+              " many round trips in all?")
+    expected = 11
+    rel_tol = 0.0
+    abs_tol = 0.1
+    unit = "round trips"
+    mistakes = {10: "counts the requests and forgets the connect: the SYN and the SYN-ACK are a round trip too.",
+                20: "counts a connect for every request: these 10 share one connection.",
+                2: "is the pipelined case: here each request waits for the answer before it."}
+    hint_text = ["The connect is one round trip: the SYN goes out, the SYN-ACK comes back.",
+                 "Each request then waits for its answer before the next leaves."]
+    solution_text = "1 + 10 = 11: the connect, then one round trip per request."
+
+
+class TenPipelined(checks.NumberExercise):
+    prompt = "The same 10 requests written all at once on a new connection (pipelined): how many round trips?"
+    expected = 2
+    rel_tol = 0.0
+    abs_tol = 0.1
+    unit = "round trips"
+    mistakes = {1: "forgets the connect.", 11: "is one after another: here no request waits for an answer."}
+    hint_text = "The 10 requests leave together, so they cross the link together. And before them?"
+    solution_text = "2: the connect, then one round trip that carries all 10 requests and brings back all 10 answers."
+
+
+class RoundsFor500kB(checks.NumberExercise):
+    prompt = "How many round trips does an answer of 500,000 bytes take on a new connection, from ten segments?"
+    expected = 6
+    rel_tol = 0.0
+    abs_tol = 0.1
+    unit = "round trips"
+    mistakes = {35: "keeps the window at ten segments: it doubles every round.",
+                34: "keeps the window at ten segments: it doubles every round.",
+                5: "is one round short: five rounds carry 10 × 31 = 310 segments, and 500,000 bytes are 346."}
+    hint_text = ["500,000 bytes are 346 segments of 1,448 bytes.",
+                 "k rounds carry 10, 30, 70, 150, 310, 630... segments: 10 × (2^k − 1)."]
+    solution_text = "6: 346 segments need 10 × (2^k − 1) ≥ 346, so k = 6 (five rounds carry only 310)."
+
+
+class FastestUnderLoss(checks.ChoiceExercise):
+    prompt = "At this loss, which of 'reno', 'cubic' and 'bbr' sends the same bytes fastest?"
+    choices = {"reno": "Reno halves its window at every loss and grows back one segment a round: the slowest.",
+               "cubic": "CUBIC grows back faster than Reno, but still halves at every loss.",
+               "bbr": ""}
+    correct = "bbr"
+    correct_text = ("BBR sends at the rate it measures, and a random loss does not change that rate. On a link"
+                    " whose losses are not congestion, that is many times faster.")
+    hint_text = "Which of the three reads a lost packet as a sign to slow down?"
+    solution_text = "'bbr': Reno and CUBIC halve at each loss; BBR does not read loss as congestion."
+
+
+class SlowConnects(checks.NumberExercise):
+    prompt = "At 2 % loss each way, about how many of 200 connects take a second or more?"
+    expected = 200 * (1 - 0.98**2)
+    rel_tol = 0.15
+    unit = "connects"
+    mistakes = {4: "counts the lost SYNs only: a lost SYN-ACK leaves the client waiting the same second."}
+    hint_text = ["A connect waits the second when its SYN is lost, or when the SYN-ACK back is lost.",
+                 "The chance that neither is lost is 0.98 × 0.98."]
+    solution_text = "About 8: 200 × (1 − 0.98²) = 7.9, about twice the loss rate times the connects."
+
+
+class NagleOnLoopback(checks.PredictThenMeasure):
+    prompt = ("On loopback, a request sent as two writes before one read, with Nagle's algorithm on: how many"
+              " milliseconds more than with TCP_NODELAY, per request?")
+    rel_tol = 0.3
+    unit = "ms"
+    quantity = "the stall"
+    off_text = "Which timer does the first write's ACK wait for, on the server's side?"
+    correct_text = ("The stall is the receiver's delayed-ACK timer, 40 ms at least on Linux: a round trip on loopback"
+                    " costs microseconds, so the timer is all of it.")
+    hint_text = ["Nagle holds a small write while an earlier one is not yet acknowledged.",
+                 "The server gets half a request and has nothing to send, so it delays its ACK. For how long?"]
+    solution_text = "About 40 ms: Linux's shortest delayed ACK (TCP_DELACK_MIN), plus a loopback round trip of ~0."
+
+    def measure(self, stall_ms):
+        return stall_ms
+
+
+class NagleOnTheLink(checks.PredictThenMeasure):
+    prompt = ("On the link, the same two writes before one read with Nagle on: how many milliseconds more than with"
+              " TCP_NODELAY? Give a number from the link's RTT.")
+    rel_tol = 0.25
+    unit = "ms"
+    quantity = "the stall"
+    off_text = "The second write leaves only when the first write's ACK is back: how long is that, and then?"
+    correct_text = ("The delayed ACK, then the ACK's way back and the second write's way out: one round trip more"
+                    " than with TCP_NODELAY, and the 40 ms.")
+    hint_text = ["With TCP_NODELAY, both writes leave at once: the answer comes one round trip later.",
+                 "With Nagle on, the second write waits for the ACK: out, 40 ms, back, then out again."]
+    solution_text = "40 ms + RTT: the second write starts one round trip and the delayed ACK late."
+
+    def measure(self, stall_ms):
+        return stall_ms
+
+
+# q1, q2, ... in the order the notebook asks them, and statuses() for the results file.
+checks.bind(globals())

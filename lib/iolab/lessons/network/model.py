@@ -1,0 +1,69 @@
+"""Lesson 14's predictions: round trips per exchange, slow-start rounds, Mathis's rate, the SYN timeout, Nagle's stall.
+
+Each takes what this run measured (a round trip, a loss rate) and the kernel's constants, each named with its source.
+"""
+
+import math
+
+MSS_BYTES = 1448  # a 1500-byte Ethernet MTU less 20 (IP), 20 (TCP) and 12 (the timestamp option)
+INITIAL_WINDOW = 10  # segments a new connection may send before its first ACK (RFC 6928, Linux since 2.6.39)
+DELAYED_ACK_MS = 40.0  # Linux's shortest delayed-ACK timer, TCP_DELACK_MIN = HZ / 25 (include/net/tcp.h)
+INITIAL_RTO_S = 1.0  # the retransmission timeout before any round trip is measured (RFC 6298, 2.1)
+MIN_RTO_S = 0.2  # Linux's shortest retransmission timeout once round trips are measured (TCP_RTO_MIN)
+
+
+def sequence_rtts(n):
+    """Round trips for n short requests sent one after another on one connection: the connect, then one each."""
+    return n + 1
+
+
+def pipelined_rtts(n):
+    """Round trips for n requests written at once on one connection: the connect, then one for all n."""
+    return 2
+
+
+def connections_rtts(n):
+    """Round trips for n requests on n connections opened at once: each its connect and its request, side by side."""
+    return 2
+
+
+def slow_start_rounds(size_bytes, window=INITIAL_WINDOW, mss=MSS_BYTES):
+    """Round trips to deliver `size_bytes` in slow start: `window` segments in the first, twice as many in each next,
+    so k rounds carry window · (2^k − 1) segments."""
+    segments = math.ceil(size_bytes / mss)
+    return max(1, math.ceil(math.log2(segments / window + 1)))
+
+
+def mathis_rate(rtt_s, loss, mss=MSS_BYTES, acked_per_ack=2):
+    """Bytes a second of a Reno sender in steady state at random loss `loss` (Mathis et al. 1997), with b segments
+    acknowledged by each ACK (2 with delayed ACKs): (MSS / RTT) · √(3 / (2 · b · p))."""
+    if loss <= 0:
+        return math.inf
+    return mss / rtt_s * math.sqrt(3 / (2 * acked_per_ack * loss))
+
+
+def padhye_rate(rtt_s, loss, mss=MSS_BYTES, acked_per_ack=2, timeout_s=None):
+    """Bytes a second of a Reno sender that also meets timeouts (Padhye et al. 1998): Mathis's rate with each loss
+    that empties the window costing a timeout T0 (here the shortest RTO plus a round trip): slower than Mathis."""
+    if loss <= 0:
+        return math.inf
+    timeout_s = MIN_RTO_S + rtt_s if timeout_s is None else timeout_s
+    b, p = acked_per_ack, loss
+    per_segment = rtt_s * math.sqrt(2 * b * p / 3) + timeout_s * min(1, 3 * math.sqrt(3 * b * p / 8)) * p * (1 + 32 * p * p)
+    return mss / per_segment
+
+
+def linear_rounds(size_bytes, window=INITIAL_WINDOW, mss=MSS_BYTES):
+    """Round trips if the window never grew: `window` segments every round (the alternative slow start rules out)."""
+    return max(1, math.ceil(math.ceil(size_bytes / mss) / window))
+
+
+def slow_connect_chance(loss):
+    """The chance a connect waits out the initial timeout: its SYN or the SYN-ACK is lost (each with chance p)."""
+    return 1 - (1 - loss) ** 2
+
+
+def nagle_stall_ms(rtt_ms):
+    """What a write-write-read costs over a write-read when Nagle holds the second write: the first write's ACK waits
+    the receiver's delayed-ACK timer, then the second write needs half a round trip more each way."""
+    return DELAYED_ACK_MS + rtt_ms

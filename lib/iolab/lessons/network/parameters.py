@@ -1,0 +1,61 @@
+"""Lesson 14's parameters, checked: each one out of range is named with its value and what is allowed."""
+
+from dataclasses import dataclass
+
+from iolab.params import LessonPlan, cell_values
+
+# Why each range: below 5 ms a round trip hides in the machine's own noise (a busy core wakes a thread 1 ms late);
+# above 200 ms the runs grow long and the delayed-ACK timer (40 ms) is a small part of the stall.
+RANGES = {
+    "rtt_ms": (5, 200),  # RTT: the link's round trip, set on the delay line
+    "requests": (2, 50),  # n: section 1's short requests, three ways
+    "repeats": (3, 20),  # each run of sections 1 to 3 this many times: 3 at least, so the run has a spread
+    "nagle_exchanges": (8, 200),  # section 4's write-write-reads on each setting of TCP_NODELAY
+    # Section 3's transfer, timed over its second half: long enough for a few losses there at 0.5 % (170 segments),
+    # at most 4 MB (a minute and a half of Reno at 10 % loss on a 200 ms link)
+    "loss_bytes": (500_000, 4_000_000),
+    "connects": (50, 1000),  # section 3's connects: enough that a few of them meet a lost SYN at 1 %
+}
+# p in percent, each way: below 0.5 % a transfer of a few MB meets too few losses for a steady state; above 10 %
+# timeouts, not halvings, set the rate (Padhye et al.), and Mathis's model no longer holds.
+FRACTIONS = {"loss_percent": (0.5, 10.0)}
+QUICK = {"requests": 6, "repeats": 3, "nagle_exchanges": 12, "loss_bytes": 1_000_000, "connects": 100}
+LOSS_FLOWS = 8  # section 3's transfers from Reno, and from CUBIC, side by side: they cost no more time than one
+SLOW_START_SIZES = (20_000, 100_000, 500_000, 2_000_000)  # section 2: one to eight round trips from IW10
+# The notebook's parameters cell at full size, for a benchmark or a test that runs the lesson's parts alone.
+DEFAULTS = {"rtt_ms": 40, "loss_percent": 2.0, "requests": 10, "repeats": 5, "nagle_exchanges": 30,
+            "loss_bytes": 2_000_000, "connects": 200, "quick": False, "solutions": False, "results_path": None}
+# Linux may ACK the first segments of a connection at once (quick-ACK mode): section 4 reads its stall from the
+# exchanges after these.
+WARM_UP_EXCHANGES = 4
+
+
+@dataclass(frozen=True)
+class Plan(LessonPlan):
+    """The lesson's sizes, after the checks (quick mode shrinks the runs, not the ideas)."""
+
+    rtt_ms: int
+    requests: int
+    repeats: int
+    nagle_exchanges: int
+    loss_bytes: int
+    connects: int
+    loss_percent: float
+
+    @classmethod
+    def from_cell(cls, cell):
+        """The parameters cell's values (a dict such as globals()), checked; quick mode's sizes where it is on."""
+        quick, values = cell_values(cell, RANGES, FRACTIONS, QUICK, cap=True)
+        return cls(**values, **cls.flags(cell, quick))
+
+    def describe(self):
+        return (f"The link: a round trip of {self.rtt_ms} ms. Section 1: n = {self.requests} requests three ways,"
+                f" each run {self.repeats} times. Section 2: {len(SLOW_START_SIZES)} sizes, each {self.repeats}"
+                f" times. Section 3: {LOSS_FLOWS} transfers of {self.loss_bytes:,} bytes each at"
+                f" {self.loss_percent:g} % loss each way, and {self.connects} connects. Section 4:"
+                f" {self.nagle_exchanges} write-write-reads with TCP_NODELAY on, and as many with it off.")
+
+    def as_dict(self):
+        return {"rtt_ms": self.rtt_ms, "requests": self.requests, "repeats": self.repeats,
+                "nagle_exchanges": self.nagle_exchanges, "loss_bytes": self.loss_bytes, "connects": self.connects,
+                "loss_percent": self.loss_percent, "quick": self.quick}

@@ -1,0 +1,114 @@
+"""Lesson 14's runs: the server on the link's far side (or on loopback), the client as a child in the near side.
+
+Where the link cannot be built here, `why_no_link()` says why, and only what loopback can show runs.
+"""
+
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
+
+from iolab import children, link, servers
+
+SERVER = "tornado_app"  # the lab's own event-loop server, the same under the contract on either side of the link
+SENDER = "bulk_sender"  # threaded_app with /bytes?n=&cc=: the sender's congestion control set per answer
+BBR_FLOWS = 3  # BBR's transfers at once in section 3: each may send a few MB a second through the delay line
+CONNECTS_AT_ONCE = 10  # section 3's connects in flight at once: a lost SYN's second holds one of them, not the run
+CHILD_TIMEOUT_S = 120.0  # a whole section's exchanges; a stuck link fails the cell, it never hangs the kernel
+
+
+def why_no_link():
+    """None where this user can build a link here, else one sentence why not."""
+    return link.why_not()
+
+
+@contextmanager
+def built(rtt_ms, loss_percent, rate_mbit):
+    """The link (a client namespace, a server namespace, the delay line between), torn down however the block ends."""
+    with link.build(link.LinkSpec(rtt_ms=rtt_ms, loss_percent=loss_percent, rate_mbit=rate_mbit)) as path:
+        yield path
+
+
+class Lab:
+    """The link for the whole lesson (None where it cannot be built, with why), kept open across the notebook's cells
+    and closed by close(); the kernel's death takes it down too (its namespaces are held by its children)."""
+
+    def __init__(self, plan):
+        self.missing = why_no_link()
+        self.path = None
+        self.stack = ExitStack()
+        self.opened = time.monotonic()
+        if self.missing is None:
+            self.path = self.stack.enter_context(built(plan.rtt_ms, 0.0, None))
+
+    def usage(self):
+        """The delay line's CPU seconds and packets since it started, and the wall time: None without the link."""
+        if self.path is None:
+            return None
+        cpu_s, packets, dropped = self.path.delay_line_usage()
+        return {"cpu_s": cpu_s, "packets": packets, "dropped": dropped, "wall_s": time.monotonic() - self.opened}
+
+    def close(self):
+        self.stack.close()
+
+
+def serving(path=None, name=SERVER):
+    """A lab server in the link's server namespace, or on loopback when `path` is None."""
+    return servers.serve(name, link=path) if path is not None else servers.serve(name)
+
+
+def exchanges(what, server, path=None, **sizes):
+    """Run the exchanges client (`what`: round_trips or nagle) against `server` in the link's client namespace (or
+    here, on loopback): its figures."""
+    argv = children.python("-m", "iolab.lessons.network.exchanges", what, "--host", server.host, "--port",
+                           server.port, *[f"--{name.replace('_', '-')}={value}" for name, value in sizes.items()])
+    if path is not None:
+        argv = path.argv("client", argv)
+    done = children.run(argv, CHILD_TIMEOUT_S)
+    if done.returncode != 0:
+        raise RuntimeError(f"the {what} client failed ({done.returncode}): {done.stderr.strip()[-800:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def round_trips(path, repeats, n):
+    """Section 1: connects and requests, and n requests three ways, on the link and then on loopback (where the
+    round trip is next to nothing, so what is left is the server's and the client's own time)."""
+    found = {}
+    for where, on in (("link", path), ("loopback", None)):
+        with serving(on) as server:
+            found[where] = exchanges("round_trips", server, on, repeats=repeats, n=n)
+    return found
+
+
+def nagle(path, exchanges_count):
+    """Section 4 on the link, or on loopback where `path` is None."""
+    with serving(path) as server:
+        return exchanges("nagle", server, path, repeats=exchanges_count)
+
+
+def slow_start(path, sizes, repeats):
+    """Section 2 on the link: each size fetched `repeats` times on new connections, a Reno sender: seconds."""
+    with serving(path, SENDER) as server:
+        return exchanges("transfers", server, path, sizes=",".join(map(str, sizes)), repeats=repeats, cc="reno")
+
+
+def loss(path, loss_percent, size, flows, connects):
+    """Section 3 on the link at `loss_percent`: `flows` transfers of `size` bytes from Reno and as many from CUBIC,
+    all at once, then BBR's, then `connects` connects; the link is clean again afterwards."""
+    path.set(loss_percent=loss_percent)
+    try:
+        with serving(path, SENDER) as server:
+            # Reno's and CUBIC's flows side by side: the link has no rate to share and its losses are random, so they
+            # do not slow each other; only the loss does. BBR's, many times faster, go after them, fewer, so that
+            # the delay line is never what limits a flow.
+            def transfers(congestion, count):
+                return exchanges("transfers", server, path, sizes=size, repeats=count, cc=congestion,
+                                 at_once=count)[str(size)]
+            with ThreadPoolExecutor(2) as pool:
+                reno, cubic = pool.map(transfers, ("reno", "cubic"), (flows, flows))
+            bbr = transfers("bbr", BBR_FLOWS)
+            times = exchanges("connects", server, path, repeats=connects, at_once=CONNECTS_AT_ONCE)
+    finally:
+        path.set(loss_percent=0.0)
+    return {"loss_percent": loss_percent, "size": size, "transfer_s": {"reno": reno, "cubic": cubic, "bbr": bbr},
+            "connect_s": times}

@@ -1,0 +1,1 @@
+"""Lesson 14, the network: its parameters, its model, its claims, and its client against a real server."""

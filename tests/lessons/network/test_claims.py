@@ -1,0 +1,104 @@
+"""Lesson 14's closing claims on plain data: kept, broken (named), skipped without the link, and read back."""
+
+import json
+
+import pytest
+
+from iolab.claims import ClaimsFailed
+from iolab.lessons.network import claims, model, parameters
+
+RTT = 0.041  # s: the link's 40 ms and the delay line's millisecond
+
+
+def plan(**changes):
+    return parameters.Plan.from_cell(parameters.DEFAULTS | {"quick": True} | changes)
+
+
+def exchanges(rtt, n, server=0.002):
+    """Section 1's figures on a path of `rtt` seconds, each request costing the server `server` seconds."""
+    jitter = [0.0, 0.0003, 0.0006]
+    return {"connect_s": [rtt + j for j in jitter], "request_s": [rtt + server + j for j in jitter], "n": n,
+            "sequence_s": [(n + 1) * rtt + n * server + j for j in jitter],
+            "pipelined_s": [2 * rtt + n * server + j for j in jitter],
+            "connections_s": [2 * rtt + 3 * server + j for j in jitter]}
+
+
+def round_trips(n=6):
+    return {"link": exchanges(RTT, n), "loopback": exchanges(0.00005, n)}
+
+
+def slow_start():
+    return {str(size): [[(model.slow_start_rounds(size) + 0.3) * RTT + j, RTT] for j in (0.0, 0.002, 0.004)]
+            for size in parameters.SLOW_START_SIZES}
+
+
+def loss(size=1_000_000, slow=4):
+    def times(rate):  # (the whole transfer, its second half) at `rate` once slow start is over
+        return [[size / (rate * f), size / 2 / (rate * f)] for f in (0.9, 0.95, 1.0, 1.05, 1.1)]
+    return {"loss_percent": 2.0, "size": size,
+            "transfer_s": {"reno": times(model.mathis_rate(RTT, 0.02)),
+                           "cubic": times(1.15 * model.mathis_rate(RTT, 0.02)),
+                           "bbr": times(20 * model.mathis_rate(RTT, 0.02))},
+            "connect_s": [1.04] * slow + [RTT] * (100 - slow)}
+
+
+def nagle(rtt_s, stall_s=None, exchanges=12):
+    stall_s = model.nagle_stall_ms(rtt_s * 1000) / 1000 + 0.003 if stall_s is None else stall_s
+    base = [rtt_s + 0.0002 * (i % 3) for i in range(exchanges)]
+    return {"connect_s": [rtt_s] * 3, "nodelay_s": base,
+            "nagle_s": [b + (0.0 if i < parameters.WARM_UP_EXCHANGES else stall_s) for i, b in enumerate(base)]}
+
+
+def found(**changes):
+    return claims.results(plan(), None, round_trips(), slow_start(), loss(), nagle(0.00003), nagle(RTT),
+                          {"cpu_s": 0.8, "packets": 9000, "dropped": 40, "wall_s": 20.0}) | changes
+
+
+def test_a_run_inside_its_bounds_keeps_every_claim(capsys):
+    checked = claims.check_claims(found())
+    out = capsys.readouterr().out
+    assert not checked.failed() and "✗" not in out and "–" not in out and out.count("✓") == len(checked.rows)
+
+
+def test_a_round_trip_far_from_the_one_set_is_named():
+    slow = round_trips()
+    slow["link"] = exchanges(0.0603, 6)  # 60 ms on a link set to 40
+    with pytest.raises(ClaimsFailed) as raised:
+        claims.check_claims(found(round_trips=slow))
+    assert "a connect costs the round trip set on the link" in str(raised.value) and "60.6 ms" in str(raised.value)
+
+
+def test_reno_far_below_both_models_is_named():
+    broken = loss()
+    broken["transfer_s"]["reno"] = [[t * 3 for t in pair] for pair in broken["transfer_s"]["reno"]]  # a third
+    with pytest.raises(ClaimsFailed) as raised:
+        claims.check_claims(found(loss=broken))
+    assert "reno at 2 % loss" in str(raised.value) and "cubic" not in str(raised.value)
+
+
+def test_too_many_slow_connects_are_named():
+    with pytest.raises(ClaimsFailed, match=r"connects of 1 s or more.*: 30,"):
+        claims.check_claims(found(loss=loss(slow=30)))
+
+
+def test_no_stall_with_nagle_on_is_named():
+    with pytest.raises(ClaimsFailed, match="Nagle's stall on loopback"):
+        claims.check_claims(found(nagle={"loopback": nagle(0.00003, stall_s=0.0), "link": nagle(RTT)}))
+
+
+def test_without_the_link_its_claims_are_skipped_with_the_reason(capsys):
+    reason = "this container refuses user namespaces"
+    checked = claims.check_claims(claims.results(plan(), reason, nagle_loopback=nagle(0.00003)))
+    out = capsys.readouterr().out
+    assert not checked.failed() and out.count("✓") == 2  # Nagle on loopback still runs and is judged
+    assert out.count(f"skipped, {reason}") == len(checked.rows) - 2
+
+
+def test_the_claims_read_back_from_a_results_file_print_the_same_lines(tmp_path, capsys):
+    results = found()
+    claims.check_claims(results)
+    first = capsys.readouterr().out
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(results))
+    claims.check_claims(json.loads(path.read_text()))
+    assert capsys.readouterr().out == first

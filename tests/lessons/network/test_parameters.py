@@ -1,0 +1,36 @@
+"""Lesson 14's parameters: quick mode's sizes, and each value out of range refused by its name."""
+
+import pytest
+
+from iolab.lessons.network import parameters
+from iolab.params import ParameterError
+
+
+def cell(**changes):
+    return parameters.DEFAULTS | changes
+
+
+def test_the_defaults_are_accepted_as_they_are():
+    plan = parameters.Plan.from_cell(cell())
+    assert (plan.rtt_ms, plan.loss_percent, plan.requests, plan.repeats) == (40, 2.0, 10, 5)
+    assert not plan.quick and "40 ms" in plan.describe()
+
+
+def test_quick_mode_shrinks_the_runs_but_keeps_the_link_and_a_smaller_size_asked_for():
+    plan = parameters.Plan.from_cell(cell(quick=True, requests=3))
+    assert plan.quick and plan.requests == 3 and plan.repeats == parameters.QUICK["repeats"]
+    assert plan.loss_bytes == parameters.QUICK["loss_bytes"] and plan.connects == parameters.QUICK["connects"]
+    assert plan.rtt_ms == 40 and plan.loss_percent == 2.0  # the link is the student's, quick or not
+
+
+@pytest.mark.parametrize(("name", "value"), [("rtt_ms", 2), ("rtt_ms", 40.5), ("loss_percent", 0.1),
+                                             ("loss_percent", 20), ("requests", 1), ("repeats", 2),
+                                             ("nagle_exchanges", 4), ("loss_bytes", 100), ("connects", 5000)])
+def test_a_value_out_of_range_is_refused_by_its_name(name, value):
+    with pytest.raises(ParameterError, match=f"^{name} must be"):
+        parameters.Plan.from_cell(cell(**{name: value}))
+
+
+def test_a_flag_that_is_not_a_bool_is_refused_by_its_name():
+    with pytest.raises(ParameterError, match="^quick must be True or False"):
+        parameters.Plan.from_cell(cell(quick="yes"))

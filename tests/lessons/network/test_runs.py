@@ -1,0 +1,49 @@
+"""Lesson 14's client against real servers in real subprocesses (under the shared lock: it times)."""
+
+import pytest
+
+from iolab import link, servers
+from iolab.claims import Claims
+from iolab.lessons.network import claims, runs
+
+
+def test_nagle_on_loopback_stalls_for_the_delayed_ack_and_keeps_its_claims():
+    found = runs.nagle(None, 12)
+    assert len(found["nagle_s"]) == len(found["nodelay_s"]) == 12
+    judged = Claims("test")
+    claims.nagle_claims(judged, found, "on loopback")
+    assert not judged.failed(), judged.lines()
+
+
+def test_each_exchange_returns_its_figures_on_loopback():
+    with servers.serve(runs.SERVER) as server:
+        found = runs.exchanges("round_trips", server, repeats=3, n=4)
+    assert found["n"] == 4 and all(len(found[key]) == 3 for key in ("connect_s", "sequence_s", "connections_s"))
+    assert min(found["sequence_s"]) > 0 and min(found["pipelined_s"]) > 0
+    with servers.serve(runs.SENDER) as server:
+        sizes = runs.exchanges("transfers", server, sizes="20000,300000", repeats=2, cc="reno")
+        connects = runs.exchanges("connects", server, repeats=12, at_once=4)
+    assert sorted(sizes) == ["20000", "300000"] and all(len(times) == 2 for times in sizes.values())
+    assert len(connects) == 12 and max(connects) < 1.0  # loopback loses no SYN
+
+
+def test_a_congestion_control_this_kernel_lacks_is_refused_by_the_sender():
+    with servers.serve(runs.SENDER) as server:
+        try:
+            runs.exchanges("transfers", server, sizes="1000", repeats=1, cc="vegas")
+        except RuntimeError as error:
+            assert "vegas" in str(error)
+        else:
+            raise AssertionError("the client took an answer for cc=vegas")
+
+
+@pytest.mark.skipif(link.why_not() is not None, reason=f"no link here: {link.why_not()}")
+def test_section_1_on_a_real_link_costs_its_loopback_time_and_its_round_trips():
+    with runs.built(20, 0.0, None) as path:
+        found = runs.round_trips(path, 3, 4)
+        usage = path.delay_line_usage()
+    judged = Claims("test")
+    claims.round_trip_claims(judged, found, 20)
+    assert not judged.failed(), judged.lines()
+    assert usage.packets > 0 and usage.dropped == 0
+    assert min(found["link"]["connect_s"]) >= 0.020 > max(found["loopback"]["connect_s"])  # the delay line's floor
