@@ -502,6 +502,22 @@ SERVERS = {
             " control",
             routes=NO_WAIT_ROUTES, serves_at_once=lambda options: None, lesson="14-the-network",
         ),
+        ServerInfo(
+            "gunicorn_drain", "gunicorn_drain.py",
+            "gunicorn as gunicorn_app (an arbiter, --workers of --threads each), its graceful timeout set by"
+            " --graceful-timeout",
+            routes=NO_WAIT_ROUTES,
+            options={
+                "workers": Option("--workers", "worker processes forked by gunicorn's arbiter", 1),
+                "threads": Option("--threads", "threads per worker; above 1, gunicorn uses gthread workers", 1),
+                "worker_class": Option("--worker-class", "sync (one request at a time) or gthread", "sync"),
+                "graceful_timeout": Option(
+                    "--graceful-timeout", "whole seconds SIGTERM waits for requests in flight before SIGKILL", 1),
+            },
+            serves_at_once=_workers_times_threads,
+            needs_modules=("gunicorn",),
+            lesson="15-running-a-service",
+        ),
     ]
 }
 

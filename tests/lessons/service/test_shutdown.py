@@ -16,3 +16,15 @@ def test_uvicorn_with_its_graceful_timeout():
     run = shutdown.sigterm_during_load("uvicorn_drain", 50, 300, 0.5, timeout_graceful_shutdown=0.6)
     drained = shutdown.summarize("uvicorn", run, 50, 300, 600, (100, 200))
     assert drained["in_flight"] > 0 and drained["failed"] == 0
+
+
+def test_gunicorn_without_and_with_its_graceful_timeout():
+    [(server, route, _, cut_options, drained_options)] = [run for run in shutdown.runs(50, 300, 600)
+                                                          if run[0] == "gunicorn_drain"]
+    assert drained_options["graceful_timeout"] == 1  # whole seconds, rounded up from 600 ms
+    run = shutdown.sigterm_during_load(server, 50, 300, 0.5, route=route, **cut_options)
+    cut = shutdown.summarize("no drain", run, 50, 300, 0, shutdown.spared(server, run["exit_s"] * 1000))
+    assert cut["in_flight"] > 0 and 0 < cut["failed"] <= cut["in_flight"]
+    run = shutdown.sigterm_during_load(server, 50, 300, 0.5, route=route, **drained_options)
+    drained = shutdown.summarize("graceful", run, 50, 300, 1000, (0, 0))
+    assert drained["in_flight"] > 0 and drained["failed"] == 0 and drained["exit_ms"] is not None

@@ -4,6 +4,7 @@ An open loop sends /async-sleep?ms=R at X a second, on a fixed schedule, for `se
 sending, SIGTERM reaches the server. By Little's law about L = X·R requests are in flight then.
 """
 
+import math
 import os
 import signal
 import time
@@ -16,13 +17,14 @@ from . import model
 TIMEOUT_S = 10
 
 
-def sigterm_during_load(name, rate, hold_ms, seconds, **options):
-    """Start `name` with `options`, load it, SIGTERM it when the schedule has sent its last request.
+def sigterm_during_load(name, rate, hold_ms, seconds, route="/async-sleep", **options):
+    """Start `name` with `options`, load `route` with holds of `hold_ms`, SIGTERM it when the schedule has sent its
+    last request.
 
     Returns each request's (sent, ended, answered) on the load's clock, when the signal left, and how long the
     server took to exit after it."""
     with serve(name, **options) as server:
-        run = start_load(f"{server.url}/async-sleep?ms={hold_ms}", kind="open", rate_rps=rate, schedule="fixed",
+        run = start_load(f"{server.url}{route}?ms={hold_ms}", kind="open", rate_rps=rate, schedule="fixed",
                          requests=int(rate * seconds), concurrency=int(rate * hold_ms / 1000) + 20,
                          timeout_s=TIMEOUT_S)
         try:
@@ -67,20 +69,46 @@ def summarize(how, run, rate, hold_ms, drain_ms, spared_ms):
 
 
 UVICORN_WAIT_MS = 100  # uvicorn's shutdown sleeps 0.1 s before its graceful timeout starts (uvicorn/server.py)
+SLACK = 20  # threads or connections beyond L = X·R, so no request waits for one
+
+
+def runs(rate, hold_ms, drain_ms):
+    """Each server's runs: (server, route, the setting as its flag reads, {option: value} without a drain, with one).
+
+    Tornado's --drain-ms is ours. uvicorn's --timeout-graceful-shutdown is in seconds. gunicorn's --graceful-timeout
+    is in whole seconds, so the drain rounds up; its workers are one gthread worker with a thread for each request
+    in flight and some to spare (a sync worker holds one request, so L of them would need L processes)."""
+    threads = int(rate * hold_ms / 1000) + SLACK
+    graceful_s = math.ceil(drain_ms / 1000)
+    return [("service_app", "/async-sleep", "--drain-ms", {"drain_ms": 0}, {"drain_ms": drain_ms}),
+            ("uvicorn_drain", "/async-sleep", "--timeout-graceful-shutdown", {"timeout_graceful_shutdown": 0},
+             {"timeout_graceful_shutdown": drain_ms / 1000}),
+            ("gunicorn_drain", "/sync-sleep", "--graceful-timeout",
+             {"worker_class": "gthread", "threads": threads, "graceful_timeout": 0},
+             {"worker_class": "gthread", "threads": threads, "graceful_timeout": graceful_s})]
+
+
+def spared(server, exit_ms):
+    """The window after SIGTERM in which requests in flight still get their answers, without a drain: uvicorn's
+    0.1 to 0.2 s; for the others, until they exited (Tornado at once; gunicorn's arbiter sends SIGKILL right after
+    SIGTERM when its graceful timeout is 0)."""
+    return (UVICORN_WAIT_MS, 2 * UVICORN_WAIT_MS) if server == "uvicorn_drain" else (0.0, exit_ms or 0.0)
 
 
 def measure(rate, hold_ms, seconds, drain_ms):
-    """Tornado's service_app and uvicorn, each without a drain and with one of drain_ms: a row each.
+    """Tornado's service_app, uvicorn and gunicorn, each without a drain and with one of drain_ms: a row each.
 
     Without a drain, our Tornado answers nothing after SIGTERM once the signal is handled (within its measured time
     to exit). uvicorn notices the signal on its next tick (every 0.1 s), then sleeps 0.1 s before its timeout of 0
-    starts (uvicorn/server.py, main_loop and shutdown): it still answers for 0.1 to 0.2 s."""
+    starts (uvicorn/server.py, main_loop and shutdown): it still answers for 0.1 to 0.2 s. gunicorn's arbiter with a
+    graceful timeout of 0 sends its workers SIGTERM then SIGKILL at once (gunicorn/arbiter.py, Arbiter.stop)."""
     rows = []
-    for server, option in (("service_app", "drain_ms"), ("uvicorn_drain", "timeout_graceful_shutdown")):
-        for drain in (0, drain_ms):
-            value = drain if server == "service_app" else drain / 1000
-            run = sigterm_during_load(server, rate, hold_ms, seconds, **{option: value})
-            spared = (0.0, (run["exit_s"] or 0.0) * 1000) if server == "service_app" else (UVICORN_WAIT_MS, 2 * UVICORN_WAIT_MS)
-            row = summarize(f"{server}, --{option.replace('_', '-')} {value:g}", run, rate, hold_ms, drain, spared)
+    for server, route, flag, cut, drained in runs(rate, hold_ms, drain_ms):
+        for options in (cut, drained):
+            run = sigterm_during_load(server, rate, hold_ms, seconds, route=route, **options)
+            value = options[flag[2:].replace("-", "_")]
+            drain = value if flag == "--drain-ms" else value * 1000  # the others' settings are in seconds
+            row = summarize(f"{server}, {flag} {value:g}", run, rate, hold_ms, drain,
+                            spared(server, (run["exit_s"] or 0.0) * 1000))
             rows.append(row | {"server": server})
     return rows
