@@ -28,3 +28,13 @@ def test_gunicorn_without_and_with_its_graceful_timeout():
     run = shutdown.sigterm_during_load(server, 50, 300, 0.5, route=route, **drained_options)
     drained = shutdown.summarize("graceful", run, 50, 300, 1000, (0, 0))
     assert drained["in_flight"] > 0 and drained["failed"] == 0 and drained["exit_ms"] is not None
+
+
+def test_each_server_gets_its_own_setting_in_its_own_unit():
+    settings = {server: (flag, cut, drained) for server, _, flag, cut, drained in shutdown.runs(100, 500, 1200)}
+    assert settings["service_app"] == ("--drain-ms", {"drain_ms": 0}, {"drain_ms": 1200})
+    assert settings["uvicorn_drain"][2] == {"timeout_graceful_shutdown": 1.2}
+    assert settings["gunicorn_drain"][2]["graceful_timeout"] == 2  # 1.2 s rounds up to whole seconds
+    assert settings["gunicorn_drain"][2]["threads"] == 100 * 500 // 1000 + shutdown.SLACK
+    assert shutdown.spared("gunicorn_drain", 150.0) == (0.0, 150.0)
+    assert shutdown.spared("uvicorn_drain", 150.0) == (shutdown.UVICORN_WAIT_MS, 2 * shutdown.UVICORN_WAIT_MS)
