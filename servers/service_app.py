@@ -1,8 +1,8 @@
 """A Tornado service that watches its own event loop: lesson 15's lag, drain and pool.
 
 Besides the contract's routes it answers:
-- /window?ms=S&block_ms=b&period_ms=P&heartbeat_ms=H opens a measured window of S ms: a blocker holds the loop b ms
-  every P ms, and a heartbeat, due at random times H ms apart on average, records how late each beat ran;
+- /window?ms=S&block_ms=b&period_ms=Δ&heartbeat_ms=H opens a measured window of S ms: a blocker holds the loop b ms
+  every Δ ms, and a heartbeat, due at random times H ms apart on average, records how late each beat ran;
 - /pool?ms=T&timeout_ms=t&safe=0|1 holds one slot of a pool of --pool slots for T ms, under a deadline of t ms;
   safe=0 releases it on the line after the wait, safe=1 in `async with`;
 - /stats this server's figures as JSON (the window's beats and blocks, the pool's free slots and holds).

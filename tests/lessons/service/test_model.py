@@ -8,7 +8,7 @@ from iolab.lessons.service import model
 
 
 def test_one_block_every_period_gives_the_textbook_figures():
-    blocks = [0.05] * 10  # b = 50 ms every p = 200 ms, over 2 s
+    blocks = [0.05] * 10  # b = 50 ms every Δ = 200 ms, over 2 s
     assert model.residual_mean(blocks, 2.0) == pytest.approx(0.05**2 / (2 * 0.2))
     assert model.residual_quantile(blocks, 2.0, 0.99) == pytest.approx(0.05 - 0.2 / 100, abs=1e-9)
     assert model.residual_quantile(blocks, 2.0, 0.5) == 0.0  # the loop is free 3/4 of the time

@@ -36,12 +36,12 @@ def check_claims(found):
 
 def lag_claims(claims, lag):
     """1. The heartbeat's mean lag is the residual life Σb²/2W, plus at most the loop's own lateness; its p99 the
-    residual's 99th percentile, about b − p/100, within what the beats' count allows. A request's p99 is the same
+    residual's 99th percentile, about b − Δ/100, within what the beats' count allows. A request's p99 is the same
     residual's, plus at most its own latency and the requests that came in during the same block."""
     others = lag["neighbours"]
     claims.timing(f"the mean lag is the residual life Σb²/2W = {lag['predicted_mean_ms']:.2f} ms",
                   lag["mean_ms"], lag["mean_low_ms"], lag["mean_high_ms"], others["lag"], "ms", 2)
-    claims.timing(f"the lag's p99 is the residual's, {lag['predicted_p99_ms']:.1f} ms (about b − p/100)",
+    claims.timing(f"the lag's p99 is the residual's, {lag['predicted_p99_ms']:.1f} ms (about b − Δ/100)",
                   lag["p99_ms"], lag["p99_low_ms"], lag["p99_high_ms"], others["lag"], "ms", 1)
     claims.timing(f"a request's p99 comes from the lag: {lag['predicted_request_p99_ms']:.1f} ms",
                   lag["request_p99_ms"], lag["request_p99_low_ms"], lag["request_p99_high_ms"], others["served"],

@@ -12,13 +12,13 @@ from iolab.params import LessonPlan, ParameterError, cell_values
 # above 200 ms a window holds too few blocks to count; the rest keep every run short.
 RANGES = {
     "block_ms": (5, 200),  # b: how long the handler blocks the loop
-    "period_ms": (20, 1000),  # P: how often it does; at least 2b, and at most 20b (rules below)
+    "period_ms": (20, 1000),  # Δ: how often it does; at least 2b, and at most 20b (rules below)
     "request_rate": (10, 200),  # requests a second to `/` through section 1's windows
     "tasks": (10, 100_000),  # n of section 2
     "shutdown_rate": (10, 200),  # X of section 3
     "hold_ms": (300, 2000),  # R of section 3: above uvicorn's 0.2 s before its timeout starts
     "drain_ms": (600, 10_000),  # the drain of section 3: at least 2R (rule below)
-    "pool": (2, 64),  # P of section 4: slots
+    "pool": (2, 64),  # c of section 4: slots
     "cancelled": (1, 32),  # cancellations before the rate is measured again: at most half the pool
     "pool_hold_ms": (10, 500),  # T of section 4
     "pool_timeout_ms": (60, 5000),  # the deadline: at least 6T, so a request that waits its turn is not cancelled
@@ -58,7 +58,7 @@ class Plan(LessonPlan):
     def from_cell(cls, cell):
         """The parameters cell's values (a dict such as globals()), checked; quick mode's sizes where it is on."""
         quick, values = cell_values(cell, RANGES, SECONDS, QUICK)
-        if quick:  # a window of 5 periods at least, whatever p the cell asks for
+        if quick:  # a window of 5 periods at least, whatever Δ the cell asks for
             values["lag_seconds"] = max(values["lag_seconds"], 5 * values["period_ms"] / 1000)
         check_lag(values)
         check_shutdown(values)
@@ -66,7 +66,7 @@ class Plan(LessonPlan):
         return cls(**values, **cls.flags(cell, quick))
 
     def describe(self):
-        return (f"Section 1: a block of b = {self.block_ms} ms every p = {self.period_ms} ms, windows of"
+        return (f"Section 1: a block of b = {self.block_ms} ms every Δ = {self.period_ms} ms, windows of"
                 f" {self.lag_seconds:g} s, {self.request_rate} requests a second. Section 2: n = {self.tasks} tasks."
                 f" Section 3: X = {self.shutdown_rate} requests a second of R = {self.hold_ms} ms, a drain of"
                 f" {self.drain_ms} ms. Section 4: a pool of {self.pool}, holds of {self.pool_hold_ms} ms,"
