@@ -1,5 +1,6 @@
-"""uvicorn serving apps/asgi_app.py with its graceful shutdown's timeout set on the command line (lesson 15).
+"""uvicorn whose graceful shutdown's timeout the lesson sets.
 
+uvicorn serving apps/asgi_app.py, --timeout-graceful-shutdown set on the command line (lesson 15).
 On SIGTERM uvicorn stops accepting, waits 0.1 s, then waits up to --timeout-graceful-shutdown seconds for the
 requests in flight before it cancels them (uvicorn/server.py, Server.shutdown). uvicorn_app fixes it at 1 s;
 here the lesson sets it, 0 included.

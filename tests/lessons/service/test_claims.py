@@ -1,5 +1,6 @@
-"""Lesson 15's closing claims on plain data: kept, broken (named), skipped (with its reason), and read back from JSON.
+"""Lesson 15's closing claims on plain data.
 
+Lesson 15's closing claims on plain data: kept, broken (named), skipped (with its reason), and read back from JSON.
 A run that keeps them prints a tick each; one that breaks one names it; the same results read back print the same.
 """
 

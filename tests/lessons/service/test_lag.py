@@ -1,4 +1,7 @@
-"""Lesson 15's lag windows against a real service_app: the blocks it measured, the beats it recorded."""
+"""Lesson 15's lag windows against a real service_app.
+
+Lesson 15's lag windows against a real service_app: the blocks it measured, the beats it recorded.
+"""
 
 from iolab.lessons.service import lag
 

@@ -1,4 +1,7 @@
-"""Lesson 15's pool against a real service_app: the leaky handler loses a slot per cancellation, `async with` none."""
+"""Lesson 15's pool against a real service_app.
+
+Lesson 15's pool against a real service_app: the leaky handler loses a slot per cancellation, `async with` none.
+"""
 
 from iolab.lessons.service import leak
 from iolab.servers import serve

@@ -1,4 +1,7 @@
-"""Lesson 15's lost tasks, run for real in a child process: every unkept task is destroyed, every kept one lives."""
+"""Lesson 15's lost tasks, run for real in a child process.
+
+Lesson 15's lost tasks, run for real in a child process: every unkept task is destroyed, every kept one lives.
+"""
 
 from iolab.lessons.service import lost_tasks
 

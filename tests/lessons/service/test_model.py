@@ -1,4 +1,7 @@
-"""Lesson 15's model: the residual life's mean and quantiles, the quantile's noise, Little's count, the pool's rate."""
+"""Lesson 15's model, on plain numbers.
+
+Lesson 15's model: the residual life's mean and quantiles, the quantile's noise, Little's count, the pool's rate.
+"""
 
 import random
 

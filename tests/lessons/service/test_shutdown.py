@@ -1,4 +1,7 @@
-"""Lesson 15's SIGTERM under load, against real servers: without a drain requests in flight fail, with one none."""
+"""Lesson 15's SIGTERM under load, against real servers.
+
+Lesson 15's SIGTERM under load, against real servers: without a drain requests in flight fail, with one none.
+"""
 
 from iolab.lessons.service import shutdown
 

@@ -1,5 +1,6 @@
-"""Section 1: how late the loop runs a heartbeat while a handler blocks it, and what requests see meanwhile.
+"""Section 1: the heartbeat's lateness while a handler blocks.
 
+How late the loop runs a heartbeat while a handler blocks it, and what requests see meanwhile.
 One window without the blocker (the loop's own lateness, the requests' own latency) and one with it, each under
 the same open loop of requests to `/`, on one service_app.
 """

@@ -1,5 +1,6 @@
-"""Section 4: a pool of c slots whose holders are cancelled by a deadline, written two ways.
+"""Section 4: a pool whose holders a deadline cancels.
 
+A pool of c slots, its handler written two ways.
 service_app's /pool holds one of --pool slots for T ms under a deadline of t ms. A request asking to hold longer
 than t is cancelled while it holds its slot: the leaky handler gives the slot back on the line after its wait,
 which never runs; `async with` gives it back however the block ends.

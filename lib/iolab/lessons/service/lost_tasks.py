@@ -1,5 +1,6 @@
-"""Section 2: tasks nobody keeps a reference to, collected while they wait; run in a child process of its own.
+"""Section 2: tasks nobody keeps, collected while they wait.
 
+Tasks nobody keeps a reference to, run in a child process of its own.
 The loop keeps only weak references to its tasks. A task waiting on a future that nothing else holds is then
 garbage, with its future, and a collection destroys it mid-flight. This module runs each way in a fresh process
 (`python -m iolab.lessons.service.lost_tasks N`), so the notebook's own loop and its output are left alone.

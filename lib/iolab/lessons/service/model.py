@@ -1,5 +1,6 @@
-"""Lesson 15's predictions: the lag a blocker leaves (residual life), the answers a shutdown cuts, the pool's rate.
+"""Lesson 15's predictions, from the run's own measurements.
 
+The lag a blocker leaves (residual life), the answers a shutdown cuts, the pool's rate.
 Every figure is built from what the same run measured: the blocks' own lengths, the window's length, the samples'
 count and spread.
 """

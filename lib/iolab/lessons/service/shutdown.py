@@ -1,5 +1,6 @@
-"""Section 3: SIGTERM while requests are in flight, with and without a drain.
+"""Section 3: SIGTERM with requests in flight.
 
+Each server without a drain and with one.
 An open loop sends /async-sleep?ms=R at X a second, on a fixed schedule, for `seconds`; at the end of its
 sending, SIGTERM reaches the server. By Little's law about L = X·R requests are in flight then.
 """
