@@ -51,6 +51,15 @@ def test_q1_measures_d_on_a_real_worker(capsys):
     assert ex.q1.check(CPU_MS + 0.4, lab=lab) == "correct", capsys.readouterr().out
 
 
+def test_q1_takes_a_hello_worlds_d_from_the_same_run_as_a_reference_for_the_servers_part(capsys):
+    # Beside other programs both parts grow: 1.25 ms of the server's own here, where a quiet worker spends 0.4.
+    assert ex.q1.check(CPU_MS + 0.4, measured=CPU_MS + 1.25, cpu_ms=CPU_MS, hello_ms=0.5) == "correct"
+    assert ex.q1.check(CPU_MS + 0.4, measured=CPU_MS + 1.25, cpu_ms=CPU_MS) == "incorrect"  # no reference but D
+    assert ex.q1.check(CPU_MS + 0.05, measured=CPU_MS + 1.25, cpu_ms=CPU_MS, hello_ms=0.5) == "incorrect"
+    assert ex.q1.check(CPU_MS + 6, measured=CPU_MS + 1.25, cpu_ms=CPU_MS, hello_ms=0.5) == "incorrect"
+    assert "a hello world's D: 0.50 ms" in capsys.readouterr().out
+
+
 # --- q2 and q4: throughput predictions, and a run other programs disturbed ----------------------------------------
 
 @pytest.mark.parametrize("exercise", [ex.q2, ex.q4], ids=["q2", "q4"])
