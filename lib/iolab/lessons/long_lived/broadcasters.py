@@ -1,4 +1,4 @@
-"""Two of lesson 12's broadcasters at teaching size: the awaiting one, and the one that encodes the frame once.
+"""Two broadcasters at teaching size: awaiting, and encode-once.
 
 `tornado_push` runs the same steps inside Tornado (`how=await` and `how=frame`), with Tornado's own streams in
 place of the writers, sockets and backlog here. The lesson's tests run these two on real sockets.
