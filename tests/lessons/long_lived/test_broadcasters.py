@@ -1,4 +1,7 @@
-"""Lesson 12's teaching-size broadcasters, run on real sockets: what each does when one subscriber stops reading."""
+"""Lesson 12's teaching-size broadcasters, run on real sockets.
+
+What each does when one subscriber stops reading.
+"""
 
 import asyncio
 import socket
