@@ -18,9 +18,9 @@ from . import model
 MIB = 2**20
 
 
-def branch(server, cls, method, test, otherwise=False):
+def branch(server, cls, method, test):
     """The branch `if <test>:` (or `elif`) of `cls.method` in servers/<server>.py, as it runs: the lines of one
-    broadcaster, without the others beside it. `otherwise`: its `else:` branch instead, under the else's comment."""
+    broadcaster, without the others beside it."""
     text = (Path(servers.SERVERS_DIR) / f"{server}.py").read_text()
     tree = ast.parse(text)
     lines = text.splitlines()
@@ -28,10 +28,6 @@ def branch(server, cls, method, test, otherwise=False):
     function = next(node for node in klass.body if getattr(node, "name", None) == method)
     for node in ast.walk(function):
         if isinstance(node, ast.If) and ast.get_source_segment(text, node.test) == test:
-            if otherwise:
-                comment = lines[node.orelse[0].lineno - 2].partition("#")[2].strip()
-                body = textwrap.dedent("\n".join(lines[node.orelse[0].lineno - 1:node.orelse[-1].end_lineno]))
-                return Code((f"# {comment}\n" if comment else "") + body, language="python")
             body = "\n".join(lines[node.lineno - 1:node.body[-1].end_lineno])
             return Code(textwrap.dedent(body.replace("elif ", "if ", 1)), language="python")
     raise ValueError(f"servers/{server}.py: {cls}.{method} has no branch `if {test}:`")
