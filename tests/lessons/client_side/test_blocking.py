@@ -1,4 +1,7 @@
-"""Lesson 11's blocking call against real servers: each run's claims hold, debug mode's warning is caught, nothing is left."""
+"""Lesson 11's blocking call against real servers.
+
+Each run's claims hold, debug mode's warning is caught, nothing is left.
+"""
 
 import asyncio
 

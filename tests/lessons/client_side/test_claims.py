@@ -1,4 +1,7 @@
-"""Lesson 11's closing claims on plain data: a run that keeps them prints a tick each, one that breaks one names it."""
+"""Lesson 11's closing claims on plain data.
+
+A run that keeps them prints a tick each, one that breaks one names it.
+"""
 
 import pytest
 

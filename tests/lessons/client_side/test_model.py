@@ -1,4 +1,7 @@
-"""Lesson 11's prediction on plain data: rounds of T, the first round's overhead, and the calls answered within 2T."""
+"""Lesson 11's prediction on plain data.
+
+Rounds of Z, the first round's overhead, and the calls answered within 2Z.
+"""
 
 import pytest
 

@@ -1,4 +1,6 @@
-"""Lesson 13's runs through a front end: loads on tornado_db and fastapi_db.
+"""Lesson 13's runs through a front end.
+
+Loads on tornado_db and fastapi_db.
 
 Lesson 13's runs through a web front end: a closed loop of N users on each way to call the database, the pool's own
 figures, a connection held across another wait, asyncpg's acquire() without a timeout, and PostgreSQL killed mid-run.

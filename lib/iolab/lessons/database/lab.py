@@ -1,4 +1,6 @@
-"""Lesson 13's database and runs, one call per section, each skipped with its reason.
+"""Lesson 13's database and runs, one call per section.
+
+Each is skipped with its reason.
 
 Lesson 13's runs as the notebook calls them: PostgreSQL started once, each section's run kept for the claims, and a
 part this machine cannot run (PostgreSQL missing, a front end missing) skipped with the reason.

@@ -1,4 +1,6 @@
-"""Section 7: your own browser tab as a subscriber, through jupyter-server-proxy.
+"""Section 7: your own browser tab as a subscriber.
+
+It reaches the server through jupyter-server-proxy.
 
 The kernel finds the Jupyter server it runs under, and prints a link to
 /proxy/<port>/page: the page subscribes by WebSocket and EventSource, and

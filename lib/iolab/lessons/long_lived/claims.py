@@ -1,4 +1,7 @@
-"""Lesson 12's closing claims, each checked against this run's bounds and printed on a line of its own."""
+"""Lesson 12's closing claims, one printed line each.
+
+Each is checked against this run's bounds.
+"""
 
 import importlib
 import statistics

@@ -1,4 +1,7 @@
-"""Exercises for lesson 12, long-lived connections: `from iolab.lessons.long_lived import exercises as ex`."""
+"""Exercises for lesson 12, long-lived connections.
+
+`from iolab.lessons.long_lived import exercises as ex`.
+"""
 
 from iolab import checks
 

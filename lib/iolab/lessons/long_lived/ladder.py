@@ -1,4 +1,6 @@
-"""Section 4: each server's broadcasters against the floor, one bare send() per subscriber, at the same moments.
+"""Section 4: each server's broadcasters against the floor.
+
+The floor is one bare send() per subscriber, at the same moments.
 
 Each server's broadcasters send to the same N WebSocket subscribers; each one's CPU per delivery is the server's
 own figure for its loop. The floor is measured by Tornado's server too (`how=floor`: push_floor.send_to_all over

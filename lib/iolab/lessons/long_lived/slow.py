@@ -1,4 +1,6 @@
-"""Section 5: one stopped subscriber, and what each broadcaster does about it.
+"""Section 5: one stopped subscriber, and each broadcaster.
+
+What each broadcaster does about it.
 
 Section 5: one subscriber (its own client process, subscribed first) is stopped with SIGSTOP for S while the
 lab publishes at a steady rate; the others' delivery times, the server's unsent bytes and its drops are read.

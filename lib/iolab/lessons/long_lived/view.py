@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 from IPython.display import Code
+from matplotlib import patches
 
 from iolab import figures, servers
 
@@ -17,9 +18,9 @@ from . import model
 MIB = 2**20
 
 
-def branch(server, cls, method, test, otherwise=False):
+def branch(server, cls, method, test):
     """The branch `if <test>:` (or `elif`) of `cls.method` in servers/<server>.py, as it runs: the lines of one
-    broadcaster, without the others beside it. `otherwise`: its `else:` branch instead, under the else's comment."""
+    broadcaster, without the others beside it."""
     text = (Path(servers.SERVERS_DIR) / f"{server}.py").read_text()
     tree = ast.parse(text)
     lines = text.splitlines()
@@ -27,10 +28,6 @@ def branch(server, cls, method, test, otherwise=False):
     function = next(node for node in klass.body if getattr(node, "name", None) == method)
     for node in ast.walk(function):
         if isinstance(node, ast.If) and ast.get_source_segment(text, node.test) == test:
-            if otherwise:
-                comment = lines[node.orelse[0].lineno - 2].partition("#")[2].strip()
-                body = textwrap.dedent("\n".join(lines[node.orelse[0].lineno - 1:node.orelse[-1].end_lineno]))
-                return Code((f"# {comment}\n" if comment else "") + body, language="python")
             body = "\n".join(lines[node.lineno - 1:node.body[-1].end_lineno])
             return Code(textwrap.dedent(body.replace("elif ", "if ", 1)), language="python")
     raise ValueError(f"servers/{server}.py: {cls}.{method} has no branch `if {test}:`")
@@ -81,6 +78,36 @@ def fanout(rows):
     return figures.render(figure)
 
 
+def stations_picture(deliveries=4, server_units=2, client_units=1):
+    """Section 3's picture before its run: the server and the client as two stations in series, each delivery a
+    bar, first on two CPUs (they overlap: the slower sets the pace), then on one (they take turns: the sum does)."""
+    figure, axes = figures.subplots(figsize=(10, 2.6), dpi=80)
+    lanes = [("two CPUs: server", 3.0), ("two CPUs: client", 2.3), ("one CPU: both", 0.8)]
+    for index in range(deliveries):
+        start = index * server_units
+        axes.broken_barh([(start, server_units)], (3.0, 0.5), facecolors="C0", edgecolor="white")
+        axes.broken_barh([(start + server_units, client_units)], (2.3, 0.5), facecolors="C1", edgecolor="white")
+        turn = index * (server_units + client_units)
+        axes.broken_barh([(turn, server_units), (turn + server_units, client_units)], (0.8, 0.5),
+                         facecolors=("C0", "C1"), edgecolor="white")
+        axes.text(start + server_units / 2, 3.25, f"{index + 1}", ha="center", va="center", fontsize=8, color="white")
+    two_cpus = deliveries * max(server_units, client_units) + min(server_units, client_units)
+    one_cpu = deliveries * (server_units + client_units)
+    axes.annotate("last ≈ N × max(D_server, D_client)", (two_cpus, 2.55), (two_cpus + 0.4, 2.55), va="center",
+                  fontsize=9, arrowprops={"arrowstyle": "->"})
+    axes.annotate("last ≈ N × (D_server + D_client)", (one_cpu, 1.05), (one_cpu + 0.4, 1.05), va="center",
+                  fontsize=9, arrowprops={"arrowstyle": "->"})
+    axes.set_yticks([lane + 0.25 for _, lane in lanes], [name for name, _ in lanes], fontsize=9)
+    axes.set_xticks([])
+    axes.set_xlim(0, one_cpu + 8)
+    axes.set_ylim(0.5, 3.8)
+    axes.set_xlabel("time →   (blue: the server's CPU for one delivery, D_server; orange: the client's, D_client)")
+    axes.set_title(f"{deliveries} deliveries through two stations in series", loc="left", fontsize=10)
+    for side in ("top", "right", "left"):
+        axes.spines[side].set_visible(False)
+    return figures.render(figure)
+
+
 def ladder(found, reach=10_000):
     """Bars: each broadcaster's CPU per delivery, and the time one CPU takes to reach `reach` subscribers at that
     rate; the floor (one send per subscriber) a red line."""
@@ -98,6 +125,36 @@ def ladder(found, reach=10_000):
     axes.set_xlabel("server CPU per delivery (µs)")
     axes.set_xlim(0, max(values + [floor]) * 1.45)
     axes.set_title("The ladder of broadcasters, and the floor", loc="left", fontsize=10)
+    return figures.render(figure)
+
+
+LADDER_WORK = [  # (broadcaster, what it does for each subscriber beyond the floor's one send)
+    ("how=await (each server)", "frames the message, then waits for each send before the next"),
+    ("how=tasks (aiohttp)", "starts a task for each subscriber, each framing the message"),
+    ("how=loop (Tornado)", "frames the message, makes a Future and queues a write, each"),
+    ("websockets.broadcast()", "frames once, then a write into each connection, no waiting"),
+    ("how=frame (by hand)", "frames once, then a check and a send() straight to each socket"),
+]
+
+
+def ladder_picture():
+    """Section 4's picture before its run: each broadcaster as a rung, with the work it adds for each subscriber,
+    above the floor (one send() each, which no broadcaster over TCP skips). The run measures how far above."""
+    figure, axes = figures.subplots(figsize=(10, 2.9), dpi=80)
+    for place, (name, work) in enumerate(reversed(LADDER_WORK)):
+        y = 0.9 + place * 0.75
+        axes.add_patch(patches.FancyBboxPatch((0, y), 9.2, 0.5, boxstyle="round,pad=0.04", facecolor="#eef3fa",
+                                              edgecolor="#1f77b4"))
+        axes.text(0.15, y + 0.25, name, va="center", fontsize=9, weight="bold")
+        axes.text(3.1, y + 0.25, work, va="center", fontsize=8.5)
+    axes.axhline(0.55, color="C3", linewidth=2)
+    axes.text(0.15, 0.2, "the floor: one send() of the same frame to each subscriber's socket", color="C3", fontsize=9,
+              va="center")
+    axes.set_xlim(-0.1, 9.4)
+    axes.set_ylim(0, 0.9 + len(LADDER_WORK) * 0.75)
+    axes.axis("off")
+    axes.set_title("Each broadcaster's work per subscriber over the floor, in the order we expect; the run measures it",
+                   loc="left", fontsize=10)
     return figures.render(figure)
 
 

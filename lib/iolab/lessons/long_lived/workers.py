@@ -1,4 +1,6 @@
-"""Section 2: long polls on gunicorn's sync workers, against an event loop.
+"""Section 2: long polls on sync workers and on an event loop.
+
+gunicorn's sync workers, against Tornado's one loop.
 
 w sync workers hold w parked polls. Poll w+1 and a plain GET / wait in the
 listen backlog until a message frees a worker: a closed system with N = w.
