@@ -45,7 +45,7 @@ def block(loop, ms):
 
 
 def open_window(seconds, block_ms, period_ms, heartbeat_ms):
-    """Schedule the window's blocks on a grid of P, and its beats at random times (a Poisson process) drawn now."""
+    """Schedule the window's blocks on a grid of Δ, and its beats at random times (a Poisson process) drawn now."""
     loop = asyncio.get_running_loop()
     start = loop.time() + 0.02
     end = start + seconds

@@ -38,7 +38,7 @@ class BlockFromMean(checks.NumberExercise):
     unit = "ms"
     mistakes = {20: "is b / mean: the mean lag is b²/(2Δ), so Δ = b²/(2·mean)."}
     hint_text = "Solve mean = b²/(2Δ) for Δ."
-    solution_text = "P = b²/(2·mean) = 3600 / 6 = 600 ms. Its p99 would be about 60 − 6 = 54 ms, not 3."
+    solution_text = "Δ = b²/(2·mean) = 3600 / 6 = 600 ms. Its p99 would be about 60 − 6 = 54 ms, not 3."
 
 
 # --- Section 2: lost tasks ---------------------------------------------------------------------------------------
