@@ -96,6 +96,19 @@ def why_the_lab_cannot_run():
         lab.stop()
 
 
+def ordinary_user(folder, repo):
+    """What it takes to run this lab's Python as `nobody` from a folder of ours: (the Python, its environment, a
+    home `nobody` owns, and the keywords of subprocess.run that switch to that user). The caller removes `folder`."""
+    account = pwd.getpwnam("nobody")
+    os.chmod(folder, 0o755)
+    python, variables = reachable_python(folder, account)
+    home = os.path.join(folder, "home")
+    os.mkdir(home)
+    os.chown(home, account.pw_uid, account.pw_gid)
+    env = {**os.environ, **variables, "HOME": home, "USER": "nobody", "PYTHONPATH": str(Path(repo) / "lib")}
+    return python, env, home, {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []}
+
+
 def reachable_python(folder, account):
     """A Python the lab's user can run with this lab's packages: ours, or a copy of its interpreter in `folder`.
 

@@ -2,7 +2,6 @@
 
 import glob
 import os
-import pwd
 import shutil
 import subprocess
 import sys
@@ -162,24 +161,16 @@ def test_a_sigkilled_kernel_leaves_no_namespace_delay_line_or_server():
 
 @as_root_only
 def test_an_ordinary_user_builds_a_link_and_a_sigkill_leaves_nothing():
-    from browser_lab import reachable_python
+    from browser_lab import ordinary_user
 
-    account = pwd.getpwnam("nobody")
     folder = tempfile.mkdtemp(prefix="iolab-test-link-")
     try:
-        os.chmod(folder, 0o755)
-        python, variables = reachable_python(folder, account)
-        home = os.path.join(folder, "home")
-        os.mkdir(home)
-        os.chown(home, account.pw_uid, account.pw_gid)
-        env = {**os.environ, **variables, "HOME": home, "USER": "nobody", "PYTHONPATH": str(REPO / "lib")}
+        python, env, home, as_nobody = ordinary_user(folder, REPO)
         said = subprocess.run([str(python), "-c", "from iolab import link; print(link.why_not())"], env=env,
-                              cwd=home, user=account.pw_uid, group=account.pw_gid, extra_groups=[],
-                              capture_output=True, text=True, timeout=30).stdout.strip()
+                              cwd=home, **as_nobody, capture_output=True, text=True, timeout=30).stdout.strip()
         if said != "None":
             pytest.skip(f"an ordinary user cannot build a link here: {said}")
-        report, survivors = kill_the_parent(KILLED_PARENT, python=python, env=env, cwd=home, user=account.pw_uid,
-                                            group=account.pw_gid, extra_groups=[])
+        report, survivors = kill_the_parent(KILLED_PARENT, python=python, env=env, cwd=home, **as_nobody)
         assert report["mode"] == "user", report
         assert_nothing_outlives(report, survivors)
     finally:

@@ -146,19 +146,12 @@ def test_the_sigkill_of_the_starter_takes_postmaster_and_backends_along():
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="run as root, this test starts the parent as the unprivileged `nobody`")
 def test_the_sigkill_of_an_unprivileged_starter_takes_everything_along():
-    from browser_lab import reachable_python
+    from browser_lab import ordinary_user
 
-    account = pwd.getpwnam("nobody")
     folder = tempfile.mkdtemp(prefix="iolab-test-python-")
     try:
-        os.chmod(folder, 0o755)
-        python, variables = reachable_python(folder, account)
-        home = os.path.join(folder, "home")
-        os.mkdir(home)
-        os.chown(home, account.pw_uid, account.pw_gid)
-        env = {**os.environ, **variables, "HOME": home, "USER": "nobody", "PYTHONPATH": str(REPO / "lib")}
-        report, survivors = kill_the_parent(PARENT, python=python, env=env, cwd=home, user=account.pw_uid,
-                                            group=account.pw_gid, extra_groups=[])
+        python, env, home, as_nobody = ordinary_user(folder, REPO)
+        report, survivors = kill_the_parent(PARENT, python=python, env=env, cwd=home, **as_nobody)
         assert_nothing_survives(report, survivors)
         assert report["users"] == ["nobody"], report  # initdb and postgres ran as the user, no `postgres` account
     finally:
