@@ -110,30 +110,31 @@ def tool(name: str) -> str:
     return tools()[name] or name
 
 
-@functools.cache
 def mode() -> str | None:
     """"root" (unshare --net), "user" (in a user namespace of our own), or None where neither is allowed."""
-    if why_not() is not None:
-        return None
-    return "root" if _try([tool("unshare"), "--net", "true"]) is None else "user"
+    return _found()[0]
+
+
+def why_not() -> str | None:
+    """None where this user can build a link on this machine; else one sentence saying why not."""
+    return _found()[1]
 
 
 @functools.cache
-def why_not() -> str | None:
-    """None where this user can build a link on this machine; else one sentence saying why not."""
+def _found() -> tuple[str | None, str | None]:
+    """(the mode, why not), from one probe of each way in: the way that made a veth pair is the way a link is built."""
     if not os.path.exists("/proc/self/ns/net"):
-        return "this system has no network namespaces (Linux only), so the lab cannot build a link here"
+        return None, "this system has no network namespaces (Linux only), so the lab cannot build a link here"
     missing = [name for name, path in tools().items() if path is None]
     if missing:
-        return (f"building a link needs {', '.join(missing)} (from iproute2, util-linux and ethtool),"
-                " which this machine does not have")
-    as_root = _try([tool("unshare"), "--net", *_probe()]) if os.geteuid() == 0 else "not root"
-    if as_root is None:
-        return None
+        return None, (f"building a link needs {', '.join(missing)} (from iproute2, util-linux and ethtool),"
+                      " which this machine does not have")
+    if os.geteuid() == 0 and _try([tool("unshare"), "--net", *_probe()]) is None:
+        return "root", None
     as_user = _try([tool("unshare"), "--user", "--map-root-user", "--net", *_probe()])
     if as_user is None:
-        return None
-    return f"this machine lets this user make no network namespace with a veth pair (unshare said: {as_user})"
+        return "user", None
+    return None, f"this machine lets this user make no network namespace with a veth pair (unshare said: {as_user})"
 
 
 def _probe() -> list[str]:
