@@ -33,7 +33,8 @@ QUICK_RUN = json.loads("""
   {"load": 1.3, "closed_ms": 13.44, "open_ms": 151.867, "predicted_closed_ms": 19.337, "predicted_open_ms": Infinity,
    "open_errors": 0, "closed_errors": 0, "band_open_ms": [Infinity, Infinity], "band_closed_ms": [4.256, 19.337],
    "noise_open_ms": 36.038, "noise_closed_ms": 0.12}],
- "cpu_ms": 4, "growth_past_1_over_D": {"load": 1.3, "first_third_ms": 72.139, "last_third_ms": 236.394},
+ "cpu_ms": 4, "growth_past_1_over_D": {"load": 1.3, "first_third_ms": 72.139, "last_third_ms": 236.394,
+  "predicted_first_ms": 60.2, "predicted_last_ms": 178.4, "service_ms": 5.32, "noise_ms": 36.038},
  "percentiles": {"averaged_window_p99_ms": 250.51, "merged_p99_ms": 488.59,
   "windows_p99_ms": [512.026, 483.595, 3.579, 2.839], "calm_p99_ms": 3.477},
  "client_bottleneck": {"client_demand_ms": 0.909, "demand_ms": 0.304}}
@@ -52,6 +53,23 @@ def test_a_quick_runs_figures_hold_every_claim_one_line_each(capsys):
     assert lines[-1] == f"All {len(checked.rows)} of this lesson's claims hold on this run."
     assert len(checked.rows) == 24 and len(lines) == 25, lines  # 2 loads: 3 claims at 0.3, 1 at 1.3, 2 past 1 / D
     assert "✓ the open loop's p99 lies where the stall and the drain put it: 488.6 ms within [469.0, 493.4] ms" in lines
+
+
+def test_growth_is_judged_against_the_runs_noise_and_skipped_where_the_queue_fed_its_sends_would_not_grow(capsys):
+    # A run that grew less than its own noise fails, naming what a queue fed its sends predicted.
+    flat = copy.deepcopy(QUICK_RUN)
+    flat["growth_past_1_over_D"]["last_third_ms"] = 100.0
+    with pytest.raises(ClaimsFailed, match=r"up 28 ms\), not above the run's noise ± 36 ms, though a queue fed"):
+        claims.check_claims(flat)
+    # Where the queue fed this run's sends at its own service time would not grow beyond the noise either, the run
+    # was not far enough past 1/D: the claim is skipped with its figures, not passed.
+    near = copy.deepcopy(QUICK_RUN)
+    near["growth_past_1_over_D"].update(last_third_ms=80.0, predicted_last_ms=90.0)
+    checked = claims.check_claims(near)
+    assert [row[0] for row in checked.rows].count("–") == 1 and not checked.failed()
+    out = capsys.readouterr().out
+    assert ("load 1.3: the open loop's latency grows through the run: skipped, a queue fed this run's sends at 5.32 ms"
+            " each predicts 60 → 90 ms, within the run's noise ± 36 ms: not far enough past 1/D to show it") in out
 
 
 def test_a_p99_outside_its_bounds_fails_naming_its_values_after_every_claim_is_printed(capsys):

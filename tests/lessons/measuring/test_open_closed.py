@@ -19,6 +19,12 @@ def test_open_vs_closed_service_time_adds_the_client_only_on_one_cpu():
     assert open_closed.growth([(0.1, 10.0), (0.5, 20.0), (2.9, 90.0)], 3.0) == (15.0, 90.0)
 
 
+def test_a_queue_fed_the_runs_sends_waits_for_what_the_one_before_left():
+    # 10 ms each: the second, sent 4 ms after the first, waits 6 ms; the third, sent 30 ms later, finds it empty.
+    fed = open_closed.queue_fed([(0.004, 99.0), (0.0, 99.0), (0.034, 99.0)], 0.010)
+    assert fed == [(0.0, pytest.approx(10.0)), (0.004, pytest.approx(16.0)), (0.034, pytest.approx(10.0))]
+
+
 def test_the_noise_of_a_runs_mean_by_batch_means():
     # Five batches whose means are 1, 2, 3, 4, 5 ms: their standard deviation over sqrt(5).
     latencies = [float(value) for value in (1, 2, 3, 4, 5) for _ in range(4)]

@@ -145,6 +145,21 @@ def growth(points, duration_s):
     return mean(first), mean(last)
 
 
+def queue_fed(points, service_s):
+    """[(intended send s, latency ms)] for the same sends taken in order by one server, `service_s` each.
+
+    Lindley's recursion: a request waits for what the one before it left, less the time between their sends.
+    Fed this run's own send times and service time, it predicts how the queue grew, lulls of the schedule included.
+    """
+    latencies, wait, previous = [], 0.0, None
+    for sent in sorted(intended for intended, _ in points):
+        if previous is not None:
+            wait = max(0.0, wait + service_s - (sent - previous))
+        latencies.append((sent, (wait + service_s) * 1000))
+        previous = sent
+    return latencies
+
+
 def mean_noise_ms(latencies_ms, batches=5):
     """The standard error of a run's mean latency, measured in the run itself by batch means.
 
