@@ -518,6 +518,19 @@ SERVERS = {
             needs_modules=("gunicorn",),
             lesson="15-running-a-service",
         ),
+        ServerInfo(
+            "nginx_balancer", "nginx_balancer.py",
+            "nginx taking turns over upstream servers listed in --upstreams-file, read again on SIGHUP (a reload);"
+            " without it, two tornado_app of its own",
+            options={
+                "upstreams_file": Option("--upstreams-file", "one HOST:PORT a line, 'HOST:PORT down' for one taken out"),
+                "workers": Option("--workers", "nginx worker processes", 1),
+            },
+            # Its own pair of tornado_app serve one blocking request each; upstreams started elsewhere are theirs.
+            serves_at_once=lambda options: None if options["upstreams_file"] else 2,
+            needs_programs=("nginx",),
+            lesson="15-running-a-service",
+        ),
     ]
 }
 
