@@ -10,7 +10,7 @@ import random
 import pytest
 
 from iolab.claims import ClaimsFailed
-from iolab.lessons.service import claims, lag, leak, shutdown
+from iolab.lessons.service import claims, lag, leak, shutdown, upstreams
 
 QUIET = {"others_share": 0.0}
 
@@ -49,6 +49,15 @@ def shutdown_rows(failed_without=40):
     return rows
 
 
+def upstream_rows():
+    """At 100 a second, each taking 0.4 s: upstream 2 (every other request) restarted over 0.6-0.9 s, abruptly (the
+    20 it held and the 15 sent to it meanwhile fail), then taken out first (none)."""
+    calls = [(k / 100, k / 100 + 0.4, True) for k in range(200)]
+    abrupt = [(sent, ended, not (k % 2 and 0.2 < sent <= 0.9)) for k, (sent, ended, _) in enumerate(calls)]
+    return [upstreams.summarize("abrupt", {"calls": abrupt, "began_s": 0.6, "ended_s": 0.9}, 400),
+            upstreams.summarize("taken out first", {"calls": calls, "began_s": 0.6, "ended_s": 1.6}, 400)]
+
+
 def leak_rows(free_after=(4, 0)):
     rows = []
     for safe in (False, True):
@@ -70,7 +79,7 @@ def found(**changes):
             {"way": "kept in a set", "tasks": 100, "destroyed": 0, "alive": 100},
             {"way": "in a TaskGroup", "tasks": 100, "destroyed": 0, "alive": 100}]
     return {"lag": lag_figures(), "lost_tasks": lost, "shutdown": shutdown_rows(), "leak": leak_rows(),
-            "exercises": {}} | changes
+            "upstreams": upstream_rows(), "exercises": {}} | changes
 
 
 def test_a_run_inside_its_bounds_keeps_every_claim(capsys):

@@ -12,9 +12,10 @@ from . import leak
 LESSON = "15-running-a-service"
 
 
-def results(plan, *, lag, lost_tasks, shutdown, leak, exercises):
+def results(plan, *, lag, lost_tasks, shutdown, leak, exercises, upstreams=None):
     """The lesson's results, as the results file keeps them: figures only (the samples drew the figures)."""
     return {"lag": lag, "lost_tasks": lost_tasks, "shutdown": shutdown, "leak": leak, "exercises": exercises,
+            "upstreams": upstreams,
             "plan": {"block_ms": plan.block_ms, "period_ms": plan.period_ms, "lag_seconds": plan.lag_seconds,
                      "tasks": plan.tasks, "hold_ms": plan.hold_ms, "drain_ms": plan.drain_ms, "pool": plan.pool,
                      "quick": plan.quick}}
@@ -25,8 +26,10 @@ def check_claims(found):
     iolab.claims.ClaimsFailed naming each that failed with its values."""
     claims = Claims(LESSON)
     for name, check in (("lag", lag_claims), ("lost_tasks", lost_task_claims), ("shutdown", shutdown_claims),
-                        ("leak", leak_claims)):
-        if found.get(name) is None:
+                        ("upstreams", upstream_claims), ("leak", leak_claims)):
+        if isinstance(found.get(name), str):  # the reason it could not run here
+            claims.skip(name.replace("_", " "), found[name])
+        elif found.get(name) is None:
             claims.skip(name.replace("_", " "), f"its section did not run ({name} is missing from the results)")
         else:
             check(claims, found[name])
@@ -81,6 +84,27 @@ def shutdown_claims(claims, rows):
             low, high = shutdown_bounds(row)
             claims.within(f"{row['how']}: about L = X·R = {row['little_L']:g} requests fail", row["failed"], low,
                           high, "requests", 0)
+
+
+def upstream_bounds(row):
+    """Restarted abruptly, the failures predicted: X·(R + D)/2, with R from the shortest request to the longest, and
+    a request either side of each end of the two windows (nginx's turns, the LISTENING line read a moment late)."""
+    low = max(0, math.floor(row["rate"] * (row["shortest_ms"] + row["procedure_ms"]) / 2000) - 3)
+    high = math.ceil(row["rate"] * (row["longest_ms"] + row["procedure_ms"]) / 2000) + 2
+    return low, high
+
+
+def upstream_claims(claims, rows):
+    """3, behind nginx. An upstream restarted while nginx sends to it fails its half of L = X·R and its half of
+    what is sent while it is down for D; taken out first, waited for, and put back, it fails none."""
+    for row in rows:
+        if row["how"] == "abrupt":
+            low, high = upstream_bounds(row)
+            claims.within(f"one of two upstreams restarted abruptly: about X·(R + D)/2 = {row['predicted']:.0f}"
+                          " requests fail", row["failed"], low, high, "requests", 0)
+        else:
+            claims.check(f"one of two upstreams taken out first: none of the {row['sent']} requests fails",
+                         row["failed"] == 0, f"{row['failed']} failed", "0")
 
 
 def leak_claims(claims, rows):

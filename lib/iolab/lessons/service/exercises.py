@@ -96,6 +96,22 @@ class ShortestDrain(checks.NumberExercise):
     solution_text = "2 s: the request that arrived last needs all of R. Give it more, for the slow ones."
 
 
+class RestartBehindNginx(checks.NumberExercise):
+    prompt = ("Two upstreams behind nginx share 100 requests a second, each taking 400 ms; nginx takes turns. One is "
+              "restarted without a drain and is down for 0.6 s, while nginx still sends to it. About how many "
+              "requests fail?")
+    expected = 100 * 0.4 / 2 + 100 * 0.6 / 2
+    rel_tol = 0.1
+    unit = "requests"
+    mistakes = {20: "counts only those in flight on it: those sent to it while it is down fail too.",
+                30: "counts only those sent while it is down: it also held half of L when it stopped.",
+                100: "forgets that nginx takes turns: this upstream gets every other request."}
+    hint_text = ["L = X·R are in flight through nginx, and half of them on each upstream.",
+                 "While it is down, every other request is sent to it, and fails at once."]
+    solution_text = ("Half of L = X·R = 40, so 20 in flight on it, and half of the 60 sent in its 0.6 s down: 30. "
+                     "50 in all.")
+
+
 # --- Section 4: cancellation that leaks --------------------------------------------------------------------------
 
 

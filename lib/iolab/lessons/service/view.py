@@ -63,6 +63,14 @@ def shutdown_table(rows):
         [[row["how"], row["sent"], row["little_L"], row["in_flight"], row["failed"], row["exit_ms"]] for row in rows])
 
 
+def upstream_table(rows):
+    return tables.markdown(
+        ["upstream 2", "X (requests/s)", "R (ms)", "L = X·R", "in flight at the start", "took (ms)",
+         "predicted failures", "failed", "sent"],
+        [[row["how"], row["rate"], row["mean_ms"], row["little_L"], row["in_flight"], row["procedure_ms"],
+          row["predicted"], row["failed"], row["sent"]] for row in rows])
+
+
 def leak_table(rows):
     return tables.markdown(
         ["handler", "cancelled so far", "free slots", "predicted free", "X (requests/s)", "s/T",
