@@ -1,7 +1,7 @@
 """Lesson 15's restart behind nginx, against real nginx and servers.
 
-One pair of upstreams behind nginx_balancer, restarted under load twice: abruptly, about X·(R + D)/2 of the
-requests fail; taken out first, none.
+One pair of upstreams behind nginx_balancer, restarted under load twice: abruptly, about X·(R + the restart's
+time)/2 of the requests fail; taken out first, none.
 """
 
 import pytest

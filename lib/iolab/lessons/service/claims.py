@@ -87,8 +87,9 @@ def shutdown_claims(claims, rows):
 
 
 def upstream_bounds(row):
-    """Restarted abruptly, the failures predicted: X·(R + D)/2, with R from the shortest request to the longest, and
-    a request either side of each end of the two windows (nginx's turns, the LISTENING line read a moment late)."""
+    """Restarted abruptly, the failures predicted: X·(R + the restart's time)/2, with R from the shortest request to
+    the longest, and a request either side of each end of the two windows (nginx's turns, the LISTENING line read a
+    moment late)."""
     low = max(0, math.floor(row["rate"] * (row["shortest_ms"] + row["procedure_ms"]) / 2000) - 3)
     high = math.ceil(row["rate"] * (row["longest_ms"] + row["procedure_ms"]) / 2000) + 2
     return low, high
@@ -96,12 +97,12 @@ def upstream_bounds(row):
 
 def upstream_claims(claims, rows):
     """3, behind nginx. An upstream restarted while nginx sends to it fails its half of L = X·R and its half of
-    what is sent while it is down for D; taken out first, waited for, and put back, it fails none."""
+    what is sent to it while it is down; taken out first, waited for, and put back, it fails none."""
     for row in rows:
         if row["how"] == "abrupt":
             low, high = upstream_bounds(row)
-            claims.within(f"one of two upstreams restarted abruptly: about X·(R + D)/2 = {row['predicted']:.0f}"
-                          " requests fail", row["failed"], low, high, "requests", 0)
+            claims.within(f"one of two upstreams restarted abruptly: about X·(R + the restart's time)/2 ="
+                          f" {row['predicted']:.0f} requests fail", row["failed"], low, high, "requests", 0)
         else:
             claims.check(f"one of two upstreams taken out first: none of the {row['sent']} requests fails",
                          row["failed"] == 0, f"{row['failed']} failed", "0")

@@ -106,10 +106,18 @@ def restart_taken_out(pair, k):
 def wait_until_gone(pids):
     """Return once none of `pids` runs: nginx's old workers exit when their last request is answered."""
     deadline = time.monotonic() + NGINX_S + TIMEOUT_S
-    while any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in pids):
+    while any(running(pid) for pid in pids):
         if time.monotonic() > deadline:
             raise RuntimeError(f"nginx's old workers {sorted(pids)} still run {NGINX_S + TIMEOUT_S} s after a reload")
         time.sleep(0.005)
+
+
+def running(pid):
+    """Whether `pid` runs (an exited worker its master has not reaped yet does not)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def under_load(pair, rate, hold_ms, procedure, k=1):
@@ -141,7 +149,7 @@ def summarize(how, run, hold_ms):
 
     Taken out first, none fails. Restarted abruptly, the upstream fails what it holds, half of L = X·R with nginx
     taking turns, and half of what is sent while it is down, from SIGTERM until it listens again (the procedure's
-    time, D): X·(R + D)/2."""
+    time): X·(R + that time)/2."""
     calls = run["calls"]
     sends = sorted(sent for sent, _, _ in calls)
     rate = (len(sends) - 1) / (sends[-1] - sends[0])
