@@ -7,6 +7,7 @@ import dataclasses
 import http.client
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -243,6 +244,35 @@ def test_bad_proxy_options_are_refused_by_name(options, words):
         servers.start("nginx_proxy", **options)
     for word in words:
         assert word in str(raised.value)
+    assert not servers.running()
+
+
+@needs("nginx_balancer")
+def test_nginx_balancer_reloads_its_list_on_sighup_and_keeps_it_when_the_list_is_wrong(tmp_path):
+    listed = tmp_path / "upstreams.txt"
+    with servers.serve("tornado_app") as first, servers.serve("tornado_app") as second:
+        listed.write_text(f"{first.host}:{first.port}\n{second.host}:{second.port} down\n")
+        with servers.serve("nginx_balancer", upstreams_file=listed) as balancer:
+            connection = http.client.HTTPConnection(balancer.host, balancer.port, timeout=5)
+            assert get(connection, "/")[0] == 200
+            listed.write_text(f"{first.host}:{first.port} down\n{second.host}:{second.port}\n")
+            old = {worker.pid for worker in nginx_master(balancer).children()}
+            os.kill(balancer.pid, signal.SIGHUP)
+            assert wait_until(lambda: {worker.pid for worker in nginx_master(balancer).children()} - old, 5)
+            listed.write_text("192.0.2.1:80\n")  # not loopback: logged, and the running list stays
+            os.kill(balancer.pid, signal.SIGHUP)
+            assert wait_until(lambda: "not reloaded" in balancer.stderr_tail(), 5)
+            assert "'192.0.2.1'" in balancer.stderr_tail() and balancer.alive()
+            second.stop()  # the one nginx sends to now; proxy_next_upstream off: the client sees it
+            assert get(http.client.HTTPConnection(balancer.host, balancer.port, timeout=5), "/")[0] == 502
+
+
+@needs("nginx_balancer")
+def test_nginx_balancer_refuses_a_list_that_leaves_the_machine(tmp_path):
+    listed = tmp_path / "upstreams.txt"
+    listed.write_text("10.0.0.1:80\n")
+    with pytest.raises(servers.ServerError, match="--upstreams-file.*'10.0.0.1'"):
+        servers.start("nginx_balancer", upstreams_file=listed)
     assert not servers.running()
 
 
