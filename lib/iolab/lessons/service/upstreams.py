@@ -132,6 +132,8 @@ def under_load(pair, rate, hold_ms, procedure, k=1):
         began = time.perf_counter() - run.time_zero
         procedure(pair, k)
         ended = time.perf_counter() - run.time_zero
+        if ended > MOST_S:
+            raise RuntimeError(f"the restart ended {ended:.1f} s into a load of {MOST_S} s: this machine is too busy")
         wait_until(run, ended + hold_ms / 1000 + 0.2)  # the last requests sent during it are answered
     finally:
         run.stop()
