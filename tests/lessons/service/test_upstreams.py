@@ -17,7 +17,7 @@ def rows():
     reason = upstreams.missing()
     if reason:
         pytest.skip(reason)
-    return {row["how"]: row for row in upstreams.measure(RATE, HOLD_MS)}
+    return {row["how"]: row for row in upstreams.rows(upstreams.measure(RATE, HOLD_MS), HOLD_MS)}
 
 
 def test_an_abrupt_restart_fails_its_half_of_L_and_what_it_was_sent_while_down(rows):

@@ -167,7 +167,12 @@ def summarize(how, run, hold_ms):
 
 
 def measure(rate, hold_ms):
-    """One pair, two runs under load: upstream 1 restarted abruptly, then taken out first. A row each."""
+    """One pair, two runs under load: upstream 2 restarted abruptly, then taken out first. {how: run}."""
     with Pair() as pair:
-        return [summarize(how, under_load(pair, rate, hold_ms, procedure), hold_ms)
-                for how, procedure in (("abrupt", restart_abruptly), ("taken out first", restart_taken_out))]
+        return {how: under_load(pair, rate, hold_ms, procedure)
+                for how, procedure in (("abrupt", restart_abruptly), ("taken out first", restart_taken_out))}
+
+
+def rows(runs, hold_ms):
+    """A row per run, as summarize keeps it."""
+    return [summarize(how, run, hold_ms) for how, run in runs.items()]

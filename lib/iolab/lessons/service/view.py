@@ -63,6 +63,24 @@ def shutdown_table(rows):
         [[row["how"], row["sent"], row["little_L"], row["in_flight"], row["failed"], row["exit_ms"]] for row in rows])
 
 
+def upstreams(runs):
+    """Each request through nginx by when it was sent, against how long it took or took to fail; the restart's
+    time shaded. Restarted abruptly, the failures are those sent in the R before it, and those sent during it."""
+    figure, panels = figures.subplots(1, len(runs), figsize=(11, 3.2), layout="constrained", sharey=True)
+    for panel, (how, run) in zip(panels, runs.items()):
+        began, ended = run["began_s"], run["ended_s"]
+        for ok, color, label in ((True, "tab:blue", "answered"), (False, "tab:red", "failed")):
+            points = [(sent - began, (done - sent) * 1000) for sent, done, answered in run["calls"] if answered == ok]
+            panel.scatter([x for x, _ in points], [y for _, y in points], s=6, color=color,
+                          label=f"{label} ({len(points)})")
+        panel.axvspan(0, ended - began, color="tab:grey", alpha=0.2, label="the restart")
+        panel.set_title(f"upstream 2: {how}", fontsize=10)
+        panel.set_xlabel("sent (s after the restart began)")
+        panel.legend(fontsize=8, loc="center right")
+    panels[0].set_ylabel("time to answer or fail (ms)")
+    return figures.render(figure)
+
+
 def upstream_table(rows):
     return tables.markdown(
         ["upstream 2", "X (requests/s)", "R (ms)", "L = X·R", "in flight at the start", "took (ms)",
