@@ -47,3 +47,17 @@ def test_nearer_holds_on_the_predictions_side_of_the_middle_and_names_both_when_
     lines = claims.lines()
     assert lines[0] == "✓ C waits for A: 480 ms within (300, ∞) ms, nearer the predicted 500 than 100"
     assert claims.failed()[0][-1] == "C does not wait: measured 480 ms, predicted 100 ms, the opposite 500 ms"
+
+
+def test_nearer_excuses_a_rate_others_slowed_only_on_its_slow_side():
+    # Predicted 176 req/s, the other way 0: a rate of 70 beside others that held the CPUs 70 % of the run is excused;
+    # the same rate on a quiet run fails, and so does a rate that others cannot explain (too fast for its prediction).
+    busy = Claims("15")
+    assert not busy.nearer("X with 8 slots", 70.0, 176.0, 0.0, "requests/s", ".1f", {"others_share": 0.7}, "below")
+    assert [row[0] for row in busy.rows] == ["⚠"] and not busy.failed()
+    quiet = Claims("15")
+    assert not quiet.nearer("X with 8 slots", 70.0, 176.0, 0.0, "requests/s", ".1f", {"others_share": 0.0}, "below")
+    assert len(quiet.failed()) == 1
+    fast = Claims("15")
+    assert not fast.nearer("X with 4 slots", 170.0, 90.0, 176.0, "requests/s", ".1f", {"others_share": 0.7}, "below")
+    assert len(fast.failed()) == 1

@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import requests
 
+from iolab import neighbours
 from iolab.load import run_load
 from iolab.servers import serve
 
@@ -37,13 +38,15 @@ def throughput(url, slots, hold_ms, timeout_ms, safe, calls):
     """`calls` requests holding a slot hold_ms each, from 2 × `slots` users (a closed loop, so a request always
     waits for each slot as it frees): the rate they got through, and how many were cancelled instead (all of them
     once the pool is empty)."""
-    result = run_load(f"{url}/pool?ms={hold_ms}&timeout_ms={timeout_ms}&safe={int(safe)}", requests=calls,
-                      concurrency=2 * slots, timeout_s=TIMEOUT_S)
+    with neighbours.watching() as watch:  # a rate over a fraction of a second: a neighbour's burst can halve it
+        result = run_load(f"{url}/pool?ms={hold_ms}&timeout_ms={timeout_ms}&safe={int(safe)}", requests=calls,
+                          concurrency=2 * slots, timeout_s=TIMEOUT_S)
     answered = [s for s in result.samples if s.status == 200]
     began = min(s.start for s in result.samples)
     ended = max(s.end for s in answered) if answered else began
     return {"answered": len(answered), "cancelled": sum(1 for s in result.samples if s.status == 504),
-            "rate": len(answered) / (ended - began) if answered else 0.0, "seconds": ended - began}
+            "rate": len(answered) / (ended - began) if answered else 0.0, "seconds": ended - began,
+            "neighbours": watch.found.as_dict() if watch.found else None}
 
 
 def one_way(safe, slots, hold_ms, timeout_ms, cancelled, calls):
