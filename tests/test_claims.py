@@ -53,11 +53,14 @@ def test_nearer_excuses_a_rate_others_slowed_only_on_its_slow_side():
     # Predicted 176 req/s, the other way 0: a rate of 70 beside others that held the CPUs 70 % of the run is excused;
     # the same rate on a quiet run fails, and so does a rate that others cannot explain (too fast for its prediction).
     busy = Claims("15")
-    assert not busy.nearer("X with 8 slots", 70.0, 176.0, 0.0, "requests/s", ".1f", {"others_share": 0.7}, "below")
+    assert not busy.nearer("X with 8 slots", 70.0, 176.0, 0.0, "requests/s", ".1f", neighbours={"others_share": 0.7},
+                             slower="below")
     assert [row[0] for row in busy.rows] == ["⚠"] and not busy.failed()
     quiet = Claims("15")
-    assert not quiet.nearer("X with 8 slots", 70.0, 176.0, 0.0, "requests/s", ".1f", {"others_share": 0.0}, "below")
+    assert not quiet.nearer("X with 8 slots", 70.0, 176.0, 0.0, "requests/s", ".1f", neighbours={"others_share": 0.0},
+                              slower="below")
     assert len(quiet.failed()) == 1
     fast = Claims("15")
-    assert not fast.nearer("X with 4 slots", 170.0, 90.0, 176.0, "requests/s", ".1f", {"others_share": 0.7}, "below")
+    assert not fast.nearer("X with 4 slots", 170.0, 90.0, 176.0, "requests/s", ".1f", neighbours={"others_share": 0.7},
+                             slower="below")
     assert len(fast.failed()) == 1

@@ -72,7 +72,7 @@ class Claims:
         bounds = f"[{fmt.format(lowest)}, {fmt.format(highest)}]" + (f" {unit}" if unit else "")
         return self.check(claim, holds, measured, bounds, message or f"{claim}: {measured}, outside {bounds}")
 
-    def nearer(self, claim: str, measured: float, right: float, wrong: float, unit: str = "", spec: str = ".4g",
+    def nearer(self, claim: str, measured: float, right: float, wrong: float, unit: str = "", spec: str = ".4g", *,
                neighbours: Any = None, slower: str | None = None) -> bool:
         """A claim that `measured` lies nearer `right` (its prediction) than `wrong` (the opposite one). Given the
         run's `neighbours` and which way is `slower` ("above" for a time, "below" for a rate), a miss on the slow

@@ -136,4 +136,5 @@ def rate_claims(claims, row, step, name):
         other = max(0, row["slots"] - step["cancelled_so_far"]) if row["safe"] else row["slots"]
         wrong = leak.rate_through(other, calls, hold_s, row["ramp_s"])
         claims.nearer(f"{name}: X = n/(⌈n/s⌉·T + ramp) with s = {free}, not {other}", step["rate"],
-                      step["predicted_rate"], wrong, "requests/s", ".1f", step.get("neighbours"), slower="below")
+                      step["predicted_rate"], wrong, "requests/s", ".1f",
+                      neighbours=step.get("neighbours"), slower="below")
