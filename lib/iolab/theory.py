@@ -415,7 +415,7 @@ class Prediction:
         return {"optimistic": self.high_rps, "in step": self.in_step_rps, "pessimistic": self.low_rps}
 
 
-def predict(users: int, wait_s: float, demand_s: float, queued_s: float | None = 0.0, path_s: float | None = None,
+def predict(users: int, wait_s: float, demand_s: float, queued_s: float | None = 0.0, path_s: float | None = None, *,
             blocking: bool = False, threads: int = 1, cores: float | None = None, requests: int | None = None,
             lost_s: float = 0.0, window: float = 1.0, step_path_s: float | None = None,
             step_lost_s: float | None = None) -> Prediction:
@@ -486,11 +486,12 @@ def predict_run(
     )
     step_s = step_path(demand_s, summary.queued_ms / 1000, summary.client_demand_ms / 1000,
                        summary.client_queued_ms / 1000)
+    drops = bool(summary.listen_drops)
     return predict(
-        summary.concurrency, wait_ms / 1000, demand_s, summary.queued_ms / 1000, path_ms / 1000, blocking, threads,
-        summary.cores or None, requests=summary.completed, lost_s=SYN_RETRIES_S if summary.listen_drops else 0.0,
-        window=window_s / summary.duration_s if window_s and summary.duration_s else 1.0, step_path_s=step_s,
-        step_lost_s=SYN_RETRY_S if summary.listen_drops else 0.0,
+        summary.concurrency, wait_ms / 1000, demand_s, summary.queued_ms / 1000, path_ms / 1000, blocking=blocking,
+        threads=threads, cores=summary.cores or None, requests=summary.completed,
+        lost_s=SYN_RETRIES_S if drops else 0.0, step_lost_s=SYN_RETRY_S if drops else 0.0, step_path_s=step_s,
+        window=window_s / summary.duration_s if window_s and summary.duration_s else 1.0,
     )
 
 
