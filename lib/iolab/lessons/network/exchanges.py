@@ -1,4 +1,5 @@
-"""Lesson 14's client: short HTTP/1.1 exchanges timed on one socket, one after another, pipelined, or on n sockets.
+"""Lesson 14's client: short HTTP/1.1 exchanges timed on one socket, one after another, pipelined, or on n sockets;
+large downloads by several clients at once.
 
 Runs in the kernel on loopback, or as `python -m iolab.lessons.network.exchanges` inside the link's client namespace
 (the kernel stays outside it), printing its figures as one JSON line.
@@ -8,6 +9,7 @@ import argparse
 import json
 import socket
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -149,6 +151,49 @@ def transfers(host, port, sizes, repeats, congestion, at_once=1):
                 for size in sizes}
 
 
+def requests(host, port, count, wait_for=0):
+    """`count` short requests, one after another, each on a new connection: the seconds each took, its connect
+    included (a server with no free worker leaves it waiting in the kernel's queue). With `wait_for`, they run
+    twice: first at once, printing those figures as a JSON line; then once `wait_for` connections to `port` are
+    open here (the slow clients', seen from the server's side)."""
+    found = [sum(connect_then_request(host, port)) for _ in range(count)]
+    if not wait_for:
+        return found
+    print(json.dumps(found), flush=True)
+    deadline = time.monotonic() + TIMEOUT_S
+    while established(port) < wait_for:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{wait_for} connections to port {port} were not open after {TIMEOUT_S} s")
+        time.sleep(0.002)
+    return [sum(connect_then_request(host, port)) for _ in range(count)]
+
+
+def established(port):
+    """Open TCP connections (IPv4) whose local port is `port`, in this network namespace, from /proc/net/tcp."""
+    with open("/proc/net/tcp") as table:
+        rows = [line.split() for line in table.readlines()[1:]]
+    return sum(row[1].endswith(f":{port:04X}") and row[3] == "01" for row in rows)  # 01: ESTABLISHED
+
+
+def downloads(host, port, size, clients, most, alone=0):
+    """`alone` downloads of `size` bytes one at a time; then `clients` clients at once, each fetching it again and
+    again on new connections until this process's stdin closes (at least once each, at most `most` times). The
+    seconds of each download (its connect not counted) and, for the clients, from the first request to the last byte."""
+    stop = threading.Event()
+    threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
+    first = [transfer(host, port, size, "bbr") for _ in range(alone)]
+
+    def one_client(_):
+        times = [transfer(host, port, size, "bbr")[0]]
+        while len(times) < most and not stop.is_set():
+            times.append(transfer(host, port, size, "bbr")[0])
+        return times
+    started = time.perf_counter()
+    with ThreadPoolExecutor(clients) as pool:
+        times = [seconds for client in pool.map(one_client, range(clients)) for seconds in client]
+    return {"alone_s": first, "wall_s": time.perf_counter() - started, "transfer_s": times}
+
+
 def connects(host, port, count, at_once):
     """`count` connects, `at_once` of them at a time: the seconds each took (a lost SYN waits out the timeout)."""
     def timed(_):
@@ -161,17 +206,21 @@ def connects(host, port, count, at_once):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=["round_trips", "nagle", "transfers", "connects"])
+    parser.add_argument("what", choices=["round_trips", "nagle", "transfers", "connects", "requests", "downloads"])
     parser.add_argument("--host", required=True)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--n", type=int, default=10)
     parser.add_argument("--sizes", default="20000", help="bytes of each transfer, comma-separated")
     parser.add_argument("--cc", default="reno", help="the sender's congestion control for transfers")
-    parser.add_argument("--at-once", type=int, default=1, help="connects or transfers in flight at once")
+    parser.add_argument("--at-once", type=int, default=1, help="connects, transfers or clients in flight at once")
+    parser.add_argument("--wait-for", type=int, default=0, help="requests: again once this many connections are open")
+    parser.add_argument("--alone", type=int, default=0, help="downloads: this many one at a time first")
     args = parser.parse_args(argv)
-    if not (1 <= args.repeats <= MOST_EXCHANGES and 1 <= args.n <= 100 and 1 <= args.at_once <= 50):
-        parser.error(f"--repeats must be 1 to {MOST_EXCHANGES}, --n 1 to 100 and --at-once 1 to 50")
+    if not (1 <= args.repeats <= MOST_EXCHANGES and 1 <= args.n <= 100 and 1 <= args.at_once <= 50
+            and 0 <= args.wait_for <= 50 and 0 <= args.alone <= 50):
+        parser.error(f"--repeats must be 1 to {MOST_EXCHANGES}, --n 1 to 100, --at-once, --wait-for and --alone"
+                     " 0 to 50")
     if args.what == "round_trips":
         found = round_trips(args.host, args.port, args.repeats, args.n)
     elif args.what == "nagle":
@@ -179,6 +228,10 @@ def main(argv=None):
     elif args.what == "transfers":
         sizes = [int(size) for size in args.sizes.split(",")]
         found = transfers(args.host, args.port, sizes, args.repeats, args.cc, args.at_once)
+    elif args.what == "requests":
+        found = requests(args.host, args.port, args.repeats, args.wait_for)
+    elif args.what == "downloads":
+        found = downloads(args.host, args.port, int(args.sizes), args.at_once, args.repeats, args.alone)
     else:
         found = connects(args.host, args.port, args.repeats, args.at_once)
     print(json.dumps(found))
