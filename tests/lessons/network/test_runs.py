@@ -47,3 +47,16 @@ def test_section_1_on_a_real_link_costs_its_loopback_time_and_its_round_trips():
     assert not judged.failed(), judged.lines()
     assert usage.packets > 0 and usage.dropped == 0
     assert min(found["link"]["connect_s"]) >= 0.020 > max(found["loopback"]["connect_s"])  # the delay line's floor
+
+
+@pytest.mark.skipif(link.why_not() is not None, reason=f"no link here: {link.why_not()}")
+def test_section_2_slow_clients_hold_sync_workers_alone_and_not_behind_nginx_or_at_tornado():
+    with runs.built(20, 0.0, None) as path:
+        found = runs.slow_clients(path, 16, 150_000, 1, 3)
+        assert path.spec.rate_mbit is None  # the rate is gone for the sections after it
+    judged = Claims("test")
+    claims.slow_client_claims(judged, found, 20)
+    assert not judged.failed(), judged.lines()
+    assert list(found["servers"]) == ["gunicorn alone", "nginx in front", "Tornado"] and len(found["alone_s"]) == 3
+    # Each server really served the slow clients: two of them, each at least one whole answer.
+    assert all(run["clients"] == 2 and len(run["transfer_s"]) >= 2 for run in found["servers"].values())

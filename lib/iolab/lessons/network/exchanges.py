@@ -1,5 +1,4 @@
-"""Lesson 14's client: short HTTP/1.1 exchanges timed on one socket, one after another, pipelined, or on n sockets;
-large downloads by several clients at once.
+"""Lesson 14's client: short HTTP/1.1 exchanges timed one after another, pipelined or on n sockets; large downloads.
 
 Runs in the kernel on loopback, or as `python -m iolab.lessons.network.exchanges` inside the link's client namespace
 (the kernel stays outside it), printing its figures as one JSON line.
@@ -112,7 +111,7 @@ def round_trips(host, port, repeats, n):
 
 
 def nagle(host, port, exchanges):
-    """Section 4's figures: three connects (the round trip), then write-write-read `exchanges` times with
+    """Section 5's figures: three connects (the round trip), then write-write-read `exchanges` times with
     TCP_NODELAY on, then off, each on a fresh connection."""
     connects = [connect_then_request(host, port)[0] for _ in range(3)]
     return {"connect_s": connects, "nodelay_s": write_write_read(host, port, exchanges, True),
@@ -144,7 +143,7 @@ def transfer(host, port, size, congestion):
 
 
 def transfers(host, port, sizes, repeats, congestion, at_once=1):
-    """Section 2 and 3's figures: {size: [[seconds, seconds of the second half] of each of `repeats` transfers]},
+    """Section 3 and 4's figures: {size: [[seconds, seconds of the second half] of each of `repeats` transfers]},
     `at_once` of them at a time."""
     with ThreadPoolExecutor(at_once) as pool:
         return {str(size): list(pool.map(transfer, *zip(*[(host, port, size, congestion)] * repeats)))

@@ -11,13 +11,13 @@ from contextlib import ExitStack, contextmanager
 
 from iolab import children, link, servers
 
+from .parameters import SLOW_CLIENTS_PER_WORKER
+
 SERVER = "tornado_app"  # the lab's own event-loop server, the same under the contract on either side of the link
 SENDER = "bulk_sender"  # threaded_app with /bytes?n=&cc=: the sender's congestion control set per answer
-BBR_FLOWS = 3  # BBR's transfers at once in section 3: each may send a few MB a second through the delay line
-CONNECTS_AT_ONCE = 10  # section 3's connects in flight at once: a lost SYN's second holds one of them, not the run
-# Section 2: twice as many slow clients as workers, so a worker that frees finds another waiting. They download
-# answers one after another until the short requests beside them are done (at most MOST_DOWNLOADS each).
-SLOW_CLIENTS_PER_WORKER = 2
+BBR_FLOWS = 3  # BBR's transfers at once in section 4: each may send a few MB a second through the delay line
+CONNECTS_AT_ONCE = 10  # section 4's connects in flight at once: a lost SYN's second holds one of them, not the run
+# Section 2's slow clients download answers one after another until the short requests beside them are done.
 MOST_DOWNLOADS = 50
 SHORT_REQUESTS = 4  # short requests timed beside the slow clients, one after another
 CHILD_TIMEOUT_S = 120.0  # a whole section's exchanges; a stuck link fails the cell, it never hangs the kernel
@@ -87,19 +87,19 @@ def round_trips(path, repeats, n):
 
 
 def nagle(path, exchanges_count):
-    """Section 4 on the link, or on loopback where `path` is None."""
+    """Section 5 on the link, or on loopback where `path` is None."""
     with serving(path) as server:
         return exchanges("nagle", server, path, repeats=exchanges_count)
 
 
 def slow_start(path, sizes, repeats):
-    """Section 2 on the link: each size fetched `repeats` times on new connections, a Reno sender: seconds."""
+    """Section 3 on the link: each size fetched `repeats` times on new connections, a Reno sender: seconds."""
     with serving(path, SENDER) as server:
         return exchanges("transfers", server, path, sizes=",".join(map(str, sizes)), repeats=repeats, cc="reno")
 
 
 def loss(path, loss_percent, size, flows, connects):
-    """Section 3 on the link at `loss_percent`: `flows` transfers of `size` bytes from Reno and as many from CUBIC,
+    """Section 4 on the link at `loss_percent`: `flows` transfers of `size` bytes from Reno and as many from CUBIC,
     all at once, then BBR's, then `connects` connects; the link is clean again afterwards."""
     path.set(loss_percent=loss_percent)
     try:
