@@ -6,6 +6,7 @@ Runs in the kernel on loopback, or as `python -m iolab.lessons.network.exchanges
 
 import argparse
 import json
+import os
 import socket
 import sys
 import threading
@@ -176,21 +177,26 @@ def established(port):
 
 def downloads(host, port, size, clients, most, alone=0):
     """`alone` downloads of `size` bytes one at a time; then `clients` clients at once, each fetching it again and
-    again on new connections until this process's stdin closes (at least once each, at most `most` times). The
-    seconds of each download (its connect not counted) and, for the clients, from the first request to the last byte."""
+    again on new connections until this process's stdin closes (at most `most` times). The seconds of each download
+    (its connect not counted) and, for the clients, from their start until stdin closed and each had one answer:
+    downloads still under way then are left unfinished (main() exits at once)."""
     stop = threading.Event()
     threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
     first = [transfer(host, port, size, "bbr") for _ in range(alone)]
+    done = [[] for _ in range(clients)]
 
-    def one_client(_):
-        times = [transfer(host, port, size, "bbr")[0]]
-        while len(times) < most and not stop.is_set():
-            times.append(transfer(host, port, size, "bbr")[0])
-        return times
+    def one_client(mine):
+        while len(mine) < most and not (stop.is_set() and mine):
+            mine.append(transfer(host, port, size, "bbr")[0])
     started = time.perf_counter()
-    with ThreadPoolExecutor(clients) as pool:
-        times = [seconds for client in pool.map(one_client, range(clients)) for seconds in client]
-    return {"alone_s": first, "wall_s": time.perf_counter() - started, "transfer_s": times}
+    workers = [threading.Thread(target=one_client, args=(mine,), daemon=True) for mine in done]
+    for worker in workers:
+        worker.start()
+    while not (stop.is_set() and all(done)) and any(worker.is_alive() for worker in workers):
+        time.sleep(0.005)
+    if not all(done):
+        raise ConnectionError("a slow client got no whole answer (its error is on stderr above)")
+    return {"alone_s": first, "wall_s": time.perf_counter() - started, "transfer_s": [s for mine in done for s in mine]}
 
 
 def connects(host, port, count, at_once):
@@ -233,7 +239,9 @@ def main(argv=None):
         found = downloads(args.host, args.port, int(args.sizes), args.at_once, args.repeats, args.alone)
     else:
         found = connects(args.host, args.port, args.repeats, args.at_once)
-    print(json.dumps(found))
+    print(json.dumps(found), flush=True)
+    if args.what == "downloads":
+        os._exit(0)  # at once: the slow clients' downloads still under way are not waited for
     return 0
 
 

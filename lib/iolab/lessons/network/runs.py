@@ -19,7 +19,7 @@ BBR_FLOWS = 3  # BBR's transfers at once in section 4: each may send a few MB a 
 CONNECTS_AT_ONCE = 10  # section 4's connects in flight at once: a lost SYN's second holds one of them, not the run
 # Section 2's slow clients download answers one after another until the short requests beside them are done.
 MOST_DOWNLOADS = 50
-SHORT_REQUESTS = 4  # short requests timed beside the slow clients, one after another
+SHORT_REQUESTS = 3  # short requests timed beside the slow clients, one after another
 CHILD_TIMEOUT_S = 120.0  # a whole section's exchanges; a stuck link fails the cell, it never hangs the kernel
 
 
