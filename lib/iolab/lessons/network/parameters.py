@@ -66,8 +66,8 @@ class Plan(LessonPlan):
         return (f"The link: a round trip of {self.rtt_ms} ms. Section 1: n = {self.requests} requests three ways,"
                 f" each run {self.repeats} times. Section 2: a rate of {self.rate_mbit} Mbit/s,"
                 f" {SLOW_CLIENTS_PER_WORKER * self.workers} slow clients downloading {self.answer_bytes:,} bytes"
-                f" each, {self.workers} workers. Section 3: {len(SLOW_START_SIZES)} sizes, each {self.repeats}"
-                f" times. Section 4: {LOSS_FLOWS} transfers of {self.loss_bytes:,} bytes each at"
+                f" each, {self.workers} worker{'s' if self.workers > 1 else ''}. Section 3: {len(SLOW_START_SIZES)} sizes,"
+                f" each {self.repeats} times. Section 4: {LOSS_FLOWS} transfers of {self.loss_bytes:,} bytes each at"
                 f" {self.loss_percent:g} % loss each way, and {self.connects} connects. Section 5:"
                 f" {self.nagle_exchanges} write-write-reads with TCP_NODELAY on, and as many with it off.")
 
