@@ -85,14 +85,21 @@ class FastestUnderLoss(checks.ChoiceExercise):
 
 
 class SlowConnects(checks.NumberExercise):
-    prompt = "At 2 % loss each way, about how many of 200 connects take a second or more?"
-    expected = 200 * (1 - 0.98**2)
+    prompt = ("At `plan.loss_percent` % loss each way, about how many of `plan.connects` connects take a second or"
+              " more? Write it from the two.")
     rel_tol = 0.15
     unit = "connects"
-    mistakes = {4: "counts the lost SYNs only: a lost SYN-ACK leaves the client waiting the same second."}
     hint_text = ["A connect waits the second when its SYN is lost, or when the SYN-ACK back is lost.",
-                 "The chance that neither is lost is 0.98 × 0.98."]
-    solution_text = "About 8: 200 × (1 − 0.98²) = 7.9, about twice the loss rate times the connects."
+                 "At p = 2 %, the chance that neither is lost is 0.98 × 0.98."]
+    solution_text = ("connects × (1 − (1 − p)²), about twice the loss rate times the connects: at 2 % and 200"
+                     " connects, 200 × (1 − 0.98²) = 7.9.")
+
+    def judge(self, answer, loss_percent=2.0, connects=200, **context):
+        p = loss_percent / 100
+        self.expected = connects * (1 - (1 - p) ** 2)
+        self.mistakes = {connects * p: "counts the lost SYNs only: a lost SYN-ACK leaves the client waiting the same"
+                                       " second."}
+        return super().judge(answer)
 
 
 class NagleOnLoopback(checks.PredictThenMeasure):
