@@ -44,6 +44,20 @@ def worker_connections():
     return max(512, min(soft, 65536))
 
 
+def user_line(uid_map="/proc/self/uid_map"):
+    """nginx's `user` line. Started as root, nginx runs its workers as nobody, its default. As root of a user
+    namespace that maps only this one user (a lab link run by an ordinary user), nobody does not exist there and
+    nginx would fail to start: the workers stay the user that started it, who is no one else outside."""
+    if os.geteuid() != 0:
+        return ""  # not root: nginx cannot switch users, and does not try
+    with open(uid_map) as table:
+        ranges = [tuple(map(int, line.split())) for line in table if line.strip()]
+    nobody = 65534
+    if any(inside <= nobody < inside + count for inside, _, count in ranges):
+        return ""
+    return "user root;  # root of a user namespace of one user: no one else exists here to switch to\n"
+
+
 PREFIX_NAME = "iolab-nginx-"
 
 
@@ -60,7 +74,7 @@ class Prefix:
         with open(self.config, "w") as file:
             file.write(f"""\
 daemon off;  # in the foreground: the wrapper is nginx's parent and waits for it
-worker_processes {workers};
+{user_line()}worker_processes {workers};
 pid nginx.pid;
 lock_file nginx.lock;
 error_log stderr warn;

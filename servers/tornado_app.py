@@ -3,10 +3,11 @@
 The article's handlers A, B and C, CPU work D, and A offloaded (A′).
 
 Besides the contract's routes, this server alone answers /offload-sleep?ms=N
-(lesson 03's handler A′: A's time.sleep run in a thread pool) and /stats, its
+(lesson 03's handler A′: A's time.sleep run in a thread pool), /stats, its
 own counts as JSON (lesson 11: connections a client opened, and requests still
-being served after their client gave up). Neither is in iolab.contract.ROUTES,
-which every server must answer.
+being served after their client gave up), and /bytes?n=N, an answer of N bytes
+(lesson 14's slow clients). None is in iolab.contract.ROUTES, which every
+server must answer.
 """
 
 import asyncio
@@ -25,8 +26,10 @@ from iolab.contract import (
     exit_on_sigterm,
     parse_args,
     parse_ms,
+    parse_whole,
 )
 
+MAX_BYTES = 16 * 2**20  # the largest /bytes answer: bounded, like every run in the lab
 # What /stats reports. Only a client can tell a request's end from its answer; the server counts what it sees:
 # connections accepted and not yet closed, handlers started and not yet finished.
 STATS = {"connections_opened": 0, "connections_open": 0, "requests_in_flight": 0, "requests_finished": 0}
@@ -125,6 +128,15 @@ class OffloadedSleep(LabHandler):
         self.answer(f"slept {ms} ms in a worker thread")
 
 
+class SomeBytes(LabHandler):
+    """n bytes: Tornado keeps what the socket cannot take yet in the connection's buffer, and the loop moves on."""
+
+    def get(self):
+        size = parse_whole(self.get_query_argument("n", None), "n", "bytes", MAX_BYTES, ", e.g. ?n=300000")
+        self.set_header("Content-Type", "application/octet-stream")
+        self.finish(b"x" * size)
+
+
 class Stats(tornado.web.RequestHandler):
     """This server's counts, as JSON; not counted in them."""
 
@@ -149,6 +161,7 @@ def make_app():
             (r"/cpu", Cpu),
             (r"/offload-sleep", OffloadedSleep),  # this server only: lesson 03's A′
             (r"/stats", Stats),  # this server only: lesson 11's counts
+            (r"/bytes", SomeBytes),  # this server only, and gunicorn_app: lesson 14's large answers
         ],
         default_handler_class=NotFound,
         # Access logs would cost more than the hello-world handler itself.

@@ -12,7 +12,7 @@ here. Run it with `python servers/gunicorn_app.py --port 0 --workers 2`.
 import time
 from urllib.parse import parse_qs
 
-from iolab.contract import HELLO_BODY, BadParameter, burn_cpu, parse_ms
+from iolab.contract import HELLO_BODY, BadParameter, burn_cpu, parse_ms, parse_whole
 
 
 def instant(query):
@@ -34,7 +34,16 @@ def cpu(query):
     return "200 OK", f"burned {ms} ms of CPU\n"
 
 
-ROUTES = {"/": instant, "/sync-sleep": sync_sleep, "/cpu": cpu}
+MAX_BYTES = 16 * 2**20  # the largest /bytes answer: bounded, like every run in the lab
+
+
+def some_bytes(query):
+    """n bytes of answer (lesson 14): a sync worker is held until the last of them is in its socket's buffer."""
+    size = parse_whole(query.get("n"), "n", "bytes", MAX_BYTES, ", e.g. ?n=300000")
+    return "200 OK", "x" * size
+
+
+ROUTES = {"/": instant, "/sync-sleep": sync_sleep, "/cpu": cpu, "/bytes": some_bytes}
 
 
 def application(environ, start_response):

@@ -42,6 +42,17 @@ def loss(size=1_000_000, slow=4):
             "connect_s": [1.04] * slow + [RTT] * (100 - slow)}
 
 
+def slow_clients(gunicorn_waits_s=0.3):
+    """Section 2's figures at 16 Mbit/s, 150 kB and 2 workers: τ is 82 ms, (N − w)·τ 164 ms."""
+    def server(short_s, answers_per_s=7.0):
+        return {"short_alone_s": [0.002, 0.001, 0.001, 0.0015], "short_s": short_s, "clients": 4,
+                "wall_s": 2.0, "transfer_s": [0.5] * int(2 * answers_per_s)}
+    return {"rate_mbit": 16, "size": 150_000, "workers": 2, "alone_s": [[0.19, 0.05], [0.21, 0.05], [0.2, 0.05]],
+            "servers": {"gunicorn alone": server([gunicorn_waits_s + j for j in (0.1, 0.0, 0.002, -0.001)]),
+                        "nginx in front": server([0.003, 0.002, 0.002, 0.002]),
+                        "Tornado": server([0.01, 0.002, 0.001, 0.001])}}
+
+
 def nagle(rtt_s, stall_s=None, exchanges=12):
     stall_s = model.nagle_stall_ms(rtt_s * 1000) / 1000 + 0.003 if stall_s is None else stall_s
     base = [rtt_s + 0.0002 * (i % 3) for i in range(exchanges)]
@@ -51,7 +62,8 @@ def nagle(rtt_s, stall_s=None, exchanges=12):
 
 def found(**changes):
     return claims.results(plan(), None, round_trips(), slow_start(), loss(), nagle(0.00003), nagle(RTT),
-                          {"cpu_s": 0.8, "packets": 9000, "dropped": 40, "wall_s": 20.0}) | changes
+                          {"cpu_s": 0.8, "packets": 9000, "dropped": 40, "wall_s": 20.0},
+                          slow_clients=slow_clients()) | changes
 
 
 def test_a_run_inside_its_bounds_keeps_every_claim(capsys):
@@ -79,6 +91,12 @@ def test_reno_far_below_both_models_is_named():
 def test_too_many_slow_connects_are_named():
     with pytest.raises(ClaimsFailed, match=r"connects of 1 s or more.*: 30,"):
         claims.check_claims(found(loss=loss(slow=30)))
+
+
+def test_sync_workers_that_never_keep_a_short_request_waiting_are_named():
+    with pytest.raises(ClaimsFailed) as raised:
+        claims.check_claims(found(slow_clients=slow_clients(gunicorn_waits_s=0.003)))
+    assert "gunicorn alone: a short request" in str(raised.value) and "Tornado" not in str(raised.value)
 
 
 def test_no_stall_with_nagle_on_is_named():

@@ -21,11 +21,14 @@ def test_quick_mode_shrinks_the_runs_but_keeps_the_link_and_a_smaller_size_asked
     assert plan.quick and plan.requests == 3 and plan.repeats == parameters.QUICK["repeats"]
     assert plan.loss_bytes == parameters.QUICK["loss_bytes"] and plan.connects == parameters.QUICK["connects"]
     assert plan.rtt_ms == 40 and plan.loss_percent == 2.0  # the link is the student's, quick or not
+    assert plan.rate_mbit == 16 and plan.workers == 2 and plan.answer_bytes == parameters.QUICK["answer_bytes"]
 
 
 @pytest.mark.parametrize(("name", "value"), [("rtt_ms", 2), ("rtt_ms", 40.5), ("loss_percent", 0.1),
                                              ("loss_percent", 20), ("requests", 1), ("repeats", 2),
-                                             ("nagle_exchanges", 4), ("loss_bytes", 100), ("connects", 5000)])
+                                             ("nagle_exchanges", 4), ("loss_bytes", 100), ("connects", 5000),
+                                             ("rate_mbit", 0), ("rate_mbit", 100), ("answer_bytes", 1000),
+                                             ("workers", 0), ("workers", 16)])
 def test_a_value_out_of_range_is_refused_by_its_name(name, value):
     with pytest.raises(ParameterError, match=f"^{name} must be"):
         parameters.Plan.from_cell(cell(**{name: value}))

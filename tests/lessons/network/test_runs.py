@@ -1,5 +1,9 @@
 """Lesson 14's client against real servers in real subprocesses (under the shared lock: it times)."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from iolab import link, servers
@@ -47,3 +51,31 @@ def test_section_1_on_a_real_link_costs_its_loopback_time_and_its_round_trips():
     assert not judged.failed(), judged.lines()
     assert usage.packets > 0 and usage.dropped == 0
     assert min(found["link"]["connect_s"]) >= 0.020 > max(found["loopback"]["connect_s"])  # the delay line's floor
+
+
+@pytest.mark.skipif(link.why_not() is not None, reason=f"no link here: {link.why_not()}")
+def test_section_2_slow_clients_hold_sync_workers_alone_and_not_behind_nginx_or_at_tornado():
+    with runs.built(20, 0.0, None) as path:
+        found = runs.slow_clients(path, 16, 150_000, 1, 3)
+        assert path.spec.rate_mbit is None  # the rate is gone for the sections after it
+    judged = Claims("test")
+    claims.slow_client_claims(judged, found, 20)
+    assert not judged.failed(), judged.lines()
+    assert list(found["servers"]) == ["gunicorn alone", "nginx in front", "Tornado"] and len(found["alone_s"]) == 3
+    # Each server really served the slow clients: two of them, each at least one whole answer.
+    assert all(run["clients"] == 2 and len(run["transfer_s"]) >= 2 for run in found["servers"].values())
+
+
+def test_nginx_keeps_its_workers_as_the_one_user_a_user_namespace_maps(tmp_path):
+    """As root of `unshare --user --map-root-user`, nobody is not mapped: nginx must not try to become it."""
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import _nginx; "
+            "print(repr(_nginx.user_line(sys.argv[2])), repr(_nginx.user_line(sys.argv[3])))")
+    only_me, everyone = tmp_path / "only_me", tmp_path / "everyone"
+    only_me.write_text("         0       1000          1\n")
+    everyone.write_text("         0          0 4294967295\n")
+    said = subprocess.run([sys.executable, "-c", code, str(servers.SERVERS_DIR), str(only_me), str(everyone)],
+                          capture_output=True, text=True, check=True).stdout
+    if os.geteuid() == 0:
+        assert said.startswith("'user root;") and said.endswith(" ''\n")
+    else:
+        assert said == "'' ''\n"

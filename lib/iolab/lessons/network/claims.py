@@ -19,9 +19,10 @@ DELAY_LINE_MOST_CPU_SHARE = 0.5
 
 
 def results(plan, link_reason, round_trips=None, slow_start=None, loss=None, nagle_loopback=None, nagle_link=None,
-            delay_line=None, exercises=None):
+            delay_line=None, exercises=None, slow_clients=None):
     """The lesson's results, as the results file keeps them: plain lists of seconds, and why the link is missing."""
     return {"plan": plan.as_dict(), "link_missing": link_reason, "round_trips": round_trips,
+            "slow_clients": slow_clients,
             "slow_start": slow_start, "loss": loss, "nagle": {"loopback": nagle_loopback, "link": nagle_link},
             "delay_line": delay_line, "exercises": exercises or {}}
 
@@ -52,24 +53,30 @@ def check_claims(found):
         for claim in ("a connect costs the link's round trip", "a request costs one more",
                       "n requests in sequence, pipelined, on n connections"):
             claims.skip(claim, reason or "section 1 did not run")
+    if found.get("slow_clients") is not None:
+        slow_client_claims(claims, found["slow_clients"], found["plan"]["rtt_ms"])
+    else:
+        for claim in ("a download alone: its bytes at the link's rate", "the link limits the slow clients",
+                      "short requests beside slow clients: gunicorn alone, nginx in front, Tornado"):
+            claims.skip(claim, reason or "section 2 did not run")
     link = found["round_trips"]["link"] if found["round_trips"] is not None else None
     rtt = ms(link["connect_s"]) if link is not None else None
     if found["slow_start"] is not None and rtt is not None:
         slow_start_claims(claims, found["slow_start"], rtt, range_ms(link["connect_s"]), found["plan"]["rtt_ms"])
     else:
-        claims.skip("transfer time as slow-start rounds", reason or "section 2 did not run")
+        claims.skip("transfer time as slow-start rounds", reason or "section 3 did not run")
     if found["loss"] is not None and rtt is not None:
         loss_claims(claims, found["loss"], rtt)
     else:
         for claim in ("Reno and CUBIC against Mathis", "BBR beside them", "connects that wait out the SYN timeout"):
-            claims.skip(claim, reason or "section 3 did not run")
+            claims.skip(claim, reason or "section 4 did not run")
     if found.get("delay_line"):
         delay_line_claim(claims, found["delay_line"])
     nagle_claims(claims, found["nagle"]["loopback"], "on loopback")
     if found["nagle"]["link"] is not None:
         nagle_claims(claims, found["nagle"]["link"], "on the link")
     else:
-        claims.skip("Nagle's stall on the link", reason or "section 4 ran on loopback only")
+        claims.skip("Nagle's stall on the link", reason or "section 5 ran on loopback only")
     claims.report()
     return claims
 
@@ -102,8 +109,32 @@ def round_trip_claims(claims, found, rtt_set_ms):
                       base + trips * (rtt + DELAY_LINE_LATE_MS) + width, "ms")
 
 
+def slow_client_claims(claims, found, rtt_set_ms):
+    """Section 2: a download alone takes τ = B / rate, plus at most its slow-start rounds and the request's round
+    trip; the slow clients get no more than the link, 1 / τ answers a second, whichever the server; beside them a
+    short request waits for N − w answers at sync workers alone (the link is their tier), and only its own time
+    behind nginx or at Tornado (the link is not theirs)."""
+    size, rate = found["size"], found["rate_mbit"]
+    tau, alone = model.answer_on_link_s(size, rate), [whole for whole, _ in found["alone_s"]]
+    noise, rounds = range_ms(alone), model.slow_start_rounds(size) + 1
+    claims.within(f"a download of {size:,} bytes alone: τ = B / rate, plus at most {rounds} round trips (ms)",
+                  ms(alone), tau * 1000 - noise, tau * 1000 + rounds * (rtt_set_ms + DELAY_LINE_LATE_MS) + noise, "ms")
+    fastest = max(len(run["transfer_s"]) / run["wall_s"] for run in found["servers"].values())
+    claims.within(f"the slow clients get no more than the link on any server, 1 / τ ({rate} Mbit/s) (answers/s)",
+                  fastest, 0.0, (1 + noise / ms(alone)) / tau, "answers/s")
+    for name, run in found["servers"].items():
+        waits = model.wait_for_a_worker_s(run["clients"], found["workers"], tau) * 1000
+        mine = ms(run["short_alone_s"])
+        if name == "gunicorn alone":  # the link is the workers' tier: each is held while its answer crosses it
+            claims.nearer(f"{name}: a short request beside {run['clients']} slow clients waits (N − w)·τ, not its"
+                          f" own time (ms)", ms(run["short_s"]), waits, mine, "ms", ".3g")
+        else:  # nginx takes the answers at loopback speed; Tornado's loop only hands them to the kernel
+            claims.nearer(f"{name}: a short request beside {run['clients']} slow clients takes its own time, not"
+                          f" (N − w)·τ (ms)", ms(run["short_s"]), mine, waits, "ms", ".3g")
+
+
 def slow_start_claims(claims, found, rtt, noise, rtt_set_ms):
-    """Section 2: each transfer takes its slow-start rounds: at least the set RTT each, at most the measured one
+    """Section 3: each transfer takes its slow-start rounds: at least the set RTT each, at most the measured one
     (and a delayed ACK); and the window doubles each round."""
     found = {size: [whole for whole, _ in times] for size, times in found.items()}
     for size, times in found.items():
@@ -124,7 +155,7 @@ def rates(times, size):
 
 
 def loss_claims(claims, found, rtt):
-    """Section 3: Reno between Padhye (timeouts) and Mathis (b = 1), CUBIC no slower, BBR above both; slow connects."""
+    """Section 4: Reno between Padhye (timeouts) and Mathis (b = 1), CUBIC no slower, BBR above both; slow connects."""
     p, rtt_s, size = found["loss_percent"] / 100, rtt / 1000, found["size"]
     low, high = model.padhye_rate(rtt_s, p), model.mathis_rate(rtt_s, p, acked_per_ack=1)
     for congestion in ("reno", "cubic"):
@@ -158,7 +189,7 @@ def delay_line_claim(claims, usage):
 
 
 def nagle_claims(claims, found, where):
-    """Section 4: write-write-read with Nagle on stalls for the delayed ACK and a round trip more than with it off."""
+    """Section 5: write-write-read with Nagle on stalls for the delayed ACK and a round trip more than with it off."""
     rtt = ms(found["connect_s"])
     nagle, nodelay = found["nagle_s"][WARM_UP_EXCHANGES:], found["nodelay_s"][WARM_UP_EXCHANGES:]
     stall = ms(nagle) - ms(nodelay)

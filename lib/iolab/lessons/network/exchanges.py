@@ -1,4 +1,4 @@
-"""Lesson 14's client: short HTTP/1.1 exchanges timed on one socket, one after another, pipelined, or on n sockets.
+"""Lesson 14's client: short HTTP/1.1 exchanges timed one after another, pipelined or on n sockets; large downloads.
 
 Runs in the kernel on loopback, or as `python -m iolab.lessons.network.exchanges` inside the link's client namespace
 (the kernel stays outside it), printing its figures as one JSON line.
@@ -6,8 +6,10 @@ Runs in the kernel on loopback, or as `python -m iolab.lessons.network.exchanges
 
 import argparse
 import json
+import os
 import socket
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -110,7 +112,7 @@ def round_trips(host, port, repeats, n):
 
 
 def nagle(host, port, exchanges):
-    """Section 4's figures: three connects (the round trip), then write-write-read `exchanges` times with
+    """Section 5's figures: three connects (the round trip), then write-write-read `exchanges` times with
     TCP_NODELAY on, then off, each on a fresh connection."""
     connects = [connect_then_request(host, port)[0] for _ in range(3)]
     return {"connect_s": connects, "nodelay_s": write_write_read(host, port, exchanges, True),
@@ -142,11 +144,59 @@ def transfer(host, port, size, congestion):
 
 
 def transfers(host, port, sizes, repeats, congestion, at_once=1):
-    """Section 2 and 3's figures: {size: [[seconds, seconds of the second half] of each of `repeats` transfers]},
+    """Section 3 and 4's figures: {size: [[seconds, seconds of the second half] of each of `repeats` transfers]},
     `at_once` of them at a time."""
     with ThreadPoolExecutor(at_once) as pool:
         return {str(size): list(pool.map(transfer, *zip(*[(host, port, size, congestion)] * repeats)))
                 for size in sizes}
+
+
+def requests(host, port, count, wait_for=0):
+    """`count` short requests, one after another, each on a new connection: the seconds each took, its connect
+    included (a server with no free worker leaves it waiting in the kernel's queue). With `wait_for`, they run
+    twice: first at once, printing those figures as a JSON line; then once `wait_for` connections to `port` are
+    open here (the slow clients', seen from the server's side)."""
+    found = [sum(connect_then_request(host, port)) for _ in range(count)]
+    if not wait_for:
+        return found
+    print(json.dumps(found), flush=True)
+    deadline = time.monotonic() + TIMEOUT_S
+    while established(port) < wait_for:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{wait_for} connections to port {port} were not open after {TIMEOUT_S} s")
+        time.sleep(0.002)
+    return [sum(connect_then_request(host, port)) for _ in range(count)]
+
+
+def established(port):
+    """Open TCP connections (IPv4) whose local port is `port`, in this network namespace, from /proc/net/tcp."""
+    with open("/proc/net/tcp") as table:
+        rows = [line.split() for line in table.readlines()[1:]]
+    return sum(row[1].endswith(f":{port:04X}") and row[3] == "01" for row in rows)  # 01: ESTABLISHED
+
+
+def downloads(host, port, size, clients, most, alone=0):
+    """`alone` downloads of `size` bytes one at a time; then `clients` clients at once, each fetching it again and
+    again on new connections until this process's stdin closes (at most `most` times). The seconds of each download
+    (its connect not counted) and, for the clients, from their start until stdin closed and each had one answer:
+    downloads still under way then are left unfinished (main() exits at once)."""
+    stop = threading.Event()
+    threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
+    first = [transfer(host, port, size, "bbr") for _ in range(alone)]
+    done = [[] for _ in range(clients)]
+
+    def one_client(mine):
+        while len(mine) < most and not (stop.is_set() and mine):
+            mine.append(transfer(host, port, size, "bbr")[0])
+    started = time.perf_counter()
+    workers = [threading.Thread(target=one_client, args=(mine,), daemon=True) for mine in done]
+    for worker in workers:
+        worker.start()
+    while not (stop.is_set() and all(done)) and any(worker.is_alive() for worker in workers):
+        time.sleep(0.005)
+    if not all(done):
+        raise ConnectionError("a slow client got no whole answer (its error is on stderr above)")
+    return {"alone_s": first, "wall_s": time.perf_counter() - started, "transfer_s": [s for mine in done for s in mine]}
 
 
 def connects(host, port, count, at_once):
@@ -161,17 +211,21 @@ def connects(host, port, count, at_once):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=["round_trips", "nagle", "transfers", "connects"])
+    parser.add_argument("what", choices=["round_trips", "nagle", "transfers", "connects", "requests", "downloads"])
     parser.add_argument("--host", required=True)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--n", type=int, default=10)
     parser.add_argument("--sizes", default="20000", help="bytes of each transfer, comma-separated")
     parser.add_argument("--cc", default="reno", help="the sender's congestion control for transfers")
-    parser.add_argument("--at-once", type=int, default=1, help="connects or transfers in flight at once")
+    parser.add_argument("--at-once", type=int, default=1, help="connects, transfers or clients in flight at once")
+    parser.add_argument("--wait-for", type=int, default=0, help="requests: again once this many connections are open")
+    parser.add_argument("--alone", type=int, default=0, help="downloads: this many one at a time first")
     args = parser.parse_args(argv)
-    if not (1 <= args.repeats <= MOST_EXCHANGES and 1 <= args.n <= 100 and 1 <= args.at_once <= 50):
-        parser.error(f"--repeats must be 1 to {MOST_EXCHANGES}, --n 1 to 100 and --at-once 1 to 50")
+    if not (1 <= args.repeats <= MOST_EXCHANGES and 1 <= args.n <= 100 and 1 <= args.at_once <= 50
+            and 0 <= args.wait_for <= 50 and 0 <= args.alone <= 50):
+        parser.error(f"--repeats must be 1 to {MOST_EXCHANGES}, --n 1 to 100, --at-once, --wait-for and --alone"
+                     " 0 to 50")
     if args.what == "round_trips":
         found = round_trips(args.host, args.port, args.repeats, args.n)
     elif args.what == "nagle":
@@ -179,9 +233,15 @@ def main(argv=None):
     elif args.what == "transfers":
         sizes = [int(size) for size in args.sizes.split(",")]
         found = transfers(args.host, args.port, sizes, args.repeats, args.cc, args.at_once)
+    elif args.what == "requests":
+        found = requests(args.host, args.port, args.repeats, args.wait_for)
+    elif args.what == "downloads":
+        found = downloads(args.host, args.port, int(args.sizes), args.at_once, args.repeats, args.alone)
     else:
         found = connects(args.host, args.port, args.repeats, args.at_once)
-    print(json.dumps(found))
+    print(json.dumps(found), flush=True)
+    if args.what == "downloads":
+        os._exit(0)  # at once: the slow clients' downloads still under way are not waited for
     return 0
 
 

@@ -29,6 +29,35 @@ class TenPipelined(checks.NumberExercise):
     solution_text = "2: the connect, then one round trip that carries all 10 requests and brings back all 10 answers."
 
 
+class AnswerOnTheLink(checks.NumberExercise):
+    prompt = ("τ: how many milliseconds does one answer of B bytes (`plan.answer_bytes`) take on a link of"
+              " `plan.rate_mbit` megabits a second, once the link is full? Write it from the two.")
+    rel_tol = 0.1  # the headers each segment carries add 4 %
+    unit = "ms"
+    hint_text = ["A megabit is a million bits, and a byte is 8 bits.",
+                 "Bytes × 8 is bits; bits divided by bits a second is seconds."]
+    solution_text = "τ = B × 8 / (rate × 10⁶) seconds: 400,000 bytes at 16 Mbit/s take 0.2 s, 200 ms."
+
+    def judge(self, answer, answer_bytes=0, rate_mbit=1, **context):
+        seconds = answer_bytes * 8 / (rate_mbit * 1e6)
+        self.expected = seconds * 1000
+        self.mistakes = {seconds / 8 * 1000: "forgets that a byte is 8 bits.", seconds: "is in seconds: the unit is ms."}
+        return super().judge(answer)
+
+
+class WhoWaits(checks.ChoiceExercise):
+    prompt = ("2w slow clients download while a short request arrives. At which server does the short request wait"
+              " for a slow answer: 'gunicorn alone', 'nginx in front' or 'Tornado'?")
+    choices = {"gunicorn alone": "",
+               "nginx in front": "nginx reads the whole answer from gunicorn at loopback speed, then sends it itself.",
+               "Tornado": "Tornado's loop hands each answer to the kernel and its own buffer, then serves the next."}
+    correct = "gunicorn alone"
+    correct_text = ("Each sync worker writes its answer to the socket and waits until the slow link has taken it."
+                    " The short request waits in the kernel's queue for a worker.")
+    hint_text = "Which of the three has a process that can do nothing else while an answer crosses the link?"
+    solution_text = "'gunicorn alone': its w workers are held by the slow answers; nginx and Tornado are not."
+
+
 class RoundsFor500kB(checks.NumberExercise):
     prompt = "How many round trips does an answer of 500,000 bytes take on a new connection, from ten segments?"
     expected = 6
@@ -56,14 +85,21 @@ class FastestUnderLoss(checks.ChoiceExercise):
 
 
 class SlowConnects(checks.NumberExercise):
-    prompt = "At 2 % loss each way, about how many of 200 connects take a second or more?"
-    expected = 200 * (1 - 0.98**2)
+    prompt = ("At `plan.loss_percent` % loss each way, about how many of `plan.connects` connects take a second or"
+              " more? Write it from the two.")
     rel_tol = 0.15
     unit = "connects"
-    mistakes = {4: "counts the lost SYNs only: a lost SYN-ACK leaves the client waiting the same second."}
     hint_text = ["A connect waits the second when its SYN is lost, or when the SYN-ACK back is lost.",
-                 "The chance that neither is lost is 0.98 × 0.98."]
-    solution_text = "About 8: 200 × (1 − 0.98²) = 7.9, about twice the loss rate times the connects."
+                 "At p = 2 %, the chance that neither is lost is 0.98 × 0.98."]
+    solution_text = ("connects × (1 − (1 − p)²), about twice the loss rate times the connects: at 2 % and 200"
+                     " connects, 200 × (1 − 0.98²) = 7.9.")
+
+    def judge(self, answer, loss_percent=2.0, connects=200, **context):
+        p = loss_percent / 100
+        self.expected = connects * (1 - (1 - p) ** 2)
+        self.mistakes = {connects * p: "counts the lost SYNs only: a lost SYN-ACK leaves the client waiting the same"
+                                       " second."}
+        return super().judge(answer)
 
 
 class NagleOnLoopback(checks.PredictThenMeasure):

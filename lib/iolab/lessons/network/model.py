@@ -1,4 +1,4 @@
-"""Lesson 14's predictions: round trips per exchange, slow-start rounds, Mathis's rate, the SYN timeout, Nagle's stall.
+"""Lesson 14's predictions: round trips, an answer's time on a rated link, slow start, Mathis, SYN timeout, Nagle.
 
 Each takes what this run measured (a round trip, a loss rate) and the kernel's constants, each named with its source.
 """
@@ -10,6 +10,8 @@ INITIAL_WINDOW = 10  # segments a new connection may send before its first ACK (
 DELAYED_ACK_MS = 40.0  # Linux's shortest delayed-ACK timer, TCP_DELACK_MIN = HZ / 25 (include/net/tcp.h)
 INITIAL_RTO_S = 1.0  # the retransmission timeout before any round trip is measured (RFC 6298, 2.1)
 MIN_RTO_S = 0.2  # Linux's shortest retransmission timeout once round trips are measured (TCP_RTO_MIN)
+# What tbf counts for a full segment: the MSS, the TCP header with its timestamp (32), IP's (20) and Ethernet's (14).
+FRAME_BYTES = MSS_BYTES + 32 + 20 + 14
 
 
 def sequence_rtts(n):
@@ -25,6 +27,18 @@ def pipelined_rtts(n):
 def connections_rtts(n):
     """Round trips for n requests on n connections opened at once: each its connect and its request, side by side."""
     return 2
+
+
+def answer_on_link_s(size_bytes, rate_mbit, mss=MSS_BYTES, frame=FRAME_BYTES):
+    """τ: the seconds an answer of `size_bytes` takes on a link of `rate_mbit` once it is full, B / rate, counting
+    the headers each segment carries through the rate's queue (tbf counts whole frames)."""
+    return size_bytes / (rate_mbit * 1e6 / 8 * mss / frame)
+
+
+def wait_for_a_worker_s(clients, workers, answer_s):
+    """A short request behind N slow clients at w sync workers: the N − w slow requests ahead of it in the kernel's
+    queue each hold a worker while their answer crosses the link, and the link passes one answer per τ at best."""
+    return max(0, clients - workers) * answer_s
 
 
 def slow_start_rounds(size_bytes, window=INITIAL_WINDOW, mss=MSS_BYTES):

@@ -9,23 +9,34 @@ from iolab.params import LessonPlan, cell_values
 RANGES = {
     "rtt_ms": (5, 200),  # RTT: the link's round trip, set on the delay line
     "requests": (2, 50),  # n: section 1's short requests, three ways
-    "repeats": (3, 20),  # each run of sections 1 to 3 this many times: 3 at least, so the run has a spread
-    "nagle_exchanges": (8, 200),  # section 4's write-write-reads on each setting of TCP_NODELAY
-    # Section 3's transfer, timed over its second half: long enough for a few losses there at 0.5 % (170 segments),
+    "repeats": (3, 20),  # each run of sections 1 to 4 this many times: 3 at least, so the run has a spread
+    "nagle_exchanges": (8, 200),  # section 5's write-write-reads on each setting of TCP_NODELAY
+    # Section 4's transfer, timed over its second half: long enough for a few losses there at 0.5 % (170 segments),
     # at most 4 MB (a minute and a half of Reno at 10 % loss on a 200 ms link)
     "loss_bytes": (500_000, 4_000_000),
-    "connects": (50, 1000),  # section 3's connects: enough that a few of them meet a lost SYN at 1 %
+    "connects": (50, 1000),  # section 4's connects: enough that a few of them meet a lost SYN at 1 %
+    # Section 2's link rate, Mbit/s: from 4, where an answer of 2 MB takes four seconds, to 40, about what the delay
+    # line (Python, a packet at a time) carries while staying far below a core.
+    "rate_mbit": (4, 40),
+    # B, section 2's answer: from 100 kB, still more than a new connection's send buffer holds (so a sync worker
+    # waits on the link), to 2 MB (a run of a few seconds at 4 Mbit/s for each server).
+    "answer_bytes": (100_000, 2_000_000),
+    "workers": (1, 4),  # w, section 2's sync workers: each is a process; twice as many slow clients share the link
 }
 # p in percent, each way: below 0.5 % a transfer of a few MB meets too few losses for a steady state; above 10 %
 # timeouts, not halvings, set the rate (Padhye et al.), and Mathis's model no longer holds.
 FRACTIONS = {"loss_percent": (0.5, 10.0)}
-QUICK = {"requests": 6, "repeats": 3, "nagle_exchanges": 12, "loss_bytes": 1_000_000, "connects": 100}
-LOSS_FLOWS = 8  # section 3's transfers from Reno, and from CUBIC, side by side: they cost no more time than one
-SLOW_START_SIZES = (20_000, 100_000, 500_000, 2_000_000)  # section 2: one to eight round trips from IW10
+QUICK = {"requests": 6, "repeats": 3, "nagle_exchanges": 12, "loss_bytes": 1_000_000, "connects": 100,
+         "answer_bytes": 150_000}
+LOSS_FLOWS = 8  # section 4's transfers from Reno, and from CUBIC, side by side: they cost no more time than one
+# Section 2: N = twice as many slow clients as workers, so a worker that frees finds another waiting.
+SLOW_CLIENTS_PER_WORKER = 2
+SLOW_START_SIZES = (20_000, 100_000, 500_000, 2_000_000)  # section 3: one to eight round trips from IW10
 # The notebook's parameters cell at full size, for a benchmark or a test that runs the lesson's parts alone.
 DEFAULTS = {"rtt_ms": 40, "loss_percent": 2.0, "requests": 10, "repeats": 5, "nagle_exchanges": 30,
-            "loss_bytes": 2_000_000, "connects": 200, "quick": False, "solutions": False, "results_path": None}
-# Linux may ACK the first segments of a connection at once (quick-ACK mode): section 4 reads its stall from the
+            "loss_bytes": 2_000_000, "connects": 200, "rate_mbit": 16, "answer_bytes": 400_000, "workers": 2,
+            "quick": False, "solutions": False, "results_path": None}
+# Linux may ACK the first segments of a connection at once (quick-ACK mode): section 5 reads its stall from the
 # exchanges after these.
 WARM_UP_EXCHANGES = 4
 
@@ -40,6 +51,9 @@ class Plan(LessonPlan):
     nagle_exchanges: int
     loss_bytes: int
     connects: int
+    rate_mbit: int
+    answer_bytes: int
+    workers: int
     loss_percent: float
 
     @classmethod
@@ -50,12 +64,15 @@ class Plan(LessonPlan):
 
     def describe(self):
         return (f"The link: a round trip of {self.rtt_ms} ms. Section 1: n = {self.requests} requests three ways,"
-                f" each run {self.repeats} times. Section 2: {len(SLOW_START_SIZES)} sizes, each {self.repeats}"
-                f" times. Section 3: {LOSS_FLOWS} transfers of {self.loss_bytes:,} bytes each at"
-                f" {self.loss_percent:g} % loss each way, and {self.connects} connects. Section 4:"
+                f" each run {self.repeats} times. Section 2: a rate of {self.rate_mbit} Mbit/s,"
+                f" {SLOW_CLIENTS_PER_WORKER * self.workers} slow clients downloading {self.answer_bytes:,} bytes"
+                f" each, {self.workers} worker{'s' if self.workers > 1 else ''}. Section 3: {len(SLOW_START_SIZES)} sizes,"
+                f" each {self.repeats} times. Section 4: {LOSS_FLOWS} transfers of {self.loss_bytes:,} bytes each at"
+                f" {self.loss_percent:g} % loss each way, and {self.connects} connects. Section 5:"
                 f" {self.nagle_exchanges} write-write-reads with TCP_NODELAY on, and as many with it off.")
 
     def as_dict(self):
         return {"rtt_ms": self.rtt_ms, "requests": self.requests, "repeats": self.repeats,
                 "nagle_exchanges": self.nagle_exchanges, "loss_bytes": self.loss_bytes, "connects": self.connects,
+                "rate_mbit": self.rate_mbit, "answer_bytes": self.answer_bytes, "workers": self.workers,
                 "loss_percent": self.loss_percent, "quick": self.quick}

@@ -29,7 +29,7 @@ def round_trips_table(found):
 
 
 def nagle_figure(runs):
-    """Section 4: each write-write-read's time, TCP_NODELAY on and off, one panel per place (`runs`: {where: found})."""
+    """Section 5: each write-write-read's time, TCP_NODELAY on and off, one panel per place (`runs`: {where: found})."""
     figure = figures.figure(figsize=(11, 3.2), layout="constrained")
     panels = figure.subplots(1, len(runs), squeeze=False)[0]
     for axes, (where, found) in zip(panels, runs.items()):
@@ -53,7 +53,7 @@ def stall_ms(found):
 
 
 def slow_start_table(found, round_trips):
-    """Section 2: each size, its slow-start rounds, the prediction from the measured round trip, the run."""
+    """Section 3: each size, its slow-start rounds, the prediction from the measured round trip, the run."""
     rtt = _ms(round_trips["link"]["connect_s"])
     rows = []
     for size, pairs in found.items():
@@ -66,7 +66,7 @@ def slow_start_table(found, round_trips):
 
 
 def loss_table(found, round_trips):
-    """Section 3: each congestion control's rate against the two models, and the connects that waited a second."""
+    """Section 4: each congestion control's rate against the two models, and the connects that waited a second."""
     rtt_s, p, size = _ms(round_trips["link"]["connect_s"]) / 1000, found["loss_percent"] / 100, found["size"]
     rows = [("Mathis, b = 2 (delayed ACKs)", f"{model.mathis_rate(rtt_s, p) / 1000:.0f}", ""),
             ("Mathis, b = 1", f"{model.mathis_rate(rtt_s, p, acked_per_ack=1) / 1000:.0f}", ""),
@@ -80,3 +80,16 @@ def loss_table(found, round_trips):
     rows.append((f"connects of 1 s or more, of {len(found['connect_s'])}", f"{slow}",
                  f"predicted {expected:.1f}"))
     return tables.markdown(["what", "kB/s over the second half (or a count)", "spread, or the prediction"], rows)
+
+
+def slow_clients_table(found):
+    """Section 2: each server, its slow clients' answers a second against the link's, and a short request's time
+    alone, predicted beside the slow clients at sync workers alone, and measured there."""
+    tau = model.answer_on_link_s(found["size"], found["rate_mbit"])
+    rows = []
+    for name, run in found["servers"].items():
+        waits = model.wait_for_a_worker_s(run["clients"], found["workers"], tau) * 1000
+        rows.append((name, f"{len(run['transfer_s']) / run['wall_s']:.1f}", f"{1 / tau:.1f}",
+                     f"{_ms(run['short_alone_s']):.1f}", f"{waits:.0f}", f"{_ms(run['short_s']):.1f}"))
+    return tables.markdown(["server", "slow answers/s", "the link's 1/τ", "short request alone (ms)",
+                            "(N − w)·τ (ms)", "short request beside the slow clients (ms)"], rows)
