@@ -17,7 +17,7 @@ from . import model
 SERIES = (("tornado_push", "ws", False), ("aiohttp_push", "ws", False), ("websockets_push", "ws", False),
           ("tornado_push", "poll", False), ("tornado_push", "sse", False),
           ("tornado_push", "ws", True), ("aiohttp_push", "ws", True), ("websockets_push", "ws", True))
-SETTLE_S = 0.05  # after a step, the server's last accepts and allocations land before RSS is read
+SETTLE_CHECK_S = 0.005  # how often a step's subscribers are counted until the server holds them all
 TIMEOUT_S = 10.0
 
 
@@ -38,6 +38,18 @@ def held(server, transport):
     return stats(server)["subscribers"][transport]
 
 
+def settled(server, server_name, transport, n):
+    """The server's /stats once it holds all `n` subscribers the client opened: their accepts and allocations have
+    landed, so its RSS holds them. Counted again until then (no fixed wait), at most TIMEOUT_S."""
+    deadline = time.monotonic() + TIMEOUT_S
+    while (found := stats(server))["subscribers"][transport] != n:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{server_name} holds {found['subscribers'][transport]} {transport} subscribers,"
+                               f" not the {n} the client opened")
+        time.sleep(SETTLE_CHECK_S)
+    return found
+
+
 def series(server_name, transport, compression, steps, message_bytes):
     """RSS at each N of `steps` for one server and transport, subscribers added a step at a time. With compression
     on, one message goes out before each reading: a compressor may be made only when it is first used (aiohttp's
@@ -51,11 +63,7 @@ def series(server_name, transport, compression, steps, message_bytes):
                 subscribers.add(n - subscribers.n)
             if compression:
                 publish(server, message_bytes)
-            time.sleep(SETTLE_S)
-            found = stats(server)
-            if found["subscribers"][transport] != n:
-                raise RuntimeError(f"{server_name} holds {found['subscribers'][transport]} {transport} subscribers,"
-                                   f" not the {n} the client opened")
+            found = settled(server, server_name, transport, n)
             ns.append(n)
             rss.append(found["rss_bytes"])
     return ns, rss
