@@ -15,8 +15,8 @@ ROOMY = parameters.Limits(files_soft=20_000, files_hard=20_000, memory_limit_byt
 def test_the_defaults_pass_and_quick_shrinks_them():
     full = parameters.Plan.from_cell(parameters.DEFAULTS, ROOMY)
     quick = parameters.Plan.from_cell(parameters.DEFAULTS | {"quick": True}, ROOMY)
-    assert full.subscribers == 10_000 and quick.subscribers == 600
-    assert quick.memory_steps() == [120, 240, 360, 480, 600]
+    assert full.subscribers == 10_000 and quick.subscribers == 400
+    assert quick.memory_steps() == [80, 160, 240, 320, 400]
 
 
 def test_a_value_out_of_range_is_named():

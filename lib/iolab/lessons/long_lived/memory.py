@@ -4,6 +4,8 @@ Section 1: each server alone, idle subscribers added in steps, its RSS read from
 RSS(N) = M0 + N·m fitted on every step but the last, which it predicts.
 """
 
+import concurrent.futures
+import contextlib
 import json
 import time
 import urllib.request
@@ -17,7 +19,7 @@ from . import model
 SERIES = (("tornado_push", "ws", False), ("aiohttp_push", "ws", False), ("websockets_push", "ws", False),
           ("tornado_push", "poll", False), ("tornado_push", "sse", False),
           ("tornado_push", "ws", True), ("aiohttp_push", "ws", True), ("websockets_push", "ws", True))
-SETTLE_S = 0.05  # after a step, the server's last accepts and allocations land before RSS is read
+SETTLE_CHECK_S = 0.005  # how often a step's subscribers are counted until the server holds them all
 TIMEOUT_S = 10.0
 
 
@@ -38,44 +40,77 @@ def held(server, transport):
     return stats(server)["subscribers"][transport]
 
 
-def series(server_name, transport, compression, steps, message_bytes):
-    """RSS at each N of `steps` for one server and transport, subscribers added a step at a time. With compression
-    on, one message goes out before each reading: a compressor may be made only when it is first used (aiohttp's
-    is)."""
-    options = {"compression": "on"} if compression else {}
-    with servers.serve(server_name, **options) as server, \
-            Held(server.url, transport, steps[0], compression=compression) as subscribers:
+def settled(server, server_name, transport, n):
+    """The server's /stats once it holds all `n` subscribers the client opened: their accepts and allocations have
+    landed, so its RSS holds them. Counted again until then (no fixed wait), at most TIMEOUT_S."""
+    deadline = time.monotonic() + TIMEOUT_S
+    while (found := stats(server))["subscribers"][transport] != n:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{server_name} holds {found['subscribers'][transport]} {transport} subscribers,"
+                               f" not the {n} the client opened")
+        time.sleep(SETTLE_CHECK_S)
+    return found
+
+
+def series(server, transport, compression, steps, message_bytes):
+    """RSS at each N of `steps` for one (fresh) server and transport, subscribers added a step at a time. With
+    compression on, one message goes out before each reading: a compressor may be made only when it is first used
+    (aiohttp's is)."""
+    server_name = server.name
+    with Held(server.url, transport, steps[0], compression=compression) as subscribers:
         ns, rss = [], []
         for n in steps:
             if n > subscribers.n:
                 subscribers.add(n - subscribers.n)
             if compression:
                 publish(server, message_bytes)
-            time.sleep(SETTLE_S)
-            found = stats(server)
-            if found["subscribers"][transport] != n:
-                raise RuntimeError(f"{server_name} holds {found['subscribers'][transport]} {transport} subscribers,"
-                                   f" not the {n} the client opened")
+            found = settled(server, server_name, transport, n)
             ns.append(n)
             rss.append(found["rss_bytes"])
     return ns, rss
 
 
+def start(server_name, compression):
+    return servers.start(server_name, **({"compression": "on"} if compression else {}))
+
+
+@contextlib.contextmanager
+def fresh_servers():
+    """A fresh server for each series of SERIES, all started side by side and stopped side by side: start-up and
+    shutdown measure nothing here, and an idle server's RSS is its own, so each series still meets a server that no
+    other series touched."""
+    with concurrent.futures.ThreadPoolExecutor(len(SERIES)) as pool:
+        futures = [pool.submit(start, name, compression) for name, _, compression in SERIES]
+        concurrent.futures.wait(futures)
+    started = [future.result() for future in futures if future.exception() is None]
+    try:
+        for future in futures:
+            future.result()  # a server that did not start: raised here, once the others are in hand to stop
+        yield started
+    finally:
+        with concurrent.futures.ThreadPoolExecutor(len(SERIES)) as pool:
+            list(pool.map(lambda server: server.stop(), started))
+
+
 def run(plan):
     """Every series of SERIES: the fit, the held-out prediction, the budget's N_max (and the cgroup's, if set)."""
-    rows = []
+    with fresh_servers() as started:
+        return [row(plan, server, transport, compression)
+                for server, (_, transport, compression) in zip(started, SERIES)]
+
+
+def row(plan, server, transport, compression):
+    """One series's row: its fit, the held-out prediction, the budget's N_max (and the cgroup's, if set)."""
     budget = plan.budget_gib * 2**30
-    for server_name, transport, compression in SERIES:
-        largest = plan.compressed_subscribers if compression else plan.subscribers
-        ns, rss = series(server_name, transport, compression, plan.memory_steps(largest), plan.message_bytes)
-        fit = model.memory(ns, rss)
-        m, m0 = fit["bytes_per_connection"], fit["m0_bytes"]
-        limit = plan.limits.memory_limit_bytes if plan.limits else None
-        rows.append(fit | {
-            "kind": transport, "server": server_name, "compression": compression, "budget_bytes": budget,
-            "predicted_max": model.n_max(budget, m, m0), "predicted_rss_10000_bytes": m0 + 10_000 * m,
-            "cgroup_limit_bytes": limit, "predicted_max_cgroup": model.n_max(limit, m, m0) if limit else None})
-    return rows
+    largest = plan.compressed_subscribers if compression else plan.subscribers
+    ns, rss = series(server, transport, compression, plan.memory_steps(largest), plan.message_bytes)
+    fit = model.memory(ns, rss)
+    m, m0 = fit["bytes_per_connection"], fit["m0_bytes"]
+    limit = plan.limits.memory_limit_bytes if plan.limits else None
+    return fit | {
+        "kind": transport, "server": server.name, "compression": compression, "budget_bytes": budget,
+        "predicted_max": model.n_max(budget, m, m0), "predicted_rss_10000_bytes": m0 + 10_000 * m,
+        "cgroup_limit_bytes": limit, "predicted_max_cgroup": model.n_max(limit, m, m0) if limit else None}
 
 
 def table(rows, plan):

@@ -26,7 +26,7 @@ RANGES = {
     "max_buffer_kib": (64, 16_384),  # a subscriber whose unsent bytes pass this is dropped
 }
 SECONDS = {"slow_seconds": (0.5, 20.0), "budget_gib": (0.25, 64.0)}
-QUICK = {"subscribers": 600, "memory_points": 5, "compressed_subscribers": 200, "fanout_subscribers": 800,
+QUICK = {"subscribers": 400, "memory_points": 5, "compressed_subscribers": 200, "fanout_subscribers": 400,
          "repeats": 3, "slow_seconds": 2.0}
 # The notebook's parameters cell at full size, for a benchmark or a test that runs the lesson's parts alone.
 DEFAULTS = {"subscribers": 10_000, "memory_points": 5, "compressed_subscribers": 1_000, "fanout_subscribers": 2_000,
