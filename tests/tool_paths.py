@@ -43,4 +43,8 @@ TOOLS_OFF_IN_BROWSER = {
     "12-long-lived-connections": (
         "tests/lessons/long_lived/test_proxy.py",  # section 6 through nginx_ws_proxy: Upgrade headers, read timeouts
     ),
+    "15-running-a-service": (
+        "tests/lessons/service/test_upstreams.py",  # section 3's restart behind nginx_balancer, abrupt and taken out
+        "tests/test_thirdparty_servers.py",  # nginx_balancer's reload and its refusals
+    ),
 }

@@ -19,8 +19,12 @@ def results(plan, *, stall_results, ab_runs, slow, errors, oc_points, heavy, exe
     """
     open_run = stall_results["open loop"]
     past = max(oc_points, key=lambda point: point.load)
-    first_third_ms, last_third_ms = open_closed.growth(past.open_points, plan.point_s)
-    fed_first_ms, fed_last_ms = open_closed.growth(open_closed.queue_fed(past.open_points, past.service_s), plan.point_s)
+    # The server's queue is fed by the requests as they left the client: both the measured thirds and the queue fed
+    # the same sends are read from the actual sends, so a client that kept its schedule late does not pass for a queue.
+    sent = sorted(past.sent_points or past.open_points)
+    first_third_ms, last_third_ms = open_closed.growth(sent, plan.point_s)
+    fed_first_ms, fed_last_ms = open_closed.growth(open_closed.queue_fed(sent, past.service_s), plan.point_s)
+    sent_noise_ms = open_closed.mean_noise_ms([ms for _, ms in sent])
     windows = spectrum.window_p99s(open_run.points, plan.duration_s, 4)
     have_ab = stall_runs.benchtools.missing_reason("ab")
     return {
@@ -38,7 +42,7 @@ def results(plan, *, stall_results, ab_runs, slow, errors, oc_points, heavy, exe
         "cpu_ms": plan.cpu_ms,
         "growth_past_1_over_D": {"load": past.load, "first_third_ms": first_third_ms, "last_third_ms": last_third_ms,
                                  "predicted_first_ms": fed_first_ms, "predicted_last_ms": fed_last_ms,
-                                 "service_ms": past.service_s * 1000, "noise_ms": past.noise_open_ms},
+                                 "service_ms": past.service_s * 1000, "noise_ms": sent_noise_ms},
         "percentiles": {"averaged_window_p99_ms": sum(windows) / len(windows),
                         "merged_p99_ms": metrics.percentile(open_run.latencies_ms, 0.99),
                         "windows_p99_ms": windows, "calm_p99_ms": open_run.calm_p99_ms},

@@ -32,6 +32,9 @@ class Point:
     noise_closed_ms: float = math.nan  # and of the closed loop's
     others_open: neighbours.Neighbours | None = None  # what else held the CPUs while the open loop ran
     others_closed: neighbours.Neighbours | None = None  # and while the closed loop ran
+    # [(actual send s, latency since then ms)]: what reached the server's queue and when. A client that sent late
+    # (busy opening its connections, or short of a CPU) fed the server another schedule than the one it meant.
+    sent_points: list | None = None
 
     def row(self):
         return {
@@ -134,6 +137,7 @@ def run_point(server, path, load_share, nominal_s, duration_s, seed=1):
         noise_open_ms=mean_noise_ms(in_order(opened, "latency_from_intended")),
         noise_closed_ms=mean_noise_ms(in_order(closed, "latency")),
         others_open=open_watch.found, others_closed=closed_watch.found,
+        sent_points=[(s.start, s.latency * 1000) for s in opened.samples],
     )
 
 
