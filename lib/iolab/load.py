@@ -407,6 +407,13 @@ class LoadRun:
         if wait:
             self._finished.wait()
 
+    def sleep_until(self, seconds: float) -> float:
+        """Sleep until `seconds` after the run's time zero (the go first), in small steps so the caller acts on
+        time; returns the run's clock then."""
+        while self.time_zero is None or time.perf_counter() - self.time_zero < seconds:
+            time.sleep(0.002)
+        return time.perf_counter() - self.time_zero
+
     def wait(self, timeout: float | None = None) -> LoadResult:
         """Block until the run ends (or its hard deadline passes) and return its LoadResult."""
         remaining = self.spec.hard_deadline_s - self.elapsed_s()

@@ -128,22 +128,16 @@ def under_load(pair, rate, hold_ms, procedure, k=1):
                      requests=int(rate * MOST_S), concurrency=int(rate * hold_ms / 1000) + SLACK,
                      timeout_s=TIMEOUT_S, keep_alive=False)
     try:
-        wait_until(run, 1.5 * hold_ms / 1000)  # past R: L = X·R are in flight
-        began = time.perf_counter() - run.time_zero
+        began = run.sleep_until(1.5 * hold_ms / 1000)  # past R: L = X·R are in flight
         procedure(pair, k)
         ended = time.perf_counter() - run.time_zero
         if ended > MOST_S:
             raise RuntimeError(f"the restart ended {ended:.1f} s into a load of {MOST_S} s: this machine is too busy")
-        wait_until(run, ended + hold_ms / 1000 + 0.2)  # the last requests sent during it are answered
+        run.sleep_until(ended + hold_ms / 1000 + 0.2)  # the last requests sent during it are answered
     finally:
         run.stop()
     calls = [(s.start, s.end, s.status == 200) for s in run.result().samples]
     return {"calls": calls, "began_s": began, "ended_s": ended}
-
-
-def wait_until(run, seconds):
-    while run.time_zero is None or time.perf_counter() - run.time_zero < seconds:
-        time.sleep(0.002)
 
 
 def summarize(how, run, hold_ms):
