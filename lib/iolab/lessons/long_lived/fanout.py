@@ -14,7 +14,7 @@ from iolab import environment, neighbours, servers, usage
 from iolab.clients.held_subscribers import Held
 
 from . import model
-from .memory import publish, stats
+from .memory import publish, stats, stats_once
 
 # Each server's transports, in the lesson's order.
 TRANSPORTS = (("tornado_push", "ws"), ("tornado_push", "sse"), ("tornado_push", "poll"), ("aiohttp_push", "ws"),
@@ -64,14 +64,10 @@ def repoll(server, subscribers):
 
 def closed(server):
     """Wait until `server` holds no subscriber of any transport: the last client's connections are all closed and
-    cleaned up, so the next transport's broadcasts meet none of that work. Counted again until then, at most
-    WAIT_S."""
-    deadline = time.monotonic() + WAIT_S
-    while any((found := stats(server))["subscribers"].values()):
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{server.name} still holds {found['subscribers']} subscribers {WAIT_S} s after their"
-                               f" client stopped")
-        time.sleep(REPOLL_CHECK_S)
+    cleaned up, so the next transport's broadcasts meet none of that work. At most WAIT_S."""
+    stats_once(server, lambda found: not any(found["subscribers"].values()), WAIT_S, REPOLL_CHECK_S,
+               lambda found: TimeoutError(f"{server.name} still holds {found['subscribers']} subscribers {WAIT_S} s"
+                                          f" after their client stopped"))
 
 
 def one(server, transport, n, repeats, message_bytes, cpus):

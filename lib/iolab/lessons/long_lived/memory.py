@@ -40,23 +40,29 @@ def held(server, transport):
     return stats(server)["subscribers"][transport]
 
 
-def settled(server, server_name, transport, n):
-    """The server's /stats once it holds all `n` subscribers the client opened: their accepts and allocations have
-    landed, so its RSS holds them. Counted again until then (no fixed wait), at most TIMEOUT_S."""
-    deadline = time.monotonic() + TIMEOUT_S
-    while (found := stats(server))["subscribers"][transport] != n:
+def stats_once(server, holds, timeout_s, every_s, failure):
+    """The server's /stats once `holds(stats)`: asked again every `every_s` (no fixed wait), and after `timeout_s`
+    the exception `failure(stats)` is raised."""
+    deadline = time.monotonic() + timeout_s
+    while not holds(found := stats(server)):
         if time.monotonic() > deadline:
-            raise RuntimeError(f"{server_name} holds {found['subscribers'][transport]} {transport} subscribers,"
-                               f" not the {n} the client opened")
-        time.sleep(SETTLE_CHECK_S)
+            raise failure(found)
+        time.sleep(every_s)
     return found
+
+
+def settled(server, transport, n):
+    """The server's /stats once it holds all `n` subscribers the client opened: their accepts and allocations have
+    landed, so its RSS holds them. At most TIMEOUT_S."""
+    return stats_once(server, lambda found: found["subscribers"][transport] == n, TIMEOUT_S, SETTLE_CHECK_S,
+                      lambda found: RuntimeError(f"{server.name} holds {found['subscribers'][transport]} {transport}"
+                                                 f" subscribers, not the {n} the client opened"))
 
 
 def series(server, transport, compression, steps, message_bytes):
     """RSS at each N of `steps` for one (fresh) server and transport, subscribers added a step at a time. With
     compression on, one message goes out before each reading: a compressor may be made only when it is first used
     (aiohttp's is)."""
-    server_name = server.name
     with Held(server.url, transport, steps[0], compression=compression) as subscribers:
         ns, rss = [], []
         for n in steps:
@@ -64,7 +70,7 @@ def series(server, transport, compression, steps, message_bytes):
                 subscribers.add(n - subscribers.n)
             if compression:
                 publish(server, message_bytes)
-            found = settled(server, server_name, transport, n)
+            found = settled(server, transport, n)
             ns.append(n)
             rss.append(found["rss_bytes"])
     return ns, rss
