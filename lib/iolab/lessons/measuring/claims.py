@@ -21,7 +21,7 @@ def results(plan, *, stall_results, ab_runs, slow, errors, oc_points, heavy, exe
     past = max(oc_points, key=lambda point: point.load)
     # The server's queue is fed by the requests as they left the client: both the measured thirds and the queue fed
     # the same sends are read from the actual sends, so a client that kept its schedule late does not pass for a queue.
-    sent = sorted(past.sent_points or past.open_points)
+    sent = sorted(past.sent_points)
     first_third_ms, last_third_ms = open_closed.growth(sent, plan.point_s)
     fed_first_ms, fed_last_ms = open_closed.growth(open_closed.queue_fed(sent, past.service_s), plan.point_s)
     sent_noise_ms = open_closed.mean_noise_ms([ms for _, ms in sent])

@@ -23,6 +23,9 @@ class Point:
     closed: object  # metrics.Summary
     open: object  # metrics.Summary, latencies from the intended send
     open_points: list  # [(intended send s, latency ms)], to see the queue grow past 1/D
+    # [(actual send s, latency since then ms)]: what reached the server's queue and when. A client that sent late
+    # (busy opening its connections, or short of a CPU) fed the server another schedule than the one it meant.
+    sent_points: list
     service_s: float  # the service time the predictions use: D of this point's runs, plus their wait for a CPU
     predicted_closed_ms: float
     predicted_open_ms: float
@@ -32,9 +35,6 @@ class Point:
     noise_closed_ms: float = math.nan  # and of the closed loop's
     others_open: neighbours.Neighbours | None = None  # what else held the CPUs while the open loop ran
     others_closed: neighbours.Neighbours | None = None  # and while the closed loop ran
-    # [(actual send s, latency since then ms)]: what reached the server's queue and when. A client that sent late
-    # (busy opening its connections, or short of a CPU) fed the server another schedule than the one it meant.
-    sent_points: list | None = None
 
     def row(self):
         return {
