@@ -20,6 +20,10 @@ SOLUTIONS ?= 1
 CELL_TIMEOUT ?= 900
 LAB_ARGS ?=
 PYTEST_ARGS ?=
+# make test runs the suite in lanes: one pytest-xdist worker per whole usable CPU (a CFS quota counted), at most four,
+# each keeping to its own CPU (tests/lanes.py). LANES=0 runs it in one process; empty means count them.
+LANES ?=
+COUNT_LANES := import math; from iolab import environment; n = math.floor(environment.usable_cpus()); print(min(n, 4) if n > 1 else 0)
 
 as_bool = $(if $(filter 1 true True yes,$(1)),True,False)
 
@@ -58,7 +62,8 @@ lab: $(VENV_STAMP)
 test: $(VENV_STAMP)
 	$(BIN)/ruff check lib servers tests tools benchmarks
 	$(BIN)/mypy
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	lanes="$(LANES)"; [ -n "$$lanes" ] || lanes=$$($(BIN)/python -c '$(COUNT_LANES)'); \
+	  $(BIN)/python -m pytest -n "$$lanes" $(PYTEST_ARGS)
 
 # Executes every lesson, keeps going past a failure, and fails at the end naming each one.
 regress: $(VENV_STAMP)

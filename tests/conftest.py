@@ -16,6 +16,9 @@ import pytest
 import iolab.lessons
 from iolab import checks, servers
 
+# Under pytest-xdist (make test), each worker keeps to a CPU of its own: tests/lanes.py.
+pytest_plugins = ("lanes",)
+
 ROOT = Path(__file__).resolve().parents[1]
 SETTLE_S = 2.0  # how long a stopped child may take to disappear before it counts as leaked
 
