@@ -18,6 +18,7 @@ import fcntl
 import fnmatch
 import os
 import tempfile
+from collections.abc import Iterator
 
 import psutil
 import pytest
@@ -63,32 +64,46 @@ def lock_path(controller: int, kind: str) -> str:
     return os.path.join(tempfile.gettempdir(), f"iolab-lanes-{controller}.{kind}")
 
 
+class LaneLock:
+    """Shared for a laned test, exclusive for an every-core one, with a turnstile so an exclusive waiter goes next."""
+
+    def __init__(self, turnstile: str, lock: str) -> None:
+        self.turnstile = open(turnstile, "a")
+        self.lock = open(lock, "a")
+
+    @contextlib.contextmanager
+    def held(self, exclusive: bool) -> Iterator[None]:
+        fcntl.flock(self.turnstile, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(self.lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(self.turnstile, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(self.lock, fcntl.LOCK_UN)
+
+
 class Lanes:
-    """One worker's lane: its CPU, the machine's CPUs, and the two lock files every worker of this run shares."""
+    """One worker's lane: its CPU, the machine's CPUs, and the lock every worker of this run shares."""
 
     def __init__(self, worker: str) -> None:
         self.every_cpu = sorted(os.sched_getaffinity(0))
         self.lane_cpu = self.every_cpu[int(worker.removeprefix("gw")) % len(self.every_cpu)]
         # Named by the run's controller, whose children the workers are; it removes them when the run ends.
-        self.turnstile = open(lock_path(os.getppid(), "turnstile"), "a")
-        self.lanes = open(lock_path(os.getppid(), "lock"), "a")
+        self.lock = LaneLock(lock_path(os.getppid(), "turnstile"), lock_path(os.getppid(), "lock"))
         pin_tree([self.lane_cpu])
 
     @contextlib.contextmanager
-    def test(self, every_core: bool):
-        fcntl.flock(self.turnstile, fcntl.LOCK_EX)
-        try:
-            fcntl.flock(self.lanes, fcntl.LOCK_EX if every_core else fcntl.LOCK_SH)
-        finally:
-            fcntl.flock(self.turnstile, fcntl.LOCK_UN)
-        if every_core:
-            pin_tree(self.every_cpu)
-        try:
-            yield
-        finally:
+    def test(self, every_core: bool) -> Iterator[None]:
+        with self.lock.held(exclusive=every_core):
             if every_core:
-                pin_tree([self.lane_cpu])
-            fcntl.flock(self.lanes, fcntl.LOCK_UN)
+                pin_tree(self.every_cpu)
+            try:
+                yield
+            finally:
+                if every_core:
+                    pin_tree([self.lane_cpu])
 
 
 _lanes: Lanes | None = None
