@@ -123,6 +123,15 @@ def pytest_unconfigure(config):
                 os.unlink(lock_path(os.getpid(), kind))
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """Every-core tests first, all together: scattered, each would wait for the other lane's current test (a lesson
+    in the browser, up to a minute) and then keep that lane idle; together they run one after another, and the
+    rest in parallel after them. Every worker sorts the same collection the same way, as xdist requires."""
+    if _lanes is not None:
+        items.sort(key=lambda item: not needs_every_core(item.nodeid))  # stable: each module's order is kept
+
+
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)  # outermost: the wait for the lock is no part of a test's time
 def pytest_runtest_protocol(item, nextitem):
     if _lanes is None:
