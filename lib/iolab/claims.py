@@ -91,8 +91,9 @@ class Claims:
             self._excuse_last(neighbours, measured, lowest, highest, slower, right)
         return False
 
-    def timing(self, claim: str, value: float, lowest: float, highest: float, neighbours: Any = None, unit: str = "",
-               digits: int = 1, message: str = "", slower: str = "above", predicted: float | None = None) -> bool:
+    def timing(self, claim: str, value: float, lowest: float, highest: float, *, neighbours: Any = None,
+               unit: str = "", digits: int = 1, message: str = "", slower: str = "above",
+               predicted: float | None = None) -> bool:
         """A claim about time, judged as within(); but one that fails on its slow side (`slower`: "above" for a
         time, "below" for a rate) while others held the CPUs is excused, with the figures, where they explain the
         miss (others_explain). `neighbours`: the run's iolab.neighbours.Neighbours, or its as_dict(). On a quiet run

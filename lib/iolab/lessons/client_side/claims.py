@@ -50,8 +50,9 @@ def rounds(claims, row, name):
     work. So P lies between the calls answered within 2Z and those answered within Z + work."""
     rounds_ = f"{row['rounds']} round{'s' if row['rounds'] != 1 else ''}"
     claims.timing(f"{name}: {row['calls']} calls take ⌈n/P⌉ = {rounds_} of Z",
-                  row["measured_s"] * 1000, row["low_s"] * 1000, row["high_s"] * 1000, row.get("neighbours"), "ms", 0,
-                  f"{name}: {row['measured_s'] * 1000:.0f} ms for {row['calls']} calls of {row['T_ms']:.0f} ms,"
+                  row["measured_s"] * 1000, row["low_s"] * 1000, row["high_s"] * 1000,
+                  neighbours=row.get("neighbours"), unit="ms", digits=0,
+                  message=f"{name}: {row['measured_s'] * 1000:.0f} ms for {row['calls']} calls of {row['T_ms']:.0f} ms,"
                   f" outside [{row['low_s'] * 1000:.0f}, {row['high_s'] * 1000:.0f}] ms: {row['rounds']} rounds at"
                   f" P = {row['limit']}, plus this run's CPU and waits {row['work_ms']:.0f} ms")
     slowed = claims.rows[-1]  # the rounds claim just made: excused where the neighbours slowed this run
@@ -85,8 +86,9 @@ def library(claims, row):
     # Each round's P calls take their CPU one after another, D each: a round lasts Z + P · D (limits.limit_read_back).
     predicted = limit_read_back(row)
     claims.timing(f"{name}: the limit read back, L = X · Z within 15% of P · Z / (Z + P · D) = {predicted:.1f}",
-                  row["measured_rps"] * T / 1000, 0.85 * predicted, 1.15 * predicted, row.get("neighbours"), "calls",
-                  1, slower="below")
+                  row["measured_rps"] * T / 1000, 0.85 * predicted, 1.15 * predicted, neighbours=row.get("neighbours"),
+                  unit="calls",
+                  digits=1, slower="below")
     if row["overhead_ms"] >= row["T_ms"]:
         # Its own CPU is the limit then: one thread spends D_c a call, so X ≤ 1 / D_c (the utilization law).
         ceiling = 1000 / row["client_cpu_ms_per_call"]

@@ -186,7 +186,8 @@ def faults(claims, found):
         # process spent on the errors (and their waits for a CPU), measured over the same calls.
         down = run["down"]
         claims.timing("PostgreSQL killed: the 503s came within one query's Z and the work on them",
-                      down["max_ms"], 0, run["T_ms"] + down.get("work_ms", 0.0), down.get("neighbours"), "ms", 0)
+                      down["max_ms"], 0, run["T_ms"] + down.get("work_ms", 0.0), neighbours=down.get("neighbours"),
+                      unit="ms", digits=0)
         back = run["back_after_s"]
         claims.check("PostgreSQL back: the pool answers again", back is not None,
                      "never" if back is None else f"after {back:.2f} s", f"at most {run['deadline_s']:g} s")

@@ -109,8 +109,8 @@ def fanout(claims, row):
             else f"±{row['width']:.0%}")
     within = "within a bound of" if kind.startswith("a bound") else "at"
     claims.timing(f"{label}: the last of {row['subscribers']} {within} N × max(D_server, D_client, ΣD / CPUs)",
-                  row["last_ms"], row["low_ms"], row["high_ms"], row.get("neighbours"), "ms", 1,
-                  f"{label}: the last subscriber got it after {row['last_ms']:.1f} ms; predicted"
+                  row["last_ms"], row["low_ms"], row["high_ms"], neighbours=row.get("neighbours"), unit="ms", digits=1,
+                  message=f"{label}: the last subscriber got it after {row['last_ms']:.1f} ms; predicted"
                   f" {row['predicted_last_ms']:.1f} ms: the first's {row['first_ms']:.1f} ms, then"
                   f" {row['path_us_per_delivery']:.1f} µs (server, up to its last send) and"
                   f" {row['client_cpu_us_per_delivery']:.1f} µs (client) per delivery on {row['cpus']:g} CPU(s),"

@@ -43,12 +43,14 @@ def lag_claims(claims, lag):
     residual's, plus at most its own latency and the requests that came in during the same block."""
     others = lag["neighbours"]
     claims.timing(f"the mean lag is the residual life Σb²/2W = {lag['predicted_mean_ms']:.2f} ms",
-                  lag["mean_ms"], lag["mean_low_ms"], lag["mean_high_ms"], others["lag"], "ms", 2)
+                  lag["mean_ms"], lag["mean_low_ms"], lag["mean_high_ms"], neighbours=others["lag"], unit="ms",
+                  digits=2)
     claims.timing(f"the lag's p99 is the residual's, {lag['predicted_p99_ms']:.1f} ms (about b − Δ/100)",
-                  lag["p99_ms"], lag["p99_low_ms"], lag["p99_high_ms"], others["lag"], "ms", 1)
+                  lag["p99_ms"], lag["p99_low_ms"], lag["p99_high_ms"], neighbours=others["lag"], unit="ms", digits=1)
     claims.timing(f"a request's p99 comes from the lag: {lag['predicted_request_p99_ms']:.1f} ms",
-                  lag["request_p99_ms"], lag["request_p99_low_ms"], lag["request_p99_high_ms"], others["served"],
-                  "ms", 1)
+                  lag["request_p99_ms"], lag["request_p99_low_ms"], lag["request_p99_high_ms"],
+                  neighbours=others["served"],
+                  unit="ms", digits=1)
     claims.check("every request of the windows answered", lag["request_errors"] == 0,
                  f"{lag['request_errors']} errors", "0")
 
