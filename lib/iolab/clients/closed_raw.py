@@ -117,7 +117,7 @@ class User(RawConnection):
         run = self.run
         recorder = run.recorder
         now = reader.read_at - recorder.time_zero
-        recorder.add(start, start, now, status, length, NO_ERROR, self.number, self.connection)
+        recorder.add((start, start, now, status, length, NO_ERROR, self.number, self.connection))
         if closes or not run.keep_alive:
             reader.transport.close()
             self.reader = None
@@ -152,7 +152,7 @@ class User(RawConnection):
         recorder = run.recorder
         now = recorder.now()
         start = now if self.start is None else self.start  # always in flight here: the sweep and the reader check
-        recorder.add(start, start, now, 0, 0, recorder.error_code(kind), self.number, self.connection)
+        recorder.add((start, start, now, 0, 0, recorder.error_code(kind), self.number, self.connection))
         recorder.in_flight -= 1
         self.start = None
         self.drop()

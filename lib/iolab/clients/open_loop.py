@@ -123,7 +123,7 @@ class Slot(RawConnection):
         if self.start is None or self.reader is None:
             self.broken(http1.ProtocolError("an answer to a request never sent"))
             return
-        recorder.add(self.intended, self.start, now, status, length, NO_ERROR, self.user, self.connection)
+        recorder.add((self.intended, self.start, now, status, length, NO_ERROR, self.user, self.connection))
         if closes or not run.keep_alive:
             self.reader.transport.close()
             self.reader = None
@@ -137,7 +137,7 @@ class Slot(RawConnection):
         recorder = self.run.recorder
         code, now = recorder.error_code(kind), recorder.now()
         start = now if self.start is None else self.start  # always in flight here: the sweep and the reader check
-        recorder.add(self.intended, start, now, 0, 0, code, self.user, self.connection)
+        recorder.add((self.intended, start, now, 0, 0, code, self.user, self.connection))
         self.drop()
         self.release()
 

@@ -179,7 +179,7 @@ class PipelinedConnection(RawConnection):
             paths = len(run.expected)
             if (status, body) != run.expected[position % paths]:
                 error = run.out_of_order
-        recorder.add(self.start, self.start, now, status, length, error, self.number, self.connection)
+        recorder.add((self.start, self.start, now, status, length, error, self.number, self.connection))
         recorder.in_flight -= 1
         if closes:
             # The server answers no more on this connection: what is still waiting is lost with it.
@@ -201,7 +201,7 @@ class PipelinedConnection(RawConnection):
         code = recorder.error_code(kind)
         now = recorder.now()
         for _ in self.waiting:
-            recorder.add(self.start, self.start, now, 0, 0, code, self.number, self.connection)
+            recorder.add((self.start, self.start, now, 0, 0, code, self.number, self.connection))
         recorder.in_flight -= len(self.waiting)
         self.waiting.clear()
         self.drop()
