@@ -77,6 +77,7 @@ def run_pipelined(
     paths: Sequence[str],
     connections: int,
     duration_s: float,
+    *,
     script_path: str,
     expected_bodies: Sequence[str] | None = None,
     threads: int = 1,

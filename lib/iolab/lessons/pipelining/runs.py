@@ -79,7 +79,8 @@ def drive(url, depth, connections, duration_s, paths=None, client=None):
         else:
             batch = [paths[i % len(paths)] for i in range(depth)]
             with tempfile.TemporaryDirectory() as scratch:
-                report = wrk_lua.run_pipelined(url, batch, connections, duration_s, Path(scratch) / "batch.lua",
+                report = wrk_lua.run_pipelined(url, batch, connections, duration_s,
+                                               script_path=Path(scratch) / "batch.lua",
                                                timeout_s=TIMEOUT_S)
         wall = time.perf_counter() - began
         errors = report["socket_errors"] + report["non_2xx"]
