@@ -61,8 +61,9 @@ def nagle(rtt_s, stall_s=None, exchanges=12):
 
 
 def found(**changes):
-    return claims.results(plan(), None, round_trips(), slow_start(), loss(), nagle(0.00003), nagle(RTT),
-                          {"cpu_s": 0.8, "packets": 9000, "dropped": 40, "wall_s": 20.0},
+    return claims.results(plan(), None, round_trips=round_trips(), slow_start=slow_start(), loss=loss(),
+                          nagle_loopback=nagle(0.00003), nagle_link=nagle(RTT),
+                          delay_line={"cpu_s": 0.8, "packets": 9000, "dropped": 40, "wall_s": 20.0},
                           slow_clients=slow_clients()) | changes
 
 

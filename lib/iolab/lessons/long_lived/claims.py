@@ -18,7 +18,7 @@ OTHERS = (("long_poll_workers", "workers", "long polls on sync workers"), ("prox
           ("browser", "browser", "the browser as a subscriber"))
 
 
-def results(plan, memory_rows, workers, fanouts, ladder, slow, proxy, browser, exercises):
+def results(plan, *, memory_rows, workers, fanouts, ladder, slow, proxy, browser, exercises):
     """The lesson's results, as the results file keeps them (each delivery's time left out: the figures drew them)."""
     def kept(row):
         return {key: value for key, value in row.items() if key not in ("deliveries", "timeline")}
