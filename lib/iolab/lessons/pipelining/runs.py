@@ -185,7 +185,8 @@ def pair_reach(pair, cores):
     return min(ceilings(pair.demand_us, pair.client_us, cores, pair.client_threads, pair.thread_us).values())
 
 
-def measure(label, server, depth=1, connections=64, duration_s=2, batched=True, count=True, paths=None, client=None):
+def measure(label, server, *, depth=1, connections=64, duration_s=2, batched=True, count=True, paths=None,
+            client=None):
     """Time `server` under load at `depth`, then (if `count`) count its system calls in a second, shorter run."""
     before = _tree_times(server.pid)
     meter = usage.measure(server)
