@@ -81,8 +81,8 @@ class CapFill:
 
     def run(self):
         plan = self.lab.plan
-        self.lab.cap = runs.fill_to_cap(self.front, self.client, plan.cap_mb, self.lab.bytes_per_task, self.rate,
-                                        plan.forget_users, empty_bytes=self.empty_bytes)
+        self.lab.cap = runs.fill_to_cap(self.front, self.client, plan.cap_mb, bytes_per_task=self.lab.bytes_per_task,
+                                        rate=self.rate, users=plan.forget_users, empty_bytes=self.empty_bytes)
         return self.lab.cap
 
 
@@ -271,8 +271,9 @@ class Lab:
             trip = runs.trip_s(front, "pool", plan.task_ms)
             before = round(plan.fault_lead_s * plan.queue_workers / trip)  # a second or two of answers, then the kill
             fault = runs.run_with_fault(  # and one round of the users after it
-                front, f"/backend?ms={plan.task_ms}&how=pool", users, before, users, plan.timeout_ms / 1000 + 10,
-                lambda: self.backend.kill_worker(busy=plan.queue_workers), "worker pool")
+                front, f"/backend?ms={plan.task_ms}&how=pool", users, before=before, after=users,
+                timeout_s=plan.timeout_ms / 1000 + 10, kill=lambda: self.backend.kill_worker(busy=plan.queue_workers),
+                what="worker pool")
             fault.left = {"queued (LLEN celery)": self.backend.queue_length(),
                           "unacked (running when killed)": self.backend.unacked(),
                           "worker still running": self.backend.worker.alive()}
@@ -287,8 +288,8 @@ class Lab:
             trip = runs.trip_s(front, "wait", plan.task_ms)
             before = round(plan.fault_lead_s * plan.queue_workers / trip)
             fault = runs.run_with_fault(
-                front, f"/backend?ms={plan.task_ms}&how=wait", REDIS_FAULT_USERS, before, REDIS_FAULT_AFTER,
-                plan.timeout_ms / 1000 + 10, self.backend.kill_redis, "Redis")
+                front, f"/backend?ms={plan.task_ms}&how=wait", REDIS_FAULT_USERS, before=before, after=REDIS_FAULT_AFTER,
+                timeout_s=plan.timeout_ms / 1000 + 10, kill=self.backend.kill_redis, what="Redis")
             front.check()
         self.faults["redis_killed"] = fault.as_dict()
         return fault
