@@ -288,8 +288,8 @@ class Lab:
             trip = runs.trip_s(front, "wait", plan.task_ms)
             before = round(plan.fault_lead_s * plan.queue_workers / trip)
             fault = runs.run_with_fault(
-                front, f"/backend?ms={plan.task_ms}&how=wait", REDIS_FAULT_USERS, before=before, after=REDIS_FAULT_AFTER,
-                timeout_s=plan.timeout_ms / 1000 + 10, kill=self.backend.kill_redis, what="Redis")
+                front, f"/backend?ms={plan.task_ms}&how=wait", REDIS_FAULT_USERS, before=before,
+                after=REDIS_FAULT_AFTER, timeout_s=plan.timeout_ms / 1000 + 10, kill=self.backend.kill_redis, what="Redis")
             front.check()
         self.faults["redis_killed"] = fault.as_dict()
         return fault
