@@ -103,10 +103,7 @@ class User(RawConnection):
         run.recorder.in_flight += 1
         self.attempt += 1
         self.start = now
-        if self.reader is None:
-            run.loop.create_task(self.connect(self.attempt, run.payload))
-        else:
-            self.reader.transport.write(run.payload)
+        self.write(run.payload)
 
     def answered(self, status: int, length: int, closes: bool, body: bytes | None) -> None:
         start = self.start

@@ -111,10 +111,7 @@ class Slot(RawConnection):
         run.recorder.in_flight += 1
         self.user, self.intended, self.start = user, intended, now
         self.attempt += 1
-        if self.reader is None:
-            run.loop.create_task(self.connect(self.attempt, run.payload))
-        else:
-            self.reader.transport.write(run.payload)
+        self.write(run.payload)
 
     def answered(self, status: int, length: int, closes: bool, body: bytes | None) -> None:
         run = self.run

@@ -161,10 +161,7 @@ class PipelinedConnection(RawConnection):
         self.start = now
         self.attempt += 1
         run.recorder.in_flight += count
-        if self.reader is None:
-            run.loop.create_task(self.connect(self.attempt, payload))
-        else:
-            self.reader.transport.write(payload)
+        self.write(payload)
 
     def answered(self, status: int, length: int, closes: bool, body: bytes | None) -> None:
         run = self.run

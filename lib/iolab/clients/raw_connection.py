@@ -67,6 +67,13 @@ class RawConnection:
         self.connection = run.recorder.new_connection()
         transport.write(payload)
 
+    def write(self, payload: bytes) -> None:
+        """Send `payload` on the connection, or open one for it first (for the attempt now in flight)."""
+        if self.reader is None:
+            self.run.loop.create_task(self.connect(self.attempt, payload))
+        else:
+            self.reader.transport.write(payload)
+
     def drop(self) -> None:
         """Abort the connection, if there is one: nothing on it can be trusted any more."""
         if self.reader is not None:
