@@ -50,14 +50,7 @@ class QueueGrowth:
         """Fire and forget at λ for queue_seconds while LLEN is read; `follow(run, watch)` may draw it and must
         return its LoadResult with the watch stopped. Keeps the QueueRun, the bytes per task and the stack's RSS."""
         lab, plan = self.lab, self.lab.plan
-        watch = stack.QueueWatch(lab.backend).start()
-        run = runs.start_open_loop(self.front, plan.arrival_rps, plan.queue_seconds, plan.task_ms, lab.backend.worker)
-        try:
-            result = (follow or settle)(run, watch)
-            others = runs.over_run(run)
-        finally:
-            run.stop()
-            watch.stop()  # stopped already, unless following failed
+        run, result, watch, others = queue_arrivals(lab.backend, self.front, plan, follow, lab.backend.worker)
         lab.queue = runs.QueueRun(plan.arrival_rps, self.drain_rps, watch.points, result, plan.queue_workers,
                                   self.trip_s, run.worker_meter.stop(), others)
         lab.bytes_per_task = watch.bytes_per_task()
@@ -92,6 +85,21 @@ def settle(run, watch):
     time.sleep(SETTLE_S)
     watch.stop()
     return result
+
+
+def queue_arrivals(backend, front, plan, follow=None, worker=None):
+    """The queue's arrivals, fire and forget into `front` at λ for queue_seconds, while LLEN is read: (run, its
+    LoadResult, the watch, what else held the CPUs). `follow(run, watch)` may draw it and must return the LoadResult
+    with the watch stopped; `worker`, the pool whose wait for a CPU run.worker_meter measures (start_open_loop)."""
+    watch = stack.QueueWatch(backend).start()
+    run = runs.start_open_loop(front, plan.arrival_rps, plan.queue_seconds, plan.task_ms, worker)
+    try:
+        result = (follow or settle)(run, watch)
+        others = runs.over_run(run)
+    finally:
+        run.stop()
+        watch.stop()  # stopped already, unless following failed
+    return run, result, watch, others
 
 
 class Lab:
@@ -249,14 +257,7 @@ class Lab:
         plan = self.plan
         self.backend.start_worker(plan.queue_workers)
         with self.backend.front("tornado_backend", queue_limit=plan.queue_limit) as front:
-            watch = stack.QueueWatch(self.backend).start()
-            run = runs.start_open_loop(front, plan.arrival_rps, plan.queue_seconds, plan.task_ms)
-            try:
-                result = (follow or settle)(run, watch)
-                others = runs.over_run(run)
-            finally:
-                run.stop()
-                watch.stop()  # stopped already, unless following failed
+            _, result, watch, others = queue_arrivals(self.backend, front, plan, follow)
             self.bounded = runs.QueueRun(plan.arrival_rps, self.drain_rps, watch.points, result, neighbours=others)
         return self.bounded
 
