@@ -530,7 +530,7 @@ class BatchResult:
         return sum(self.errors.values())
 
 
-def run_batches(url: str, depth: int = 16, connections: int = 64, duration_s: float = 3.0, timeout_s: float = 10.0,
+def run_batches(url: str, depth: int = 16, connections: int = 64, duration_s: float = 3.0, *, timeout_s: float = 10.0,
                 max_requests: int = 1_000_000_000, processes: int = 1) -> BatchResult:
     """Drive the server at `url` with the batch client (clients/batch.py): batches of `depth` on `connections`
     connections for `duration_s`, in client processes of their own; the totals they report, added up.

@@ -26,8 +26,8 @@ from .shares import Share
 from .wire import NO_ERROR
 
 
-def schedule(kind: str, rate_rps: float, requests: int, max_duration_s: float, process: int = 0, processes: int = 1,
-             seed: int | None = None) -> Iterator[tuple[int, float]]:
+def schedule(kind: str, rate_rps: float, requests: int, max_duration_s: float, *, process: int = 0,
+             processes: int = 1, seed: int | None = None) -> Iterator[tuple[int, float]]:
     """(user, intended send time) of this process's requests: its 1/processes share of the run's schedule.
 
     Fixed: the run sends every 1/rate s, and process p takes every processes-th
@@ -158,7 +158,7 @@ class OpenLoop:
         self.timeout_s = spec["timeout_s"]
         self.schedule = schedule(
             spec["schedule"], spec["rate_rps"], share["requests"], spec["max_duration_s"],
-            spec["process"], spec["processes"], spec.get("seed"),
+            process=spec["process"], processes=spec["processes"], seed=spec.get("seed"),
         )
         self.upcoming = next(self.schedule, None)
         self.slots = [Slot(self) for _ in share["users"]]
