@@ -61,6 +61,7 @@ class Claims:
         value: float,
         lowest: float,
         highest: float,
+        *,
         unit: str = "",
         digits: int = 1,
         message: str = "",
@@ -99,7 +100,7 @@ class Claims:
         miss (others_explain). `neighbours`: the run's iolab.neighbours.Neighbours, or its as_dict(). On a quiet run
         it changes nothing, and a miss on the fast side, or larger than the neighbours explain, still fails. A bound
         open on one side passes the model's `predicted` figure, so its margin is that figure's slack to the bound."""
-        if self.within(claim, value, lowest, highest, unit, digits, message):
+        if self.within(claim, value, lowest, highest, unit=unit, digits=digits, message=message):
             return True
         self._excuse_last(neighbours, value, lowest, highest, slower, predicted)
         return False

@@ -162,8 +162,9 @@ def memory_cap(claims, cap, plan):
         claims.skip("Redis's memory cap ends the queue's growth", reason)
         return
     (fewest, most), held = cap["held_bounds"], cap["measured_tasks"]
-    claims.within("Redis holds what its own readings of memory put at the cap", held, fewest, most, "tasks", 0,
-                  f"Redis held {held} tasks; its readings put the cap at {fewest:.0f} to {most:.0f}"
+    claims.within("Redis holds what its own readings of memory put at the cap", held, fewest, most, unit="tasks",
+                  digits=0,
+                  message=f"Redis held {held} tasks; its readings put the cap at {fewest:.0f} to {most:.0f}"
                   f" ({cap})")
     taken = cap["answered_200"]
     claims.check("every task Redis held was answered 200", held == taken, f"{held} held, {taken} 200s",

@@ -82,7 +82,7 @@ def library(claims, row):
     rounds(claims, row, name)
     P, T = row["limit"], row["T_ms"]
     claims.within(f"{name}: its limit binds before its CPU, P × D_c under Z", P * row["client_cpu_ms_per_call"], 0,
-                  T, "ms", 0)
+                  T, unit="ms", digits=0)
     # Each round's P calls take their CPU one after another, D each: a round lasts Z + P · D (limits.limit_read_back).
     predicted = limit_read_back(row)
     claims.timing(f"{name}: the limit read back, L = X · Z within 15% of P · Z / (Z + P · D) = {predicted:.1f}",
@@ -92,7 +92,8 @@ def library(claims, row):
     if row["overhead_ms"] >= row["T_ms"]:
         # Its own CPU is the limit then: one thread spends D_c a call, so X ≤ 1 / D_c (the utilization law).
         ceiling = 1000 / row["client_cpu_ms_per_call"]
-        claims.within(f"{name}: X ≤ 1 / D_c, its own CPU a call", row["measured_rps"], 0, ceiling, "calls/s", 0)
+        claims.within(f"{name}: X ≤ 1 / D_c, its own CPU a call", row["measured_rps"], 0, ceiling, unit="calls/s",
+                      digits=0)
     opened, predicted = row["connections_opened"], row.get("connections_predicted")
     if opened is None or predicted is None:
         return
@@ -102,4 +103,4 @@ def library(claims, row):
             "tornado": "it keeps no connection: each call opens its own",
             "executor": "urllib keeps no connection: each call opens its own"}
     claims.within(f"{name}: {said.get(row['option'], 'never more connections than its limit')}", opened, low, high,
-                  "connections", 0)
+                  unit="connections", digits=0)

@@ -85,7 +85,7 @@ def shutdown_claims(claims, rows):
         else:
             low, high = shutdown_bounds(row)
             claims.within(f"{row['how']}: about L = X·R = {row['little_L']:g} requests fail", row["failed"], low,
-                          high, "requests", 0)
+                          high, unit="requests", digits=0)
 
 
 def upstream_bounds(row):
@@ -104,7 +104,7 @@ def upstream_claims(claims, rows):
         if row["how"] == "abrupt":
             low, high = upstream_bounds(row)
             claims.within(f"one of two upstreams restarted abruptly: about X·(R + the restart's time)/2 ="
-                          f" {row['predicted']:.0f} requests fail", row["failed"], low, high, "requests", 0)
+                          f" {row['predicted']:.0f} requests fail", row["failed"], low, high, unit="requests", digits=0)
         else:
             claims.check(f"one of two upstreams taken out first: none of the {row['sent']} requests fails",
                          row["failed"] == 0, f"{row['failed']} failed", "0")
@@ -133,7 +133,7 @@ def rate_claims(claims, row, step, name):
                      f"{step['answered']} answered of {calls}", "0")
         return
     claims.within(f"{name}: X ≤ n/(⌈n/s⌉·T) with s = {free}", step["rate"], 0,
-                  calls / (math.ceil(calls / free) * hold_s), "requests/s", 1)
+                  calls / (math.ceil(calls / free) * hold_s), unit="requests/s", digits=1)
     if step["cancelled_so_far"]:
         other = max(0, row["slots"] - step["cancelled_so_far"]) if row["safe"] else row["slots"]
         wrong = leak.rate_through(other, calls, hold_s, row["ramp_s"])
