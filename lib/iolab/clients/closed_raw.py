@@ -9,11 +9,10 @@ timeouts are found by one sweep over the users a few times per timeout.
 
 import asyncio
 from typing import Any
-from urllib.parse import urlsplit
 
 from .. import http1
 from .errors import TIMEOUT
-from .raw_connection import RawConnection
+from .raw_connection import RawConnection, RawRun
 from .recorder import Recorder
 from .shares import Share
 from .wire import NO_ERROR
@@ -24,15 +23,12 @@ def sweep_interval(timeout_s: float) -> float:
     return min(max(timeout_s / 10, 0.001), 0.1)
 
 
-class ClosedLoop:
+class ClosedLoop(RawRun):
     """One process's share of the users, and the bounds they share: requests left and the duration."""
 
     def __init__(self, spec: dict[str, Any], share: Share, recorder: Recorder) -> None:
+        super().__init__(spec, recorder)
         self.spec = spec
-        self.recorder = recorder
-        self.loop = asyncio.get_running_loop()
-        url = urlsplit(spec["url"])
-        self.host, self.port = url.hostname, url.port
         self.keep_alive = spec["keep_alive"]
         self.payload = http1.get_request(spec["url"], spec["keep_alive"])
         self.requests = share["requests"]
@@ -82,6 +78,7 @@ class User(RawConnection):
     """One user: its own connection (a new one per request without keep-alive), one request at a time."""
 
     __slots__ = ("number", "start")
+    run: ClosedLoop
 
     def __init__(self, number: int, run: ClosedLoop) -> None:
         self.number = number

@@ -15,12 +15,11 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
-from urllib.parse import urlsplit
 
 from .. import http1
 from .closed_raw import sweep_interval
 from .errors import TIMEOUT
-from .raw_connection import RawConnection
+from .raw_connection import RawConnection, RawRun
 from .recorder import Recorder
 from .shares import Share
 from .wire import NO_ERROR
@@ -96,6 +95,7 @@ class Slot(RawConnection):
     """One connection and the one request it may carry at a time."""
 
     __slots__ = ("user", "intended", "start")
+    run: "OpenLoop"
 
     def __init__(self, run: "OpenLoop") -> None:
         self.run = run
@@ -145,14 +145,11 @@ class Slot(RawConnection):
         self.run.send_due()
 
 
-class OpenLoop:
+class OpenLoop(RawRun):
     """One process's schedule and connections: sends what is due on free connections, and wakes for the next."""
 
     def __init__(self, spec: dict[str, Any], share: Share, recorder: Recorder) -> None:
-        self.recorder = recorder
-        self.loop = asyncio.get_running_loop()
-        url = urlsplit(spec["url"])
-        self.host, self.port = url.hostname, url.port
+        super().__init__(spec, recorder)
         self.keep_alive = spec["keep_alive"]
         self.payload = http1.get_request(spec["url"], spec["keep_alive"])
         self.timeout_s = spec["timeout_s"]

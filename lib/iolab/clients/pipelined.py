@@ -12,12 +12,11 @@ import asyncio
 import collections
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
 from .. import http1
 from .closed_raw import sweep_interval
 from .errors import OUT_OF_ORDER, TIMEOUT
-from .raw_connection import RawConnection
+from .raw_connection import RawConnection, RawRun
 from .recorder import Recorder
 from .shares import Share
 from .wire import NO_ERROR
@@ -63,14 +62,11 @@ async def learn_answers(host: str | None, port: int | None, requests: Sequence[b
     return answers
 
 
-class Pipeline:
+class Pipeline(RawRun):
     """One process's pipelined connections and the bounds they share."""
 
     def __init__(self, spec: dict[str, Any], share: Share, recorder: Recorder) -> None:
-        self.recorder = recorder
-        self.loop = asyncio.get_running_loop()
-        url = urlsplit(spec["url"])
-        self.host, self.port = url.hostname, url.port
+        super().__init__(spec, recorder)
         paths = spec.get("pipeline_paths") or [None]
         self.requests_by_path = [http1.get_request(spec["url"], True, path) for path in paths]
         self.depth = spec["pipeline_depth"]
@@ -133,6 +129,7 @@ class PipelinedConnection(RawConnection):
     """One user: a connection with up to `depth` requests in flight, their paths remembered in order."""
 
     __slots__ = ("number", "start", "waiting", "sent")
+    run: Pipeline
     reader_type = http1.BodyKeepingProtocol  # each answer's body too, to check it is its own request's
 
     def __init__(self, number: int, run: Pipeline) -> None:

@@ -9,10 +9,23 @@ class opens the connection when a request needs one and turns a refusal, a
 garbled answer or a server hanging up into `fail` with the error's kind.
 """
 
+import asyncio
 from typing import Any
+from urllib.parse import urlsplit
 
 from .. import http1
 from .errors import error_kind
+from .recorder import Recorder
+
+
+class RawRun:
+    """What a raw client's connections share, whatever the client: the loop, where to connect, and the recorder."""
+
+    def __init__(self, spec: dict[str, Any], recorder: Recorder) -> None:
+        self.recorder = recorder
+        self.loop = asyncio.get_running_loop()
+        url = urlsplit(spec["url"])
+        self.host, self.port = url.hostname, url.port
 
 
 class RawConnection:
@@ -27,7 +40,7 @@ class RawConnection:
     # The clients keep their per-request objects small: slots, no __dict__; a subclass adds its own.
     __slots__ = ("run", "reader", "connection", "attempt")
     reader_type: type[http1.AnswerProtocol] = http1.AnswerProtocol  # parses each answer, calls self.answered(...)
-    run: Any
+    run: RawRun  # each client's connection names its own run, a subclass
     reader: http1.AnswerProtocol | None
     connection: int
     attempt: int
@@ -45,8 +58,9 @@ class RawConnection:
     async def open(self) -> None:
         """Connect ahead of the first request; if that fails, the first request connects (and records why not)."""
         run = self.run
+        protocol: Any = self.reader_type  # an asyncio protocol by its methods (slots, no base class): typeshed cannot tell
         try:
-            _, self.reader = await run.loop.create_connection(lambda: self.reader_type(self), run.host, run.port)
+            _, self.reader = await run.loop.create_connection(lambda: protocol(self), run.host, run.port)
             self.connection = run.recorder.new_connection()
         except OSError:
             self.reader = None
@@ -54,8 +68,9 @@ class RawConnection:
     async def connect(self, attempt: int, payload: bytes) -> None:
         """Open a connection and write `payload`, unless the request it was for has timed out meanwhile."""
         run = self.run
+        protocol: Any = self.reader_type  # as in open()
         try:
-            transport, reader = await run.loop.create_connection(lambda: self.reader_type(self), run.host, run.port)
+            transport, reader = await run.loop.create_connection(lambda: protocol(self), run.host, run.port)
         except OSError as error:
             if attempt == self.attempt and self.in_flight():
                 self.fail(error_kind(error))
