@@ -11,7 +11,7 @@ from .limits import HTTPX_KEEPALIVE, limit_read_back
 LESSON = "11-the-client-side"
 
 
-def results(plan, fanouts, limit_rows, timeouts_result, blocking_result, exercises):
+def results(plan, *, fanouts, limit_rows, timeouts_result, blocking_result, exercises):
     """The lesson's results, as the results file keeps them: each call's times left out (the figures drew them)."""
     def kept(row):
         return {key: value for key, value in row.items() if key != "calls_timed"}

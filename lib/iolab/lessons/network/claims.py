@@ -18,7 +18,7 @@ TIMER_TICK_MS = 10.0
 DELAY_LINE_MOST_CPU_SHARE = 0.5
 
 
-def results(plan, link_reason, *, round_trips=None, slow_start=None, loss=None, nagle_loopback=None, nagle_link=None,
+def results(plan, *, link_reason, round_trips=None, slow_start=None, loss=None, nagle_loopback=None, nagle_link=None,
             delay_line=None, exercises=None, slow_clients=None):
     """The lesson's results, as the results file keeps them: plain lists of seconds, and why the link is missing."""
     return {"plan": plan.as_dict(), "link_missing": link_reason, "round_trips": round_trips,
