@@ -11,16 +11,10 @@ import asyncio
 from typing import Any
 
 from .. import http1
-from .errors import TIMEOUT
 from .raw_connection import RawConnection, RawRun
 from .recorder import Recorder
 from .shares import Share
 from .wire import NO_ERROR
-
-
-def sweep_interval(timeout_s: float) -> float:
-    """How often to look for requests past their timeout: a tenth of it, between 1 ms and 100 ms."""
-    return min(max(timeout_s / 10, 0.001), 0.1)
 
 
 class ClosedLoop(RawRun):
@@ -34,7 +28,6 @@ class ClosedLoop(RawRun):
         self.requests = share["requests"]
         self.issued = 0
         self.max_duration_s = spec["max_duration_s"]
-        self.timeout_s = spec["timeout_s"]
         self.think_s = spec.get("think_s", 0.0)
         self.users = [User(number, self) for number in share["users"]]
         self.active = len(self.users)
@@ -47,7 +40,7 @@ class ClosedLoop(RawRun):
             await asyncio.gather(*(user.open() for user in self.users))
         await self.recorder.wait_for_go_async()
         flusher = asyncio.create_task(self.recorder.flush_periodically())
-        sweeper = asyncio.create_task(self.sweep())
+        sweeper = asyncio.create_task(self.sweep(self.users))
         now = self.recorder.now()
         for index, user in enumerate(self.users):
             if self.think_s:
@@ -64,14 +57,6 @@ class ClosedLoop(RawRun):
         self.active -= 1
         if not self.active and not self.finished.done():
             self.finished.set_result(None)
-
-    async def sweep(self) -> None:
-        while True:
-            await asyncio.sleep(sweep_interval(self.timeout_s))
-            late = self.recorder.now() - self.timeout_s
-            for user in self.users:
-                if user.start is not None and user.start < late:
-                    user.fail(TIMEOUT)
 
 
 class User(RawConnection):

@@ -17,8 +17,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from .. import http1
-from .closed_raw import sweep_interval
-from .errors import TIMEOUT
 from .raw_connection import RawConnection, RawRun
 from .recorder import Recorder
 from .shares import Share
@@ -152,7 +150,6 @@ class OpenLoop(RawRun):
         super().__init__(spec, recorder)
         self.keep_alive = spec["keep_alive"]
         self.payload = http1.get_request(spec["url"], spec["keep_alive"])
-        self.timeout_s = spec["timeout_s"]
         self.schedule = schedule(
             spec["schedule"], spec["rate_rps"], share["requests"], spec["max_duration_s"],
             process=spec["process"], processes=spec["processes"], seed=spec.get("seed"),
@@ -170,7 +167,7 @@ class OpenLoop(RawRun):
         self.waker = waker = Waker(self.loop, self.send_due, self.recorder.time_zero)
         waker.start()
         flusher = asyncio.create_task(self.recorder.flush_periodically())
-        sweeper = asyncio.create_task(self.sweep())
+        sweeper = asyncio.create_task(self.sweep(self.slots))
         try:
             self.send_due()
             await self.finished
@@ -195,13 +192,6 @@ class OpenLoop(RawRun):
             self.waker.wake_at(self.upcoming[1])
         # else every connection is busy: the next answer frees one and calls send_due
 
-    async def sweep(self) -> None:
-        while True:
-            await asyncio.sleep(sweep_interval(self.timeout_s))
-            late = self.recorder.now() - self.timeout_s
-            for slot in self.slots:
-                if slot.start is not None and slot.start < late:
-                    slot.fail(TIMEOUT)
 
 
 async def run(spec: dict[str, Any], share: Share, recorder: Recorder) -> None:

@@ -14,8 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import http1
-from .closed_raw import sweep_interval
-from .errors import OUT_OF_ORDER, TIMEOUT
+from .errors import OUT_OF_ORDER
 from .raw_connection import RawConnection, RawRun
 from .recorder import Recorder
 from .shares import Share
@@ -74,7 +73,6 @@ class Pipeline(RawRun):
         self.requests = share["requests"]
         self.issued = 0
         self.max_duration_s = spec["max_duration_s"]
-        self.timeout_s = spec["timeout_s"]
         self.expected: list[tuple[int, bytes | None]] | None = None  # (status, body) per path, learned first
         self.connections = [PipelinedConnection(number, self) for number in share["users"]]
         self.active = len(self.connections)
@@ -107,7 +105,7 @@ class Pipeline(RawRun):
         self.expected = await learn_answers(self.host, self.port, self.requests_by_path, self.timeout_s)
         await self.recorder.wait_for_go_async()
         flusher = asyncio.create_task(self.recorder.flush_periodically())
-        sweeper = asyncio.create_task(self.sweep())
+        sweeper = asyncio.create_task(self.sweep(self.connections))
         now = self.recorder.now()
         for connection in self.connections:
             connection.next_batch(now)
@@ -116,20 +114,13 @@ class Pipeline(RawRun):
         sweeper.cancel()
         flusher.cancel()
 
-    async def sweep(self) -> None:
-        while True:
-            await asyncio.sleep(sweep_interval(self.timeout_s))
-            late = self.recorder.now() - self.timeout_s
-            for connection in self.connections:
-                if connection.waiting and connection.start < late:
-                    connection.fail(TIMEOUT)
-
 
 class PipelinedConnection(RawConnection):
     """One user: a connection with up to `depth` requests in flight, their paths remembered in order."""
 
     __slots__ = ("number", "start", "waiting", "sent")
     run: Pipeline
+    start: float  # always a time: with nothing waiting, the last batch's
     reader_type = http1.BodyKeepingProtocol  # each answer's body too, to check it is its own request's
 
     def __init__(self, number: int, run: Pipeline) -> None:

@@ -10,22 +10,41 @@ garbled answer or a server hanging up into `fail` with the error's kind.
 """
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
 from .. import http1
-from .errors import error_kind
+from .errors import TIMEOUT, error_kind
 from .recorder import Recorder
 
 
+def sweep_interval(timeout_s: float) -> float:
+    """How often to look for requests past their timeout: a tenth of it, between 1 ms and 100 ms."""
+    return min(max(timeout_s / 10, 0.001), 0.1)
+
+
 class RawRun:
-    """What a raw client's connections share, whatever the client: the loop, where to connect, and the recorder."""
+    """What a raw client's connections share, whatever the client: the loop, where to connect, the recorder, and
+    each request's timeout."""
 
     def __init__(self, spec: dict[str, Any], recorder: Recorder) -> None:
         self.recorder = recorder
         self.loop = asyncio.get_running_loop()
         url = urlsplit(spec["url"])
         self.host, self.port = url.hostname, url.port
+        self.timeout_s: float = spec["timeout_s"]
+
+    async def sweep(self, connections: Sequence["RawConnection"]) -> None:
+        """Fail each request in flight past its timeout, looking a few times per timeout: one sweep over all the
+        connections costs less than a timer per request, and no server can hang the run."""
+        while True:
+            await asyncio.sleep(sweep_interval(self.timeout_s))
+            late = self.recorder.now() - self.timeout_s
+            for connection in connections:
+                start = connection.start
+                if start is not None and start < late and connection.in_flight():
+                    connection.fail(TIMEOUT)
 
 
 class RawConnection:
@@ -41,6 +60,7 @@ class RawConnection:
     __slots__ = ("run", "reader", "connection", "attempt")
     reader_type: type[http1.AnswerProtocol] = http1.AnswerProtocol  # parses each answer, calls self.answered(...)
     run: RawRun  # each client's connection names its own run, a subclass
+    start: float | None  # when the request (or batch) in flight was sent: a subclass's slot
     reader: http1.AnswerProtocol | None
     connection: int
     attempt: int
