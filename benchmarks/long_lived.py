@@ -51,8 +51,8 @@ def main():
             found[part] = asyncio.run(slow.run(plan))
         seconds[part] = time.monotonic() - began
         print(f"{part}: {seconds[part]:.1f} s", flush=True)
-    results = claims.results(plan, found.get("memory", []), None, found.get("fanout", []), found.get("ladder"),
-                             found.get("slow"), None, None, {})
+    results = claims.results(plan, memory_rows=found.get("memory", []), workers=None, fanouts=found.get("fanout", []),
+                             ladder=found.get("ladder"), slow=found.get("slow"), proxy=None, browser=None, exercises={})
     try:
         held = sum(row[0] == HOLDS for row in claims.check_claims(results).rows)  # the count, not the Claims
         failed = []

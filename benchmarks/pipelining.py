@@ -54,7 +54,8 @@ def server_cpu(pid):
 def run_wrk(url, depth, connections, duration_s, script_path):
     """wrk's report for one run: pipelined `depth` deep through the Lua script, or plain wrk at depth 1."""
     if depth > 1:
-        return wrk_lua.run_pipelined(url, ["/"] * depth, connections, duration_s, script_path, timeout_s=TIMEOUT_S)
+        return wrk_lua.run_pipelined(url, ["/"] * depth, connections, duration_s, script_path=script_path,
+                                     timeout_s=TIMEOUT_S)
     return benchtools.run_wrk(url, connections, duration_s, timeout_s=TIMEOUT_S)
 
 

@@ -9,7 +9,7 @@ from iolab.claims import Claims, ClaimsFailed
 
 def test_claims_that_hold_print_one_line_each_and_a_count(capsys):
     claims = Claims("00")
-    claims.within("throughput within the bounds", 39.2, 30.0, 40.0, "req/s")
+    claims.within("throughput within the bounds", 39.2, 30.0, 40.0, unit="req/s")
     claims.check("every answer was 200", True, "40 of 40")
     claims.skip("wrk agrees", "wrk is not installed")
     assert claims.report() == 2
@@ -22,7 +22,7 @@ def test_claims_that_hold_print_one_line_each_and_a_count(capsys):
 
 def test_a_failed_claim_is_printed_with_the_rest_and_named_in_the_failure(capsys):
     claims = Claims("09")
-    claims.within("p99 near the stall", 250.0, 900.0, 1100.0, "ms", digits=0)
+    claims.within("p99 near the stall", 250.0, 900.0, 1100.0, unit="ms", digits=0)
     claims.check("the queue drained", True, "in 1.2 s")
     claims.check("no errors", False, "3 errors", message="3 requests failed: ConnectionResetError")
     with pytest.raises(ClaimsFailed) as failure:

@@ -68,7 +68,7 @@ def test_latency_from_intended_agrees_too():
                     user=k, connection=0, intended=k * 0.01)
         for k in range(50)
     ]
-    spec = load.LoadSpec("http://127.0.0.1:1/", 50, 1, kind="open", rate_rps=100)
+    spec = load.LoadSpec("http://127.0.0.1:1/", requests=50, concurrency=1, kind="open", rate_rps=100)
     exact = metrics.summarize(load.LoadResult(spec, samples, 1.0, "completed"), latency_from="intended")
     binned = metrics.summarize(load.LoadResult(spec, Aggregate.of_samples(samples), 1.0, "completed"), latency_from="intended")
     assert exact.max_ms == pytest.approx(5 + 2 * 49)

@@ -277,3 +277,61 @@ def test_the_readme_layout_names_every_core_module():
     assert len(core) > 20  # the listing found the core, not an empty folder
     missing = [name for name in core if not re.search(rf"(?<![\w/]){re.escape(name)}(?![\w])", layout)]
     assert not missing, f"README.md's Layout block leaves out the core modules {missing}"
+
+
+# A call past a few arguments reads by name: a function in lib/ or servers/ takes at most this many by position
+# (self and cls not counted), the rest after `*`, or grouped in a small dataclass where they travel together.
+MOST_POSITIONAL = 7
+# A function is read whole: at most this many lines, except a table of data, named here with why.
+MOST_LINES = 60
+LONG_TABLES = {"lib/iolab/hostile.py fixed_cases": "the hand-written corpus of hostile requests, one trick a line"}
+CODE_FILES = [path for path in OUR_FILES if path.relative_to(REPO).parts[0] in ("lib", "servers")]
+
+
+def functions(source, label=""):
+    """(where, node) for every function in `source`, a method as Class.method: where is 'label Class.method'."""
+    found = []
+
+    def visit(node, prefix):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                found.append((f"{label} {prefix}{child.name}".strip(), child))
+                visit(child, "")
+            elif isinstance(child, ast.ClassDef):
+                visit(child, f"{prefix}{child.name}.")
+            else:
+                visit(child, prefix)
+
+    visit(ast.parse(source), "")
+    return found
+
+
+CODE_FUNCTIONS = [found for path in CODE_FILES for found in functions(path.read_text(), str(path.relative_to(REPO)))]
+
+
+def positional(function):
+    """How many arguments `function` takes by position, not counting a method's self or cls."""
+    names = [arg.arg for arg in function.args.posonlyargs + function.args.args]
+    return len(names) - (names[:1] in (["self"], ["cls"]))
+
+
+def length(function):
+    return function.end_lineno - function.lineno + 1
+
+
+def test_no_function_takes_more_than_a_few_arguments_by_position():
+    wide = [f"{where} ({positional(node)})" for where, node in CODE_FUNCTIONS if positional(node) > MOST_POSITIONAL]
+    assert not wide, f"more than {MOST_POSITIONAL} positional parameters: {wide}; put the rest after `*`"
+
+
+def test_no_function_is_longer_than_a_reading():
+    long = [f"{where} ({length(node)} lines)" for where, node in CODE_FUNCTIONS
+            if length(node) > MOST_LINES and where not in LONG_TABLES]
+    assert not long, f"functions over {MOST_LINES} lines: {long}; split them by what each part does"
+
+
+def test_the_signature_and_length_rules_can_fail():
+    source = "class A:\n    def f(self, a, b, c, d, e, f, g, h, *, i):\n" + "        pass\n" * MOST_LINES
+    ((where, node),) = functions(source)
+    assert where == "A.f" and positional(node) == MOST_POSITIONAL + 1 and length(node) > MOST_LINES
+    assert set(LONG_TABLES) <= {where for where, _ in CODE_FUNCTIONS}, "a table named here is gone: drop it"

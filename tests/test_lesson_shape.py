@@ -62,3 +62,25 @@ def test_a_lesson_notebook_builds_its_plan_first_and_checks_its_claims_last(path
     first_line = next(line for line in after.splitlines() if line.strip() and not line.lstrip().startswith("#"))
     assert "Plan.from_cell(globals())" in first_line, f"{path.name}: the cell after the parameters starts {first_line!r}"
     assert "check_claims(" in cells[-1][1], f"{path.name}: its last code cell does not check the claims"
+
+
+def results_builders():
+    """(lesson, claims.results's node) for every lesson whose claims.py builds its results dict."""
+    found = []
+    for package in PACKAGES:
+        tree = ast.parse((package / "claims.py").read_text(encoding="utf-8"))
+        found += [(package.name, node) for node in tree.body
+                  if isinstance(node, ast.FunctionDef) and node.name == "results"]
+    return found
+
+
+@pytest.mark.parametrize("lesson, builder", results_builders(), ids=[lesson for lesson, _ in results_builders()])
+def test_a_lessons_results_take_the_plan_then_each_figure_by_name(lesson, builder):
+    # One more figure for a claim is one more keyword, in the notebook, the builder and its test: no order to keep.
+    positional = [arg.arg for arg in builder.args.posonlyargs + builder.args.args]
+    assert positional == ["plan"], f"lessons/{lesson}: claims.results takes {positional} by position; only the plan"
+
+
+def test_every_lesson_but_two_builds_its_results_in_claims():
+    # Lesson 10's Lab.results() and lesson 13's collect what their runs kept; every other lesson's builder is checked.
+    assert len(results_builders()) >= len(PACKAGES) - 2

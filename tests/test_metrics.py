@@ -14,7 +14,8 @@ def result_of(latencies, concurrency=1, duration=None):
         samples.append(Sample(clock, clock + latency, 200, 12, None, index % concurrency))
         clock += latency / concurrency
     duration = duration or max(s.end for s in samples)
-    return LoadResult(LoadSpec("http://127.0.0.1:1/", len(latencies), concurrency), samples, duration, "completed")
+    return LoadResult(LoadSpec("http://127.0.0.1:1/", requests=len(latencies),
+                               concurrency=concurrency), samples, duration, "completed")
 
 
 def test_ab_time_per_request_is_concurrency_times_total_over_n():
@@ -47,7 +48,7 @@ def test_errors_by_kind_count_transport_errors_and_bad_statuses():
         Sample(0, 1, 0, 0, "refused", 0),
         Sample(0, 1, 500, 1, None, 0),
     ]
-    result = LoadResult(LoadSpec("http://127.0.0.1:1/", 4, 1), samples, 1.0, "completed")
+    result = LoadResult(LoadSpec("http://127.0.0.1:1/", requests=4, concurrency=1), samples, 1.0, "completed")
     summary = metrics.summarize(result)
     assert summary.error_kinds == {"refused": 2, "status 500": 1}
     assert summary.errors == 3
@@ -76,7 +77,8 @@ def test_little_bound():
 
 
 def test_empty_run_does_not_crash():
-    summary = metrics.summarize(LoadResult(LoadSpec("http://127.0.0.1:1/", 1, 1), [], 0.0, "stopped"))
+    summary = metrics.summarize(LoadResult(LoadSpec("http://127.0.0.1:1/", requests=1,
+                                                    concurrency=1), [], 0.0, "stopped"))
     assert summary.completed == 0 and summary.rps == 0 and math.isnan(summary.mean_ms)
 
 
@@ -145,7 +147,7 @@ def test_corrected_recording_refuses_a_useless_interval():
 
 
 def summary_of(samples, duration=1.0):
-    spec = LoadSpec("http://127.0.0.1:1/", len(samples), 1)
+    spec = LoadSpec("http://127.0.0.1:1/", requests=len(samples), concurrency=1)
     return metrics.summarize(LoadResult(spec, samples, duration, "completed"))
 
 

@@ -62,7 +62,7 @@ def quiet_or(share):
 
 def test_a_failed_timing_claim_on_a_quiet_run_still_fails():
     claims = Claims("test")
-    assert not claims.timing("the last at N × D", 30.0, 18.0, 22.0, quiet_or(0.02), "ms")
+    assert not claims.timing("the last at N × D", 30.0, 18.0, 22.0, neighbours=quiet_or(0.02), unit="ms")
     assert claims.rows[0][0] == FAILS
     with pytest.raises(ClaimsFailed, match="the last at N × D: 30.0 ms, outside"):
         claims.report()
@@ -70,8 +70,9 @@ def test_a_failed_timing_claim_on_a_quiet_run_still_fails():
 
 def test_a_failed_timing_claim_while_others_held_the_cpus_is_excused_with_the_figures(capsys):
     claims = Claims("test")
-    claims.timing("the last at N × D", 30.0, 18.0, 22.0, quiet_or(0.38), "ms")  # margin 10 %, others 38 %: 61 % longer
-    claims.timing("a quiet one", 20.0, 18.0, 22.0, quiet_or(0.38), "ms")  # holds: judged as always
+    claims.timing("the last at N × D", 30.0, 18.0, 22.0, neighbours=quiet_or(0.38),
+                  unit="ms")  # margin 10 %, others 38 %: 61 % longer
+    claims.timing("a quiet one", 20.0, 18.0, 22.0, neighbours=quiet_or(0.38), unit="ms")  # holds: judged as always
     assert [row[0] for row in claims.rows] == [EXCUSED, HOLDS]
     assert claims.report() == 1
     out = capsys.readouterr().out
@@ -81,29 +82,35 @@ def test_a_failed_timing_claim_while_others_held_the_cpus_is_excused_with_the_fi
 
 def test_others_within_the_margin_do_not_excuse_a_failure():
     claims = Claims("test")
-    claims.timing("wide", 30.0, 10.0, 25.0, quiet_or(0.38), "ms")  # margin 43 %: the neighbours do not explain it
+    claims.timing("wide", 30.0, 10.0, 25.0, neighbours=quiet_or(0.38),
+                  unit="ms")  # margin 43 %: the neighbours do not explain it
     assert claims.rows[0][0] == FAILS
 
 
 def test_others_explain_only_a_miss_they_could_cause():
     claims = Claims("test")
-    claims.timing("too slow by far", 50.0, 18.0, 22.0, quiet_or(0.2), "ms")  # 127 % over; 20 % explains 25 %
-    claims.timing("faster than possible", 10.0, 18.0, 22.0, quiet_or(0.6), "ms")  # others never make a run faster
-    claims.timing("a rate cut by others", 118.0, 124.0, 160.0, quiet_or(0.2), "req/s", slower="below")  # 5 % under
-    claims.timing("a rate above its best", 200.0, 124.0, 160.0, quiet_or(0.6), "req/s", slower="below")
+    claims.timing("too slow by far", 50.0, 18.0, 22.0, neighbours=quiet_or(0.2),
+                  unit="ms")  # 127 % over; 20 % explains 25 %
+    claims.timing("faster than possible", 10.0, 18.0, 22.0, neighbours=quiet_or(0.6),
+                  unit="ms")  # others never make a run faster
+    claims.timing("a rate cut by others", 118.0, 124.0, 160.0, neighbours=quiet_or(0.2), unit="req/s",
+                  slower="below")  # 5 % under
+    claims.timing("a rate above its best", 200.0, 124.0, 160.0, neighbours=quiet_or(0.6), unit="req/s", slower="below")
     assert [row[0] for row in claims.rows] == [FAILS, FAILS, EXCUSED, FAILS]
 
 
 def test_a_bound_open_on_one_side_takes_its_margin_from_the_prediction():
     claims = Claims("test")
     # A floor of 300 req/s with no prediction has no margin to weigh the neighbours against: it fails as before.
-    claims.timing("no prediction given", 280.0, 300.0, math.inf, quiet_or(0.4), "req/s", slower="below")
+    claims.timing("no prediction given", 280.0, 300.0, math.inf, neighbours=quiet_or(0.4), unit="req/s", slower="below")
     # Predicted 400: the floor lies 25 % under it, so 40 % of the CPUs held by others explain a 7 % miss...
-    claims.timing("others beyond the slack", 280.0, 300.0, math.inf, quiet_or(0.4), "req/s", slower="below",
+    claims.timing("others beyond the slack", 280.0, 300.0, math.inf, neighbours=quiet_or(0.4), unit="req/s",
+                  slower="below",
                   predicted=400.0)
     # ... but 20 % do not: the 25 % of slack already absorbs them, so the miss is the model's.
-    claims.timing("others within the slack", 280.0, 300.0, math.inf, quiet_or(0.2), "req/s", slower="below",
+    claims.timing("others within the slack", 280.0, 300.0, math.inf, neighbours=quiet_or(0.2), unit="req/s",
+                  slower="below",
                   predicted=400.0)
     # A time with only a ceiling: predicted 10 ms, ceiling 12 ms (20 % slack), 30 % of others explain 12.6 ms.
-    claims.timing("a ceiling beside others", 12.6, 0.0, 12.0, quiet_or(0.3), "ms", predicted=10.0)
+    claims.timing("a ceiling beside others", 12.6, 0.0, 12.0, neighbours=quiet_or(0.3), unit="ms", predicted=10.0)
     assert [row[0] for row in claims.rows] == [FAILS, EXCUSED, FAILS, EXCUSED]

@@ -140,7 +140,8 @@ def test_32_requests_in_one_write_are_answered_in_order(server):
 @shared(VARIANTS[:2] + BATCH_VARIANTS, IDS[:2] + BATCH_IDS)
 def test_wrk_pipelining_16_deep_gets_every_answer_in_order(server, tmp_path):
     paths, bodies = mixed_batch(16)
-    report = wrk_lua.run_pipelined(server.url + "/", paths, 1, 1, tmp_path / "order.lua", expected_bodies=bodies)
+    report = wrk_lua.run_pipelined(server.url + "/", paths, 1, 1, script_path=tmp_path / "order.lua",
+                                   expected_bodies=bodies)
     server.check()
     assert report["socket_errors"] == 0, report["output"]
     assert report["checked"] == report["requests"] >= 10 * len(paths), report["output"]

@@ -32,9 +32,10 @@ def test_bad_arguments_are_refused_by_name():
     with pytest.raises(ValueError, match="expected_bodies"):
         wrk_lua.pipeline_script(["/"], ["a", "b"])
     with pytest.raises(ValueError, match="one connection per wrk thread"):
-        wrk_lua.run_pipelined("http://127.0.0.1:1/", ["/"], 4, 1, "/dev/null", expected_bodies=["x"], threads=1)
+        wrk_lua.run_pipelined("http://127.0.0.1:1/", ["/"], 4, 1, script_path="/dev/null", expected_bodies=["x"],
+                              threads=1)
     with pytest.raises(ValueError, match="loopback"):
-        wrk_lua.run_pipelined("http://10.0.0.1:1/", ["/"], 1, 1, "/dev/null")
+        wrk_lua.run_pipelined("http://10.0.0.1:1/", ["/"], 1, 1, script_path="/dev/null")
 
 
 def test_parse_order_reads_the_line_the_script_prints():

@@ -100,6 +100,7 @@ def wrk_output(
     url: str,
     connections: int,
     duration_s: float,
+    *,
     threads: int = 1,
     script: str | os.PathLike[str] | None = None,
     timeout_s: float = 10,
@@ -124,10 +125,12 @@ def run_wrk(
     url: str,
     connections: int,
     duration_s: float,
+    *,
     threads: int = 1,
     script: str | os.PathLike[str] | None = None,
     timeout_s: float = 10,
     latency: bool = False,
 ) -> dict[str, Any]:
     """wrk's report (parse_wrk) of a run of wrk_output's arguments."""
-    return parse_wrk(wrk_output(url, connections, duration_s, threads, script, timeout_s, latency))
+    return parse_wrk(wrk_output(url, connections, duration_s, threads=threads, script=script, timeout_s=timeout_s,
+                                latency=latency))

@@ -61,6 +61,7 @@ class Claims:
         value: float,
         lowest: float,
         highest: float,
+        *,
         unit: str = "",
         digits: int = 1,
         message: str = "",
@@ -91,14 +92,15 @@ class Claims:
             self._excuse_last(neighbours, measured, lowest, highest, slower, right)
         return False
 
-    def timing(self, claim: str, value: float, lowest: float, highest: float, neighbours: Any = None, unit: str = "",
-               digits: int = 1, message: str = "", slower: str = "above", predicted: float | None = None) -> bool:
+    def timing(self, claim: str, value: float, lowest: float, highest: float, *, neighbours: Any = None,
+               unit: str = "", digits: int = 1, message: str = "", slower: str = "above",
+               predicted: float | None = None) -> bool:
         """A claim about time, judged as within(); but one that fails on its slow side (`slower`: "above" for a
         time, "below" for a rate) while others held the CPUs is excused, with the figures, where they explain the
         miss (others_explain). `neighbours`: the run's iolab.neighbours.Neighbours, or its as_dict(). On a quiet run
         it changes nothing, and a miss on the fast side, or larger than the neighbours explain, still fails. A bound
         open on one side passes the model's `predicted` figure, so its margin is that figure's slack to the bound."""
-        if self.within(claim, value, lowest, highest, unit, digits, message):
+        if self.within(claim, value, lowest, highest, unit=unit, digits=digits, message=message):
             return True
         self._excuse_last(neighbours, value, lowest, highest, slower, predicted)
         return False

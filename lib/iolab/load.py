@@ -127,7 +127,7 @@ class LoadSpec:
     # That kind's options (an instance of its options class): __init__ always sets them, so no spec holds None.
     options: kinds.Options = None  # type: ignore[assignment]
 
-    def __init__(self, url: str, requests: int = 200, concurrency: int = 40, timeout_s: float = 60.0,
+    def __init__(self, url: str, *, requests: int = 200, concurrency: int = 40, timeout_s: float = 60.0,
                  max_duration_s: float = 300.0, processes: int = 1, record: str = "auto", event_loop: str = "auto",
                  kind: str = "closed_async", options: kinds.Options | None = None, **kind_options: Any) -> None:
         kinds.refuse_old_keywords(kind_options)
@@ -530,7 +530,7 @@ class BatchResult:
         return sum(self.errors.values())
 
 
-def run_batches(url: str, depth: int = 16, connections: int = 64, duration_s: float = 3.0, timeout_s: float = 10.0,
+def run_batches(url: str, depth: int = 16, connections: int = 64, duration_s: float = 3.0, *, timeout_s: float = 10.0,
                 max_requests: int = 1_000_000_000, processes: int = 1) -> BatchResult:
     """Drive the server at `url` with the batch client (clients/batch.py): batches of `depth` on `connections`
     connections for `duration_s`, in client processes of their own; the totals they report, added up.

@@ -34,6 +34,7 @@ def check_range(
     value: Number,
     low: float | None = None,
     high: float | None = None,
+    *,
     integer: bool = True,
     above: bool = False,
     error: type[ParameterError] = ParameterError,

@@ -77,6 +77,7 @@ def run_pipelined(
     paths: Sequence[str],
     connections: int,
     duration_s: float,
+    *,
     script_path: str,
     expected_bodies: Sequence[str] | None = None,
     threads: int = 1,
@@ -95,7 +96,7 @@ def run_pipelined(
         raise FileNotFoundError("wrk is not installed (Debian package wrk)")
     with open(script_path, "w") as script:
         script.write(pipeline_script(paths, expected_bodies))
-    output = wrk_output(url, connections, duration_s, threads, script_path, timeout_s)
+    output = wrk_output(url, connections, duration_s, threads=threads, script=script_path, timeout_s=timeout_s)
     report = parse_wrk(output)
     report["depth"] = len(paths)
     order = parse_order(output)

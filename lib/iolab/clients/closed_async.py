@@ -51,10 +51,10 @@ async def run(spec: dict[str, Any], share: Share, recorder: Recorder) -> None:
                 async with session.get(url) as response:
                     connection = connection_number(response)
                     body = await response.read()
-                recorder.add(start, start, recorder.now(), response.status, len(body), NO_ERROR, number, connection)
+                recorder.add((start, start, recorder.now(), response.status, len(body), NO_ERROR, number, connection))
             except (TimeoutError, aiohttp.ClientError, OSError) as error:
                 code = recorder.error_code(error_kind(error))
-                recorder.add(start, start, recorder.now(), 0, 0, code, number, connection)
+                recorder.add((start, start, recorder.now(), 0, 0, code, number, connection))
             recorder.in_flight -= 1
             if think_s:
                 await asyncio.sleep(think_s)

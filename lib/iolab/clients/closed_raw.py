@@ -9,36 +9,25 @@ timeouts are found by one sweep over the users a few times per timeout.
 
 import asyncio
 from typing import Any
-from urllib.parse import urlsplit
 
 from .. import http1
-from .errors import TIMEOUT
-from .raw_connection import RawConnection
+from .raw_connection import RawConnection, RawRun
 from .recorder import Recorder
 from .shares import Share
 from .wire import NO_ERROR
 
 
-def sweep_interval(timeout_s: float) -> float:
-    """How often to look for requests past their timeout: a tenth of it, between 1 ms and 100 ms."""
-    return min(max(timeout_s / 10, 0.001), 0.1)
-
-
-class ClosedLoop:
+class ClosedLoop(RawRun):
     """One process's share of the users, and the bounds they share: requests left and the duration."""
 
     def __init__(self, spec: dict[str, Any], share: Share, recorder: Recorder) -> None:
+        super().__init__(spec, recorder)
         self.spec = spec
-        self.recorder = recorder
-        self.loop = asyncio.get_running_loop()
-        url = urlsplit(spec["url"])
-        self.host, self.port = url.hostname, url.port
         self.keep_alive = spec["keep_alive"]
         self.payload = http1.get_request(spec["url"], spec["keep_alive"])
         self.requests = share["requests"]
         self.issued = 0
         self.max_duration_s = spec["max_duration_s"]
-        self.timeout_s = spec["timeout_s"]
         self.think_s = spec.get("think_s", 0.0)
         self.users = [User(number, self) for number in share["users"]]
         self.active = len(self.users)
@@ -51,7 +40,7 @@ class ClosedLoop:
             await asyncio.gather(*(user.open() for user in self.users))
         await self.recorder.wait_for_go_async()
         flusher = asyncio.create_task(self.recorder.flush_periodically())
-        sweeper = asyncio.create_task(self.sweep())
+        sweeper = asyncio.create_task(self.sweep(self.users))
         now = self.recorder.now()
         for index, user in enumerate(self.users):
             if self.think_s:
@@ -69,19 +58,12 @@ class ClosedLoop:
         if not self.active and not self.finished.done():
             self.finished.set_result(None)
 
-    async def sweep(self) -> None:
-        while True:
-            await asyncio.sleep(sweep_interval(self.timeout_s))
-            late = self.recorder.now() - self.timeout_s
-            for user in self.users:
-                if user.start is not None and user.start < late:
-                    user.fail(TIMEOUT)
-
 
 class User(RawConnection):
     """One user: its own connection (a new one per request without keep-alive), one request at a time."""
 
     __slots__ = ("number", "start")
+    run: ClosedLoop
 
     def __init__(self, number: int, run: ClosedLoop) -> None:
         self.number = number
@@ -103,10 +85,7 @@ class User(RawConnection):
         run.recorder.in_flight += 1
         self.attempt += 1
         self.start = now
-        if self.reader is None:
-            run.loop.create_task(self.connect(self.attempt, run.payload))
-        else:
-            self.reader.transport.write(run.payload)
+        self.write(run.payload)
 
     def answered(self, status: int, length: int, closes: bool, body: bytes | None) -> None:
         start = self.start
@@ -117,7 +96,7 @@ class User(RawConnection):
         run = self.run
         recorder = run.recorder
         now = reader.read_at - recorder.time_zero
-        recorder.add(start, start, now, status, length, NO_ERROR, self.number, self.connection)
+        recorder.add((start, start, now, status, length, NO_ERROR, self.number, self.connection))
         if closes or not run.keep_alive:
             reader.transport.close()
             self.reader = None
@@ -152,7 +131,7 @@ class User(RawConnection):
         recorder = run.recorder
         now = recorder.now()
         start = now if self.start is None else self.start  # always in flight here: the sweep and the reader check
-        recorder.add(start, start, now, 0, 0, recorder.error_code(kind), self.number, self.connection)
+        recorder.add((start, start, now, 0, 0, recorder.error_code(kind), self.number, self.connection))
         recorder.in_flight -= 1
         self.start = None
         self.drop()

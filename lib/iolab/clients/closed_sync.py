@@ -57,10 +57,10 @@ def run(spec: dict[str, Any], share: Share, recorder: Recorder) -> None:
                     response = session.get(spec["url"], headers=headers, timeout=spec["timeout_s"], stream=True)
                     connection = connection_number(response)
                     size = len(response.content)
-                    recorder.add(start, start, recorder.now(), response.status_code, size, NO_ERROR, number, connection)
+                    recorder.add((start, start, recorder.now(), response.status_code, size, NO_ERROR, number, connection))
                 except requests.RequestException as error:
                     code = recorder.error_code(error_kind(error))
-                    recorder.add(start, start, recorder.now(), 0, 0, code, number, connection)
+                    recorder.add((start, start, recorder.now(), 0, 0, code, number, connection))
                 with lock:
                     recorder.in_flight -= 1
 

@@ -53,12 +53,12 @@ class Calls:
             return number
 
     def answered(self, start: float, user: int, status: int, size: int, connection: int) -> None:
-        self.recorder.add(start, start, self.recorder.now(), status, size, NO_ERROR, user, connection)
+        self.recorder.add((start, start, self.recorder.now(), status, size, NO_ERROR, user, connection))
         self._done()
 
     def failed(self, start: float, user: int, error: BaseException) -> None:
         code = self.recorder.error_code(error_kind(error))
-        self.recorder.add(start, start, self.recorder.now(), 0, 0, code, user, -1)
+        self.recorder.add((start, start, self.recorder.now(), 0, 0, code, user, -1))
         self._done()
 
     def _done(self) -> None:

@@ -15,19 +15,16 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
-from urllib.parse import urlsplit
 
 from .. import http1
-from .closed_raw import sweep_interval
-from .errors import TIMEOUT
-from .raw_connection import RawConnection
+from .raw_connection import RawConnection, RawRun
 from .recorder import Recorder
 from .shares import Share
 from .wire import NO_ERROR
 
 
-def schedule(kind: str, rate_rps: float, requests: int, max_duration_s: float, process: int = 0, processes: int = 1,
-             seed: int | None = None) -> Iterator[tuple[int, float]]:
+def schedule(kind: str, rate_rps: float, requests: int, max_duration_s: float, *, process: int = 0,
+             processes: int = 1, seed: int | None = None) -> Iterator[tuple[int, float]]:
     """(user, intended send time) of this process's requests: its 1/processes share of the run's schedule.
 
     Fixed: the run sends every 1/rate s, and process p takes every processes-th
@@ -96,6 +93,7 @@ class Slot(RawConnection):
     """One connection and the one request it may carry at a time."""
 
     __slots__ = ("user", "intended", "start")
+    run: "OpenLoop"
 
     def __init__(self, run: "OpenLoop") -> None:
         self.run = run
@@ -111,10 +109,7 @@ class Slot(RawConnection):
         run.recorder.in_flight += 1
         self.user, self.intended, self.start = user, intended, now
         self.attempt += 1
-        if self.reader is None:
-            run.loop.create_task(self.connect(self.attempt, run.payload))
-        else:
-            self.reader.transport.write(run.payload)
+        self.write(run.payload)
 
     def answered(self, status: int, length: int, closes: bool, body: bytes | None) -> None:
         run = self.run
@@ -123,7 +118,7 @@ class Slot(RawConnection):
         if self.start is None or self.reader is None:
             self.broken(http1.ProtocolError("an answer to a request never sent"))
             return
-        recorder.add(self.intended, self.start, now, status, length, NO_ERROR, self.user, self.connection)
+        recorder.add((self.intended, self.start, now, status, length, NO_ERROR, self.user, self.connection))
         if closes or not run.keep_alive:
             self.reader.transport.close()
             self.reader = None
@@ -137,7 +132,7 @@ class Slot(RawConnection):
         recorder = self.run.recorder
         code, now = recorder.error_code(kind), recorder.now()
         start = now if self.start is None else self.start  # always in flight here: the sweep and the reader check
-        recorder.add(self.intended, start, now, 0, 0, code, self.user, self.connection)
+        recorder.add((self.intended, start, now, 0, 0, code, self.user, self.connection))
         self.drop()
         self.release()
 
@@ -148,20 +143,16 @@ class Slot(RawConnection):
         self.run.send_due()
 
 
-class OpenLoop:
+class OpenLoop(RawRun):
     """One process's schedule and connections: sends what is due on free connections, and wakes for the next."""
 
     def __init__(self, spec: dict[str, Any], share: Share, recorder: Recorder) -> None:
-        self.recorder = recorder
-        self.loop = asyncio.get_running_loop()
-        url = urlsplit(spec["url"])
-        self.host, self.port = url.hostname, url.port
+        super().__init__(spec, recorder)
         self.keep_alive = spec["keep_alive"]
         self.payload = http1.get_request(spec["url"], spec["keep_alive"])
-        self.timeout_s = spec["timeout_s"]
         self.schedule = schedule(
             spec["schedule"], spec["rate_rps"], share["requests"], spec["max_duration_s"],
-            spec["process"], spec["processes"], spec.get("seed"),
+            process=spec["process"], processes=spec["processes"], seed=spec.get("seed"),
         )
         self.upcoming = next(self.schedule, None)
         self.slots = [Slot(self) for _ in share["users"]]
@@ -176,7 +167,7 @@ class OpenLoop:
         self.waker = waker = Waker(self.loop, self.send_due, self.recorder.time_zero)
         waker.start()
         flusher = asyncio.create_task(self.recorder.flush_periodically())
-        sweeper = asyncio.create_task(self.sweep())
+        sweeper = asyncio.create_task(self.sweep(self.slots))
         try:
             self.send_due()
             await self.finished
@@ -201,13 +192,6 @@ class OpenLoop:
             self.waker.wake_at(self.upcoming[1])
         # else every connection is busy: the next answer frees one and calls send_due
 
-    async def sweep(self) -> None:
-        while True:
-            await asyncio.sleep(sweep_interval(self.timeout_s))
-            late = self.recorder.now() - self.timeout_s
-            for slot in self.slots:
-                if slot.start is not None and slot.start < late:
-                    slot.fail(TIMEOUT)
 
 
 async def run(spec: dict[str, Any], share: Share, recorder: Recorder) -> None:

@@ -12,12 +12,10 @@ import asyncio
 import collections
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
 from .. import http1
-from .closed_raw import sweep_interval
-from .errors import OUT_OF_ORDER, TIMEOUT
-from .raw_connection import RawConnection
+from .errors import OUT_OF_ORDER
+from .raw_connection import RawConnection, RawRun
 from .recorder import Recorder
 from .shares import Share
 from .wire import NO_ERROR
@@ -63,14 +61,11 @@ async def learn_answers(host: str | None, port: int | None, requests: Sequence[b
     return answers
 
 
-class Pipeline:
+class Pipeline(RawRun):
     """One process's pipelined connections and the bounds they share."""
 
     def __init__(self, spec: dict[str, Any], share: Share, recorder: Recorder) -> None:
-        self.recorder = recorder
-        self.loop = asyncio.get_running_loop()
-        url = urlsplit(spec["url"])
-        self.host, self.port = url.hostname, url.port
+        super().__init__(spec, recorder)
         paths = spec.get("pipeline_paths") or [None]
         self.requests_by_path = [http1.get_request(spec["url"], True, path) for path in paths]
         self.depth = spec["pipeline_depth"]
@@ -78,7 +73,6 @@ class Pipeline:
         self.requests = share["requests"]
         self.issued = 0
         self.max_duration_s = spec["max_duration_s"]
-        self.timeout_s = spec["timeout_s"]
         self.expected: list[tuple[int, bytes | None]] | None = None  # (status, body) per path, learned first
         self.connections = [PipelinedConnection(number, self) for number in share["users"]]
         self.active = len(self.connections)
@@ -111,7 +105,7 @@ class Pipeline:
         self.expected = await learn_answers(self.host, self.port, self.requests_by_path, self.timeout_s)
         await self.recorder.wait_for_go_async()
         flusher = asyncio.create_task(self.recorder.flush_periodically())
-        sweeper = asyncio.create_task(self.sweep())
+        sweeper = asyncio.create_task(self.sweep(self.connections))
         now = self.recorder.now()
         for connection in self.connections:
             connection.next_batch(now)
@@ -120,19 +114,13 @@ class Pipeline:
         sweeper.cancel()
         flusher.cancel()
 
-    async def sweep(self) -> None:
-        while True:
-            await asyncio.sleep(sweep_interval(self.timeout_s))
-            late = self.recorder.now() - self.timeout_s
-            for connection in self.connections:
-                if connection.waiting and connection.start < late:
-                    connection.fail(TIMEOUT)
-
 
 class PipelinedConnection(RawConnection):
     """One user: a connection with up to `depth` requests in flight, their paths remembered in order."""
 
     __slots__ = ("number", "start", "waiting", "sent")
+    run: Pipeline
+    start: float  # always a time: with nothing waiting, the last batch's
     reader_type = http1.BodyKeepingProtocol  # each answer's body too, to check it is its own request's
 
     def __init__(self, number: int, run: Pipeline) -> None:
@@ -161,10 +149,7 @@ class PipelinedConnection(RawConnection):
         self.start = now
         self.attempt += 1
         run.recorder.in_flight += count
-        if self.reader is None:
-            run.loop.create_task(self.connect(self.attempt, payload))
-        else:
-            self.reader.transport.write(payload)
+        self.write(payload)
 
     def answered(self, status: int, length: int, closes: bool, body: bytes | None) -> None:
         run = self.run
@@ -179,7 +164,7 @@ class PipelinedConnection(RawConnection):
             paths = len(run.expected)
             if (status, body) != run.expected[position % paths]:
                 error = run.out_of_order
-        recorder.add(self.start, self.start, now, status, length, error, self.number, self.connection)
+        recorder.add((self.start, self.start, now, status, length, error, self.number, self.connection))
         recorder.in_flight -= 1
         if closes:
             # The server answers no more on this connection: what is still waiting is lost with it.
@@ -201,7 +186,7 @@ class PipelinedConnection(RawConnection):
         code = recorder.error_code(kind)
         now = recorder.now()
         for _ in self.waiting:
-            recorder.add(self.start, self.start, now, 0, 0, code, self.number, self.connection)
+            recorder.add((self.start, self.start, now, 0, 0, code, self.number, self.connection))
         recorder.in_flight -= len(self.waiting)
         self.waiting.clear()
         self.drop()

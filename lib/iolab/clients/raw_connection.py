@@ -9,10 +9,42 @@ class opens the connection when a request needs one and turns a refusal, a
 garbled answer or a server hanging up into `fail` with the error's kind.
 """
 
+import asyncio
+from collections.abc import Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from .. import http1
-from .errors import error_kind
+from .errors import TIMEOUT, error_kind
+from .recorder import Recorder
+
+
+def sweep_interval(timeout_s: float) -> float:
+    """How often to look for requests past their timeout: a tenth of it, between 1 ms and 100 ms."""
+    return min(max(timeout_s / 10, 0.001), 0.1)
+
+
+class RawRun:
+    """What a raw client's connections share, whatever the client: the loop, where to connect, the recorder, and
+    each request's timeout."""
+
+    def __init__(self, spec: dict[str, Any], recorder: Recorder) -> None:
+        self.recorder = recorder
+        self.loop = asyncio.get_running_loop()
+        url = urlsplit(spec["url"])
+        self.host, self.port = url.hostname, url.port
+        self.timeout_s: float = spec["timeout_s"]
+
+    async def sweep(self, connections: Sequence["RawConnection"]) -> None:
+        """Fail each request in flight past its timeout, looking a few times per timeout: one sweep over all the
+        connections costs less than a timer per request, and no server can hang the run."""
+        while True:
+            await asyncio.sleep(sweep_interval(self.timeout_s))
+            late = self.recorder.now() - self.timeout_s
+            for connection in connections:
+                start = connection.start
+                if start is not None and start < late and connection.in_flight():
+                    connection.fail(TIMEOUT)
 
 
 class RawConnection:
@@ -27,7 +59,8 @@ class RawConnection:
     # The clients keep their per-request objects small: slots, no __dict__; a subclass adds its own.
     __slots__ = ("run", "reader", "connection", "attempt")
     reader_type: type[http1.AnswerProtocol] = http1.AnswerProtocol  # parses each answer, calls self.answered(...)
-    run: Any
+    run: RawRun  # each client's connection names its own run, a subclass
+    start: float | None  # when the request (or batch) in flight was sent: a subclass's slot
     reader: http1.AnswerProtocol | None
     connection: int
     attempt: int
@@ -45,8 +78,9 @@ class RawConnection:
     async def open(self) -> None:
         """Connect ahead of the first request; if that fails, the first request connects (and records why not)."""
         run = self.run
+        protocol: Any = self.reader_type  # an asyncio protocol by its methods (slots, no base class): typeshed cannot tell
         try:
-            _, self.reader = await run.loop.create_connection(lambda: self.reader_type(self), run.host, run.port)
+            _, self.reader = await run.loop.create_connection(lambda: protocol(self), run.host, run.port)
             self.connection = run.recorder.new_connection()
         except OSError:
             self.reader = None
@@ -54,8 +88,9 @@ class RawConnection:
     async def connect(self, attempt: int, payload: bytes) -> None:
         """Open a connection and write `payload`, unless the request it was for has timed out meanwhile."""
         run = self.run
+        protocol: Any = self.reader_type  # as in open()
         try:
-            transport, reader = await run.loop.create_connection(lambda: self.reader_type(self), run.host, run.port)
+            transport, reader = await run.loop.create_connection(lambda: protocol(self), run.host, run.port)
         except OSError as error:
             if attempt == self.attempt and self.in_flight():
                 self.fail(error_kind(error))
@@ -66,6 +101,13 @@ class RawConnection:
         self.reader = reader
         self.connection = run.recorder.new_connection()
         transport.write(payload)
+
+    def write(self, payload: bytes) -> None:
+        """Send `payload` on the connection, or open one for it first (for the attempt now in flight)."""
+        if self.reader is None:
+            self.run.loop.create_task(self.connect(self.attempt, payload))
+        else:
+            self.reader.transport.write(payload)
 
     def drop(self) -> None:
         """Abort the connection, if there is one: nothing on it can be trusted any more."""

@@ -27,7 +27,7 @@ class Recorder:
         self.out = out
         self.go = go  # a concurrent.futures.Future that the parent's go line resolves to time zero
         self.rows = wire.RowBuffer()
-        self.add = self.rows.add  # the hot path: clients call recorder.add(...) with wire.FIELDS
+        self.add = self.rows.add  # the hot path: clients call recorder.add((...)) with a wire.Row
         self.in_flight = 0
         self.time_zero = time.perf_counter()
         self.error_names: list[str | None] = [None]  # index = the code in a row's error field; 0 is no error

@@ -412,13 +412,13 @@ class Run(Subscriptions):
     def delivered(self, subscriber: Subscriber, seq: int, t: float, size: int, now: float) -> None:
         zero = self.recorder.time_zero
         published = t - self.clock_offset - zero
-        self.recorder.add(published, published, now - zero, 200, size, 0, subscriber.user, subscriber.connection)
+        self.recorder.add((published, published, now - zero, 200, size, 0, subscriber.user, subscriber.connection))
         self.last_seq = max(self.last_seq, seq)
 
     def failed(self, subscriber: Subscriber, kind: str) -> None:
         """A row with the error `kind`; the messages the subscriber will never get are lost with it."""
         now = self.recorder.now()
-        self.recorder.add(now, now, now, 0, 0, self.recorder.error_code(kind), subscriber.user, subscriber.connection)
+        self.recorder.add((now, now, now, 0, 0, self.recorder.error_code(kind), subscriber.user, subscriber.connection))
         self.lost[kind] = self.lost.get(kind, 0) + self.messages - subscriber.received
 
     def subscriber_done(self, subscriber: Subscriber) -> None:

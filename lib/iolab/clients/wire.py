@@ -25,6 +25,9 @@ FIELDS = (
     "user",  # who sent it: a closed loop's user, an open loop's arrival, a pipelined connection's user
     "connection",  # which connection carried it, unique within the run
 )
+# A row as a client hands it over: one tuple in FIELDS' order. Built inline at every answer, the clients' hot path,
+# so a plain tuple rather than a named one (whose constructor is a Python call).
+Row = tuple[float, float, float, int, int, int, int, int]
 ROW_STRUCT = struct.Struct("<" + "d" * len(FIELDS))  # all float64, little-endian
 NO_ERROR = 0
 
@@ -46,11 +49,10 @@ class RowBuffer:
         self._values: list[float] = []
         self._extend = self._values.extend
 
-    def add(self, intended: float, start: float, end: float, status: int, bytes: int, error: int, user: int,
-            connection: int) -> None:
-        """Record one finished request; the parameters are FIELDS, in order (a test holds them equal)."""
+    def add(self, row: Row) -> None:
+        """Record one finished request: its FIELDS, in order (a test writes a row and reads it back by name)."""
         # One extend of a tuple is one step under the GIL: threads adding at once never interleave a row.
-        self._extend((intended, start, end, status, bytes, error, user, connection))
+        self._extend(row)
 
     def take(self) -> tuple[int, bytes]:
         """(count, bytes) of the rows added so far, and forget them (safe while other threads keep adding)."""

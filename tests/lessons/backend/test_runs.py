@@ -57,7 +57,7 @@ def test_tasks_that_fit_is_the_cap_less_what_redis_uses_empty_over_bytes_per_tas
 @pytest.mark.slow
 def test_filling_a_small_redis_holds_about_what_its_own_bytes_per_task_predict_then_only_503s():
     with stack.capped_broker(2) as (broker, client), servers.serve("tornado_backend", broker=broker) as front:
-        cap = runs.fill_to_cap(front, client, 2, 820.0, 500.0, users=8, refused=20)
+        cap = runs.fill_to_cap(front, client, 2, bytes_per_task=820.0, rate=500.0, users=8, refused=20)
     own = runs.tasks_that_fit(2, cap.empty_bytes, cap.bytes_per_task_here())
     assert 0.8 * own <= cap.held <= 1.2 * own, (cap.held, own, cap.bytes_per_task_here())
     fewest, most = cap.held_bounds()  # where its own readings of memory against LLEN reach the cap

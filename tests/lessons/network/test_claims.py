@@ -61,8 +61,9 @@ def nagle(rtt_s, stall_s=None, exchanges=12):
 
 
 def found(**changes):
-    return claims.results(plan(), None, round_trips(), slow_start(), loss(), nagle(0.00003), nagle(RTT),
-                          {"cpu_s": 0.8, "packets": 9000, "dropped": 40, "wall_s": 20.0},
+    return claims.results(plan(), link_reason=None, round_trips=round_trips(), slow_start=slow_start(), loss=loss(),
+                          nagle_loopback=nagle(0.00003), nagle_link=nagle(RTT),
+                          delay_line={"cpu_s": 0.8, "packets": 9000, "dropped": 40, "wall_s": 20.0},
                           slow_clients=slow_clients()) | changes
 
 
@@ -106,7 +107,7 @@ def test_no_stall_with_nagle_on_is_named():
 
 def test_without_the_link_its_claims_are_skipped_with_the_reason(capsys):
     reason = "this container refuses user namespaces"
-    checked = claims.check_claims(claims.results(plan(), reason, nagle_loopback=nagle(0.00003)))
+    checked = claims.check_claims(claims.results(plan(), link_reason=reason, nagle_loopback=nagle(0.00003)))
     out = capsys.readouterr().out
     assert not checked.failed() and out.count("✓") == 2  # Nagle on loopback still runs and is judged
     assert out.count(f"skipped, {reason}") == len(checked.rows) - 2

@@ -33,7 +33,8 @@ def test_every_configuration_answers_every_handler_and_refuses_a_bad_query(confi
     server = started(config)
     try:
         for handler in measure.HANDLERS:
-            run = measure.run(server, measure.handler_path(handler, 2, 2), 12, 4, handler, keep_alive=config.keep_alive)
+            run = measure.run(server, measure.handler_path(handler, 2, 2), 12, 4, handler=handler,
+                              keep_alive=config.keep_alive)
             assert run.completed == 12 and run.errors == 0, run
         bad = measure.run(server, "/cpu?ms=oops", 4, 2, keep_alive=config.keep_alive)
         assert bad.errors == 4  # a 400 for each: a wrong query is refused, never served
@@ -46,7 +47,7 @@ def test_nginx_alone_and_in_front_of_tornado_is_measured_as_the_lesson_measures_
     for config in (sweep.Config("tornado", 1), sweep.Config("nginx")):
         server = started(config)
         try:
-            run = measure.run(server, measure.handler_path("hello", 2, 2), 200, 4, "hello")
+            run = measure.run(server, measure.handler_path("hello", 2, 2), 200, 4, handler="hello")
         finally:
             server.stop()
         assert run.completed == 200 and run.errors == 0, run
@@ -58,7 +59,7 @@ def test_nginx_alone_and_in_front_of_tornado_is_measured_as_the_lesson_measures_
 def test_a_run_measures_the_demand_of_server_and_client():
     server = started(sweep.Config("sync"))
     try:
-        run = measure.run(server, f"/cpu?ms={CPU_MS}", 60, 4, "cpu")
+        run = measure.run(server, f"/cpu?ms={CPU_MS}", 60, 4, handler="cpu")
     finally:
         server.stop()
     assert run.completed == 60 and run.errors == 0
@@ -71,7 +72,7 @@ def test_a_run_measures_the_demand_of_server_and_client():
 def test_the_connections_each_gthread_worker_holds_are_counted():
     server = started(sweep.Config("gthread", 2, 2))
     try:
-        run = measure.run(server, "/sync-sleep?ms=20", 200, 8, "wait", read_split=True, expected_s=1.0)
+        run = measure.run(server, "/sync-sleep?ms=20", 200, 8, handler="wait", read_split=True, expected_s=1.0)
     finally:
         server.stop()
     assert len(run.connections) == 2 and sum(run.connections) == 8, run.connections

@@ -43,8 +43,9 @@ def cpu_bound(claims, rows):
             continue
         # A bound from above: others can only slow a run, so a miss here is never theirs (slower="below").
         claims.timing(f"{name}: every answer a 200, X ≤ min(w, cores) / D", row["rps"], 0.0, ceiling,
-                      row.get("neighbours"), "req/s", 1,
-                      f"{name}: {row['rps']:.1f} req/s, over the bound min(w, cores) / D = {row['bound_rps']:.1f}",
+                      neighbours=row.get("neighbours"), unit="req/s", digits=1,
+                      message=f"{name}: {row['rps']:.1f} req/s,"
+                              f" over the bound min(w, cores) / D = {row['bound_rps']:.1f}",
                       slower="below")
 
 
@@ -67,7 +68,8 @@ def bottleneck_law(claims, rows):
             message = (f"{name}: {rps:.1f} req/s, under the pessimistic side {low_rps:.1f}"
                        f" (predicted {row['predicted_rps']:.1f}; waits for a CPU {waits_ms[0]:.1f}, {waits_ms[1]:.1f}"
                        f" and Redis's {waits_ms[2]:.1f} ms)")
-        claims.timing(claim, rps, low_rps, ceiling, row.get("neighbours"), "req/s", 1, message, slower="below")
+        claims.timing(claim, rps, low_rps, ceiling, neighbours=row.get("neighbours"), unit="req/s", digits=1,
+                      message=message, slower="below")
 
 
 def article(claims, wait_rows, forget_rows):
@@ -95,8 +97,8 @@ def queue(claims, slope):
         return
     lowest, highest, measured = slope["lowest"], slope["highest"], slope["measured"]
     # Others slow the workers' drain, so the queue grows faster: its slow side is above.
-    claims.timing("the queue grows at λ − c / T_w", measured, lowest, highest, slope.get("neighbours"), "tasks/s",
-                  message=f"slope {measured:.1f} tasks/s, outside [{lowest:.1f}, {highest:.1f}]"
+    claims.timing("the queue grows at λ − c / T_w", measured, lowest, highest, neighbours=slope.get("neighbours"),
+                  unit="tasks/s", message=f"slope {measured:.1f} tasks/s, outside [{lowest:.1f}, {highest:.1f}]"
                           f" (predicted {slope['predicted']:.1f}; arrivals sent {slope['sent_rps']:.1f}/s)")
 
 
@@ -160,8 +162,9 @@ def memory_cap(claims, cap, plan):
         claims.skip("Redis's memory cap ends the queue's growth", reason)
         return
     (fewest, most), held = cap["held_bounds"], cap["measured_tasks"]
-    claims.within("Redis holds what its own readings of memory put at the cap", held, fewest, most, "tasks", 0,
-                  f"Redis held {held} tasks; its readings put the cap at {fewest:.0f} to {most:.0f}"
+    claims.within("Redis holds what its own readings of memory put at the cap", held, fewest, most, unit="tasks",
+                  digits=0,
+                  message=f"Redis held {held} tasks; its readings put the cap at {fewest:.0f} to {most:.0f}"
                   f" ({cap})")
     taken = cap["answered_200"]
     claims.check("every task Redis held was answered 200", held == taken, f"{held} held, {taken} 200s",

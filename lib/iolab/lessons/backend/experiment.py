@@ -50,14 +50,7 @@ class QueueGrowth:
         """Fire and forget at λ for queue_seconds while LLEN is read; `follow(run, watch)` may draw it and must
         return its LoadResult with the watch stopped. Keeps the QueueRun, the bytes per task and the stack's RSS."""
         lab, plan = self.lab, self.lab.plan
-        watch = stack.QueueWatch(lab.backend).start()
-        run = runs.start_open_loop(self.front, plan.arrival_rps, plan.queue_seconds, plan.task_ms, lab.backend.worker)
-        try:
-            result = (follow or settle)(run, watch)
-            others = runs.over_run(run)
-        finally:
-            run.stop()
-            watch.stop()  # stopped already, unless following failed
+        run, result, watch, others = queue_arrivals(lab.backend, self.front, plan, follow, lab.backend.worker)
         lab.queue = runs.QueueRun(plan.arrival_rps, self.drain_rps, watch.points, result, plan.queue_workers,
                                   self.trip_s, run.worker_meter.stop(), others)
         lab.bytes_per_task = watch.bytes_per_task()
@@ -81,8 +74,8 @@ class CapFill:
 
     def run(self):
         plan = self.lab.plan
-        self.lab.cap = runs.fill_to_cap(self.front, self.client, plan.cap_mb, self.lab.bytes_per_task, self.rate,
-                                        plan.forget_users, empty_bytes=self.empty_bytes)
+        self.lab.cap = runs.fill_to_cap(self.front, self.client, plan.cap_mb, bytes_per_task=self.lab.bytes_per_task,
+                                        rate=self.rate, users=plan.forget_users, empty_bytes=self.empty_bytes)
         return self.lab.cap
 
 
@@ -92,6 +85,21 @@ def settle(run, watch):
     time.sleep(SETTLE_S)
     watch.stop()
     return result
+
+
+def queue_arrivals(backend, front, plan, follow=None, worker=None):
+    """The queue's arrivals, fire and forget into `front` at λ for queue_seconds, while LLEN is read: (run, its
+    LoadResult, the watch, what else held the CPUs). `follow(run, watch)` may draw it and must return the LoadResult
+    with the watch stopped; `worker`, the pool whose wait for a CPU run.worker_meter measures (start_open_loop)."""
+    watch = stack.QueueWatch(backend).start()
+    run = runs.start_open_loop(front, plan.arrival_rps, plan.queue_seconds, plan.task_ms, worker)
+    try:
+        result = (follow or settle)(run, watch)
+        others = runs.over_run(run)
+    finally:
+        run.stop()
+        watch.stop()  # stopped already, unless following failed
+    return run, result, watch, others
 
 
 class Lab:
@@ -249,14 +257,7 @@ class Lab:
         plan = self.plan
         self.backend.start_worker(plan.queue_workers)
         with self.backend.front("tornado_backend", queue_limit=plan.queue_limit) as front:
-            watch = stack.QueueWatch(self.backend).start()
-            run = runs.start_open_loop(front, plan.arrival_rps, plan.queue_seconds, plan.task_ms)
-            try:
-                result = (follow or settle)(run, watch)
-                others = runs.over_run(run)
-            finally:
-                run.stop()
-                watch.stop()  # stopped already, unless following failed
+            _, result, watch, others = queue_arrivals(self.backend, front, plan, follow)
             self.bounded = runs.QueueRun(plan.arrival_rps, self.drain_rps, watch.points, result, neighbours=others)
         return self.bounded
 
@@ -271,8 +272,9 @@ class Lab:
             trip = runs.trip_s(front, "pool", plan.task_ms)
             before = round(plan.fault_lead_s * plan.queue_workers / trip)  # a second or two of answers, then the kill
             fault = runs.run_with_fault(  # and one round of the users after it
-                front, f"/backend?ms={plan.task_ms}&how=pool", users, before, users, plan.timeout_ms / 1000 + 10,
-                lambda: self.backend.kill_worker(busy=plan.queue_workers), "worker pool")
+                front, f"/backend?ms={plan.task_ms}&how=pool", users, before=before, after=users,
+                timeout_s=plan.timeout_ms / 1000 + 10, kill=lambda: self.backend.kill_worker(busy=plan.queue_workers),
+                what="worker pool")
             fault.left = {"queued (LLEN celery)": self.backend.queue_length(),
                           "unacked (running when killed)": self.backend.unacked(),
                           "worker still running": self.backend.worker.alive()}
@@ -287,8 +289,8 @@ class Lab:
             trip = runs.trip_s(front, "wait", plan.task_ms)
             before = round(plan.fault_lead_s * plan.queue_workers / trip)
             fault = runs.run_with_fault(
-                front, f"/backend?ms={plan.task_ms}&how=wait", REDIS_FAULT_USERS, before, REDIS_FAULT_AFTER,
-                plan.timeout_ms / 1000 + 10, self.backend.kill_redis, "Redis")
+                front, f"/backend?ms={plan.task_ms}&how=wait", REDIS_FAULT_USERS, before=before,
+                after=REDIS_FAULT_AFTER, timeout_s=plan.timeout_ms / 1000 + 10, kill=self.backend.kill_redis, what="Redis")
             front.check()
         self.faults["redis_killed"] = fault.as_dict()
         return fault

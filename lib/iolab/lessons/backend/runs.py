@@ -408,7 +408,7 @@ class FaultRun:
                 "duration_s": round(self.result.duration_s, 2), "left_in_redis": self.left}
 
 
-def run_with_fault(front, path, users, before, after, timeout_s, kill, what):
+def run_with_fault(front, path, users, *, before, after, timeout_s, kill, what):
     """A closed loop on `path`: `kill()` once `before` requests are answered, then `after` more are sent.
 
     Every request is bounded by `timeout_s`; nothing the kill does can make the run hang. Returns the FaultRun.
@@ -511,7 +511,7 @@ def one_answer(url, timeout_s=5.0):
     return status, (body.decode().strip().splitlines() or [""])[0], (time.perf_counter() - began) * 1000
 
 
-def fill_to_cap(front, client, cap_mb, bytes_per_task, rate, users, refused=100, empty_bytes=None):
+def fill_to_cap(front, client, cap_mb, *, bytes_per_task, rate, users, refused=100, empty_bytes=None):
     """A closed loop of fire and forget into `client`'s Redis until `refused` answers were 503s.
 
     Nothing drains the queue, so LLEN at the end is every task Redis took before

@@ -82,8 +82,9 @@ def bank_claims(said, notes, name, found):
     low, high = bounds["pessimistic"], bounds["optimistic"]
     # Widened by their own measuring error (TOLERANCE), as theory.within reads them; a rate others slowed falls below.
     said.timing(f"{name}: throughput within the bounds from D = {m['demand_ms']:.2f} ms", m["summary_rps"],
-                low * (1 - TOLERANCE), high * (1 + TOLERANCE), m.get("neighbours"), "req/s", 3,
-                f"{name}: {m['summary_rps']:.3f} req/s outside {low:.3f} .. {high:.3f} (D {m['demand_ms']:.2f} ms)",
+                low * (1 - TOLERANCE), high * (1 + TOLERANCE), neighbours=m.get("neighbours"), unit="req/s", digits=3,
+                message=f"{name}: {m['summary_rps']:.3f} req/s outside {low:.3f} .. {high:.3f}"
+                        f" (D {m['demand_ms']:.2f} ms)",
                 slower="below")
     if m["listen_drops"]:
         # Many customers connecting at once overflowed the server's listen backlog, and TCP retried them a second
@@ -114,13 +115,15 @@ def model_claims(said, notes, name, p, m, delay_ms):
         return
     # The model is off the measured x by at most band · x: x lies in [model / (1 + band), model / (1 − band)].
     said.timing(f"{name}: the model's throughput meets the measured (model {p['rps']:.3f} req/s, ±{band:.2%})",
-                m["rps"], *measured_band(p["rps"], band), m.get("neighbours"), "req/s", 3,
-                f"{name}: the model's {p['rps']:.3f} req/s is {p['rps'] / m['rps'] - 1:+.2%} off the measured"
-                f" {m['rps']:.3f}, beyond the band {band:.2%}", slower="below")
+                m["rps"], *measured_band(p["rps"], band), neighbours=m.get("neighbours"), unit="req/s", digits=3,
+                message=f"{name}: the model's {p['rps']:.3f} req/s is {p['rps'] / m['rps'] - 1:+.2%} off the"
+                        f" measured {m['rps']:.3f}, beyond the band {band:.2%}", slower="below")
     said.timing(f"{name}: the model's mean time in the bank meets the measured (model {p['mean_ms']:.1f} ms,"
-                f" ±{band:.2%})", m["mean_ms"], *measured_band(p["mean_ms"], band), m.get("neighbours"), "ms", 1,
-                f"{name}: the model's mean {p['mean_ms']:.1f} ms is {p['mean_ms'] / m['mean_ms'] - 1:+.2%} off the"
-                f" measured {m['mean_ms']:.1f} ms, beyond the band {band:.2%}", slower="above")
+                f" ±{band:.2%})", m["mean_ms"], *measured_band(p["mean_ms"], band), neighbours=m.get("neighbours"),
+                unit="ms", digits=1,
+                message=f"{name}: the model's mean {p['mean_ms']:.1f} ms is"
+                        f" {p['mean_ms'] / m['mean_ms'] - 1:+.2%} off the measured {m['mean_ms']:.1f} ms,"
+                        f" beyond the band {band:.2%}", slower="above")
     # Customers in the bank, L = λR: off by at most both errors above, plus the time grid's (L against λR measured).
     grid = abs(m["mean_in_flight"] - m["rps"] * m["mean_ms"] / 1000)
     allowed = 2 * band * p["mean_in_bank"] + grid

@@ -238,14 +238,14 @@ def _scenes(claims, scenes):
         # wrk leaves every answer slower than its timeout out of its latency figures.
         most_ms = run["timeout_s"] * 1000 * 1.01  # the timeout + 1%
         claims.timing(f"{run['server']}: wrk's max latency stays within its timeout", run["wrk_max_ms"], 0.0, most_ms,
-                      run.get("neighbours"), "ms", 0, str(run["row"]))
+                      neighbours=run.get("neighbours"), unit="ms", digits=0, message=str(run["row"]))
         if not run["serves_at_once"]:
             continue
         # Four blocking workers waiting Z each: at most w / Z requests a second, so most requests wait past wrk's
         # timeout; wrk counts those as timeouts, the lab's client measures them.
         # A ceiling (w / Z + 2%): others can only slow a run, so a run above it is never theirs to explain.
         claims.timing(f"{run['server']}: the lab's X stays under w / Z", run["lab_rps"], 0.0, 1.02 * run["bound_rps"],
-                      run.get("neighbours"), "req/s", 1, str(run["row"]), slower="below")
+                      neighbours=run.get("neighbours"), unit="req/s", digits=1, message=str(run["row"]), slower="below")
         over, total = run["lab_over_timeout"], run["lab_requests"]
         claims.check(f"{run['server']}: most requests waited past wrk's timeout", over >= 0.5 * total,
                      f"{over:,} of {total:,}", f"[{0.5 * total:,.0f}, {total:,}]", message=str(run["row"]))

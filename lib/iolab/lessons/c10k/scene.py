@@ -106,7 +106,7 @@ def missing_reason(name):
     return benchtools.missing_reason("wrk") or registry.missing(name)
 
 
-def run(label, name, options, connections=1000, duration_s=10, wait_ms=10, timeout_s=WRK_TIMEOUT_S,
+def run(label, name, options, *, connections=1000, duration_s=10, wait_ms=10, timeout_s=WRK_TIMEOUT_S,
         wrk_threads=2, lab_rounds=2):
     """wrk for `duration_s`, then the lab's client for `lab_rounds` requests per connection, on one server."""
     info = registry.get(name) if name in registry.SERVERS else None

@@ -259,7 +259,8 @@ def add_claims(claims, result):
             # to the ms). A CPU shared with a hog can add to a hold; it cannot make one shorter than Z.
             held = sum(warning["took_s"] for warning in warned)
             claims.within("debug mode: the warnings account for the run: n x Z ≤ their sum ≤ the run's time", held,
-                          len(warned) * T - 0.0005 * len(warned), run["blocking"]["s"] + 0.0005 * len(warned), "s", 3)
+                          len(warned) * T - 0.0005 * len(warned), run["blocking"]["s"] + 0.0005 * len(warned),
+                          unit="s", digits=3)
         claims.check("debug mode: no warning for the awaiting version", not quiet, f"{len(quiet)} warnings")
     run = result.get("fastapi")
     if run is None:

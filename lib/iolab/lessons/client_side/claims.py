@@ -11,7 +11,7 @@ from .limits import HTTPX_KEEPALIVE, limit_read_back
 LESSON = "11-the-client-side"
 
 
-def results(plan, fanouts, limit_rows, timeouts_result, blocking_result, exercises):
+def results(plan, *, fanouts, limit_rows, timeouts_result, blocking_result, exercises):
     """The lesson's results, as the results file keeps them: each call's times left out (the figures drew them)."""
     def kept(row):
         return {key: value for key, value in row.items() if key != "calls_timed"}
@@ -50,8 +50,9 @@ def rounds(claims, row, name):
     work. So P lies between the calls answered within 2Z and those answered within Z + work."""
     rounds_ = f"{row['rounds']} round{'s' if row['rounds'] != 1 else ''}"
     claims.timing(f"{name}: {row['calls']} calls take ⌈n/P⌉ = {rounds_} of Z",
-                  row["measured_s"] * 1000, row["low_s"] * 1000, row["high_s"] * 1000, row.get("neighbours"), "ms", 0,
-                  f"{name}: {row['measured_s'] * 1000:.0f} ms for {row['calls']} calls of {row['T_ms']:.0f} ms,"
+                  row["measured_s"] * 1000, row["low_s"] * 1000, row["high_s"] * 1000,
+                  neighbours=row.get("neighbours"), unit="ms", digits=0,
+                  message=f"{name}: {row['measured_s'] * 1000:.0f} ms for {row['calls']} calls of {row['T_ms']:.0f} ms,"
                   f" outside [{row['low_s'] * 1000:.0f}, {row['high_s'] * 1000:.0f}] ms: {row['rounds']} rounds at"
                   f" P = {row['limit']}, plus this run's CPU and waits {row['work_ms']:.0f} ms")
     slowed = claims.rows[-1]  # the rounds claim just made: excused where the neighbours slowed this run
@@ -81,16 +82,18 @@ def library(claims, row):
     rounds(claims, row, name)
     P, T = row["limit"], row["T_ms"]
     claims.within(f"{name}: its limit binds before its CPU, P × D_c under Z", P * row["client_cpu_ms_per_call"], 0,
-                  T, "ms", 0)
+                  T, unit="ms", digits=0)
     # Each round's P calls take their CPU one after another, D each: a round lasts Z + P · D (limits.limit_read_back).
     predicted = limit_read_back(row)
     claims.timing(f"{name}: the limit read back, L = X · Z within 15% of P · Z / (Z + P · D) = {predicted:.1f}",
-                  row["measured_rps"] * T / 1000, 0.85 * predicted, 1.15 * predicted, row.get("neighbours"), "calls",
-                  1, slower="below")
+                  row["measured_rps"] * T / 1000, 0.85 * predicted, 1.15 * predicted, neighbours=row.get("neighbours"),
+                  unit="calls",
+                  digits=1, slower="below")
     if row["overhead_ms"] >= row["T_ms"]:
         # Its own CPU is the limit then: one thread spends D_c a call, so X ≤ 1 / D_c (the utilization law).
         ceiling = 1000 / row["client_cpu_ms_per_call"]
-        claims.within(f"{name}: X ≤ 1 / D_c, its own CPU a call", row["measured_rps"], 0, ceiling, "calls/s", 0)
+        claims.within(f"{name}: X ≤ 1 / D_c, its own CPU a call", row["measured_rps"], 0, ceiling, unit="calls/s",
+                      digits=0)
     opened, predicted = row["connections_opened"], row.get("connections_predicted")
     if opened is None or predicted is None:
         return
@@ -100,4 +103,4 @@ def library(claims, row):
             "tornado": "it keeps no connection: each call opens its own",
             "executor": "urllib keeps no connection: each call opens its own"}
     claims.within(f"{name}: {said.get(row['option'], 'never more connections than its limit')}", opened, low, high,
-                  "connections", 0)
+                  unit="connections", digits=0)

@@ -250,7 +250,7 @@ def add_claims(claims, result):
                      f"timed out {run['timed_out']}, {run['client_tasks_left']} tasks left")
         # Bounds no load can move: a timeout never fires early, and the client was free before the server was.
         claims.within(f"{name}: the client gave up at its timeout, before the server was done", run["gave_up_s"] * 1000,
-                      run["timeout_ms"], run["drained_s"] * 1000, "ms", 0)
+                      run["timeout_ms"], run["drained_s"] * 1000, unit="ms", digits=0)
         if run["stats_read_s"] * 1000 < run["T_ms"]:
             claims.nearer(f"{name}: right after, the server still held every call", run["in_flight_right_after"],
                           run["calls"], 0, spec=".0f")
@@ -270,11 +270,11 @@ def add_claims(claims, result):
         claims.check(f"TaskGroup: one failure cancels the other {others} calls",
                      group["cancelled"] == others and group["answered"] == 0,
                      f"{group['cancelled']} cancelled, {group['answered']} answered")
-        claims.within("TaskGroup: it fails at once, before T", group["s"] * 1000, 0, T, "ms", 0)
+        claims.within("TaskGroup: it fails at once, before T", group["s"] * 1000, 0, T, unit="ms", digits=0)
         claims.check(f"gather: raises with the other {others} calls still running, and they all answer later",
                      gather["still_running"] == others and gather["answered"] == others and run["client_tasks_left"] == 0,
                      f"{gather['still_running']} running, {gather['answered']} answered, {run['client_tasks_left']} left")
-        claims.within("gather: it raises at once, before T", gather["raised_s"] * 1000, 0, T, "ms", 0)
+        claims.within("gather: it raises at once, before T", gather["raised_s"] * 1000, 0, T, unit="ms", digits=0)
         claims.nearer("gather: the calls it left running answered about Z after the start", gather["ran_on_s"] * 1000,
                       T, 0, "ms", ".0f")
     run = result.get("retries")

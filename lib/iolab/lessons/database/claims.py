@@ -47,7 +47,7 @@ def drivers(claims, rows):
                      f"{row['completed'] - row['errors']} of {row['completed']}", "",
                      f"{name}: {row['errors']} of {row['completed']} requests failed: {row['error_kinds']}")
         claims.within(f"{name}: X at most ⌈n / {row['at_once']}⌉ rounds of Z allow", row["rps"], 0,
-                      row["ceiling_rps"], "req/s", 1)
+                      row["ceiling_rps"], unit="req/s", digits=1)
         nearer_rate(claims, f"{name}: X nearer the law ({row['bottleneck']}) than {OPPOSITE[row['how']]}", row,
                     row["predicted_rps"], opposite_rps(row))
         pool = row.get("pool_stats")
@@ -60,7 +60,7 @@ def little(claims, name, row, pool):
     L = model.pool_in_use(pool["usage_ms"], row["duration_s"])
     XT = row["rps"] * row["T_ms"] / 1000
     claims.within(f"{name}: the pool's L = usage / time lies in [X·Z, P] (Little)", L, XT, row["pool"],
-                  "connections", 2)
+                  unit="connections", digits=2)
     if row["users"] > row["pool"]:
         held_s = pool["usage_ms"] / 1000 / pool["requests_num"]
         predicted = model.pool_wait_s(row["users"], row["pool"], held_s)
@@ -80,7 +80,7 @@ def acquire(claims, result):
     claims.check("asyncpg, an acquire timeout: the extra request gets a 503", bounded["status"] == 503,
                  f"status {bounded['status']}")
     claims.within("asyncpg, an acquire timeout: it gave up at the timeout, before the holders were done",
-                  bounded["waited_ms"], timeout_ms, bounded["hold_ms"], "ms", 0)
+                  bounded["waited_ms"], timeout_ms, bounded["hold_ms"], unit="ms", digits=0)
 
 
 def held(claims, rows):
@@ -95,7 +95,7 @@ def held(claims, rows):
     late = by["late"]
     ceiling = model.most_rps(late["requests"], late["pool"], (late["db_ms"] + late["other_ms"]) / 1000)
     claims.within("held across, released late: X at most P / (T_db + T_other) in whole rounds", late["rps"], 0,
-                  ceiling, "req/s", 1)
+                  ceiling, unit="req/s", digits=1)
 
 
 def backends(claims, found):
@@ -117,10 +117,10 @@ def backends(claims, found):
         claims.check(f"pgbouncer: {run['clients']} clients all answered", run["answered"] == run["clients"],
                      f"{run['answered']} of {run['clients']}")
         claims.within("pgbouncer: the clients' queries ran on at most its pool of backends", run["backends"], 1, run["pool"],
-                      "backends", 0)
+                      unit="backends", digits=0)
         T, rounds = run["T_ms"] / 1000, -(-run["clients"] // run["pool"])
         claims.within(f"pgbouncer: no faster than ⌈{run['clients']} / {run['pool']}⌉ rounds of Z", run["seconds"],
-                      rounds * T, float("inf"), "s", 2)
+                      rounds * T, float("inf"), unit="s", digits=2)
         claims.nearer("pgbouncer: the clients took turns, clients × Z / pool, not all at once", run["seconds"],
                       run["clients"] * T / run["pool"], T, "s", ".3f")
 
@@ -170,14 +170,15 @@ def faults(claims, found):
     if run:
         client, server = run["client"], run["statement_timeout"]
         claims.within("the client gave up at its timeout", client["gave_up_ms"], run["timeout_ms"], run["T_ms"],
-                      "ms", 0)
+                      unit="ms", digits=0)
         claims.check("after the client gave up, the query still ran on the server", client["running_after"] == 1
                      and client["outcome"] == "finished", f"{client['running_after']} running, {client['outcome']}")
-        claims.within("the abandoned query ran its whole Z", client["ran_ms"], run["T_ms"], 10 * run["T_ms"], "ms", 0)
+        claims.within("the abandoned query ran its whole Z", client["ran_ms"], run["T_ms"], 10 * run["T_ms"],
+                      unit="ms", digits=0)
         claims.check("statement_timeout cancelled the query on the server", server["outcome"].startswith("cancelled")
                      and server["running_after"] == 0, f"{server['outcome']}, {server['running_after']} running")
         claims.within("statement_timeout ended it at the timeout, before Z", server["ended_ms"], run["timeout_ms"],
-                      run["T_ms"], "ms", 0)
+                      run["T_ms"], unit="ms", digits=0)
     run = found.get("killed")
     if run:
         claims.check("PostgreSQL killed: every answer a 503", run["down"]["statuses"] == [503],
@@ -186,7 +187,8 @@ def faults(claims, found):
         # process spent on the errors (and their waits for a CPU), measured over the same calls.
         down = run["down"]
         claims.timing("PostgreSQL killed: the 503s came within one query's Z and the work on them",
-                      down["max_ms"], 0, run["T_ms"] + down.get("work_ms", 0.0), down.get("neighbours"), "ms", 0)
+                      down["max_ms"], 0, run["T_ms"] + down.get("work_ms", 0.0), neighbours=down.get("neighbours"),
+                      unit="ms", digits=0)
         back = run["back_after_s"]
         claims.check("PostgreSQL back: the pool answers again", back is not None,
                      "never" if back is None else f"after {back:.2f} s", f"at most {run['deadline_s']:g} s")

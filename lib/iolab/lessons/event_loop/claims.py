@@ -141,8 +141,9 @@ def check_claims(results):
         claims.check(claim, False, f"{rps:.2f} req/s, {errors} errors", f"[{low * 0.98:.2f}, {high * 1.02:.2f}] req/s",
                      f"async sleep gave {rps:.2f} req/s, outside {low:.2f} .. {high:.2f}")
     else:  # a rate: others that held the CPUs can only have cut it
-        claims.timing(claim, rps, low * 0.98, high * 1.02, results.get("async_sleep_neighbours"), "req/s", 2,
-                      f"async sleep gave {rps:.2f} req/s, outside {low:.2f} .. {high:.2f}", slower="below")
+        claims.timing(claim, rps, low * 0.98, high * 1.02, neighbours=results.get("async_sleep_neighbours"),
+                      unit="req/s", digits=2,
+                      message=f"async sleep gave {rps:.2f} req/s, outside {low:.2f} .. {high:.2f}", slower="below")
     if results["solutions"]:
         statuses = results["exercises"]
         claims.check("every exercise's solution is correct", set(statuses.values()) == {"correct"},

@@ -123,8 +123,8 @@ def model_claims(claims, name, run, delay_ms, switch_ms):
     least_wait_ms = asked_to_ready - run["cpu_ms"] - queued - 0.001  # 1 µs: the clocks' rounding
     wait_ms = run["wait_ms"]
     claims.timing(f"{name}: it waited from asking until the data", wait_ms, least_wait_ms, learnt_by_ms,
-                  run.get("neighbours"), "ms", 1,
-                  f"{name}: waited {wait_ms:.1f} of {asked_to_ready:.1f} ms, expected {least_wait_ms:.1f} .."
+                  neighbours=run.get("neighbours"), unit="ms", digits=1,
+                  message=f"{name}: waited {wait_ms:.1f} of {asked_to_ready:.1f} ms, expected {least_wait_ms:.1f} .."
                   f" {learnt_by_ms:.1f}", slower="above")
     # The copy is tiny next to the wait: nearer none than the whole wait (less any time the thread sat queued).
     claims.nearer(f"{name}: copy (ms, queued time taken off)", max(run["copy_ms"] - queued, 0.0), 0.0, wait_ms,
@@ -175,8 +175,8 @@ def signal_claims(claims, signal_run, switch_ms):
     signal_by_ms = go_ms + signal_run["last_delivered_ms"] + (signal_run["queued_ms"] or 0.0) + switch_ms
     signal_ms = signal_run["notes"]["signal_ms"]
     claims.timing("signal-driven: SIGIO came after the peer's send, and soon", signal_ms, sent_ms, signal_by_ms,
-                  signal_run.get("neighbours"), "ms", 1,
-                  f"signal at {signal_ms:.1f} ms, the peer sent at {sent_ms:.1f} ms;"
+                  neighbours=signal_run.get("neighbours"), unit="ms", digits=1,
+                  message=f"signal at {signal_ms:.1f} ms, the peer sent at {sent_ms:.1f} ms;"
                   f" bound {signal_by_ms:.1f} (its send returned, plus queued time and one switch interval)",
                   slower="above")
     slices = signal_run["notes"]["work_slices"]

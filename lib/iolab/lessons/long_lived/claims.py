@@ -18,7 +18,7 @@ OTHERS = (("long_poll_workers", "workers", "long polls on sync workers"), ("prox
           ("browser", "browser", "the browser as a subscriber"))
 
 
-def results(plan, memory_rows, workers, fanouts, ladder, slow, proxy, browser, exercises):
+def results(plan, *, memory_rows, workers, fanouts, ladder, slow, proxy, browser, exercises):
     """The lesson's results, as the results file keeps them (each delivery's time left out: the figures drew them)."""
     def kept(row):
         return {key: value for key, value in row.items() if key not in ("deliveries", "timeline")}
@@ -82,15 +82,16 @@ def memory(claims, row):
     n = row["ns"][-1]
     claims.within(f"{name(row)}: RSS at N = {n} as the fit of the smaller N predicts",
                   row["measured_last_bytes"] / MIB, row["last_low_bytes"] / MIB, row["last_high_bytes"] / MIB,
-                  "MiB", 2,
-                  f"{name(row)}: RSS at N = {n} was {row['measured_last_bytes'] / MIB:.2f} MiB; the fit of the smaller"
-                  f" N ({row['kib_per_connection']:.1f} KiB a connection) predicted {row['predicted_last_bytes'] / MIB:.2f}"
-                  f" MiB, within [{row['last_low_bytes'] / MIB:.2f}, {row['last_high_bytes'] / MIB:.2f}] MiB")
+                  unit="MiB", digits=2,
+                  message=f"{name(row)}: RSS at N = {n} was {row['measured_last_bytes'] / MIB:.2f} MiB; the fit of"
+                          f" the smaller N ({row['kib_per_connection']:.1f} KiB a connection) predicted"
+                          f" {row['predicted_last_bytes'] / MIB:.2f} MiB, within [{row['last_low_bytes'] / MIB:.2f},"
+                          f" {row['last_high_bytes'] / MIB:.2f}] MiB")
     if not row.get("compression") and row["kind"] == "ws":
         budget = row["budget_bytes"]
         claims.within(f"{name(row)}: 10,000 subscribers fit in {budget / 2**30:g} GiB, predicted",
-                      row["predicted_rss_10000_bytes"] / MIB, 0, budget / MIB, "MiB", 0,
-                      f"{name(row)}: M0 + 10,000 × {row['kib_per_connection']:.1f} KiB ="
+                      row["predicted_rss_10000_bytes"] / MIB, 0, budget / MIB, unit="MiB", digits=0,
+                      message=f"{name(row)}: M0 + 10,000 × {row['kib_per_connection']:.1f} KiB ="
                       f" {row['predicted_rss_10000_bytes'] / MIB:.0f} MiB, more than {budget / MIB:.0f} MiB")
 
 
@@ -109,8 +110,8 @@ def fanout(claims, row):
             else f"±{row['width']:.0%}")
     within = "within a bound of" if kind.startswith("a bound") else "at"
     claims.timing(f"{label}: the last of {row['subscribers']} {within} N × max(D_server, D_client, ΣD / CPUs)",
-                  row["last_ms"], row["low_ms"], row["high_ms"], row.get("neighbours"), "ms", 1,
-                  f"{label}: the last subscriber got it after {row['last_ms']:.1f} ms; predicted"
+                  row["last_ms"], row["low_ms"], row["high_ms"], neighbours=row.get("neighbours"), unit="ms", digits=1,
+                  message=f"{label}: the last subscriber got it after {row['last_ms']:.1f} ms; predicted"
                   f" {row['predicted_last_ms']:.1f} ms: the first's {row['first_ms']:.1f} ms, then"
                   f" {row['path_us_per_delivery']:.1f} µs (server, up to its last send) and"
                   f" {row['client_cpu_us_per_delivery']:.1f} µs (client) per delivery on {row['cpus']:g} CPU(s),"
@@ -130,8 +131,8 @@ def long_poll(claims, rows):
     others = {t: d for t, d in tornado.items() if t != "poll"}
     dearest = max(others.values())
     claims.within("tornado_push: a long poll's CPU per delivery above SSE's and WebSocket's", tornado["poll"],
-                  dearest, float("inf"), "µs", 1,
-                  f"a long poll cost {tornado['poll']:.1f} µs per delivery, not more than "
+                  dearest, float("inf"), unit="µs", digits=1,
+                  message=f"a long poll cost {tornado['poll']:.1f} µs per delivery, not more than "
                   + ", ".join(f"{t} {d:.1f} µs" for t, d in others.items()))
 
 
@@ -149,17 +150,18 @@ def ladder(claims, found):
         highest = max(rung["runs_us"])
         if rung["how"] != "frame":
             claims.within(f"{label}: no less than the floor's one send per subscriber", highest, lowest, float("inf"),
-                          "µs", 2,
-                          f"{label}: its runs ({', '.join(f'{r:.2f}' for r in rung['runs_us'])} µs per delivery) all"
-                          f" lie below the floor's lowest run, {lowest:.2f} µs: its CPU was not all counted")
+                          unit="µs", digits=2,
+                          message=f"{label}: its runs ({', '.join(f'{r:.2f}' for r in rung['runs_us'])} µs per"
+                                  f" delivery) all lie below the floor's lowest run, {lowest:.2f} µs: its CPU was not"
+                                  " all counted")
         if rung["how"] == "frame":
             # Round by round: the two took turns over the same subscribers, so each pair met the same moment.
             ratio = statistics.median(ours / theirs for ours, theirs in zip(rung["runs_us"], floor["runs_us"]))
             claims.within(f"{label}: adds less than one more send(): within {FRAME_WITHIN:g}× the floor", ratio, 0,
-                          FRAME_WITHIN, "× the floor", 2,
-                          f"{label}: {rung['cpu_us_per_delivery']:.2f} µs per delivery is {ratio:.2f}× the floor's"
-                          f" {floor['cpu_us_per_send']:.2f} µs (the median of the rounds' ratios), more than"
-                          f" {FRAME_WITHIN:g}×")
+                          FRAME_WITHIN, unit="× the floor", digits=2,
+                          message=f"{label}: {rung['cpu_us_per_delivery']:.2f} µs per delivery is {ratio:.2f}× the"
+                                  f" floor's {floor['cpu_us_per_send']:.2f} µs (the median of the rounds' ratios), more"
+                                  f" than {FRAME_WITHIN:g}×")
 
 
 def slow_consumer(claims, run):

@@ -238,7 +238,7 @@ def add_claims(claims, result):
         # machine ran a wake-up just now), and one plain request.
         slack = 2 * max(r["after_publish_s"] for r in rows) + g["plain_ms"] / 1000
         claims.within(f"gunicorn's --timeout {t['timeout_s']} s cut the parked poll within one arbiter tick",
-                      t["cut_s"], t["timeout_s"], t["timeout_s"] + ARBITER_TICK_S + slack, "s", 2)
+                      t["cut_s"], t["timeout_s"], t["timeout_s"] + ARBITER_TICK_S + slack, unit="s", digits=2)
     named = f"pid {t['killed_pid']}, a held worker" if t["log"] else "no such line"
     claims.check("gunicorn's log names the killed worker: WORKER TIMEOUT",
                  t["killed_pid"] is not None and t["killed_pid"] in pids, named, "",

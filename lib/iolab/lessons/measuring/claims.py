@@ -172,8 +172,9 @@ def _stall_claims(claims, s):
     open_p99 = s["open_p99_ms"]
     low, high = s["open_p99_bounds_ms"]
     claims.timing("the open loop's p99 lies where the stall and the drain put it", open_p99, low, high,
-                  s.get("open_neighbours"), "ms", 1,
-                  f"open loop p99 {open_p99:.1f} ms, expected {low:.1f} to {high:.1f} ms from {bounds}", slower="above")
+                  neighbours=s.get("open_neighbours"), unit="ms", digits=1,
+                  message=f"open loop p99 {open_p99:.1f} ms, expected {low:.1f} to {high:.1f} ms from {bounds}",
+                  slower="above")
     # 2. The closed loop's stalled requests, one per user, are fewer than 1% of its requests: its p99 is not one of
     #    them (under half the stall), while the open loop's is.
     stall_ms = s["stall_s"] * 1000
@@ -299,8 +300,8 @@ def _open_closed_claims(claims, points, cpu_ms, growth):
                 claims.skip(claim, f"{why} (mean {mean:.2f} ms, band {band_low:.2f} – {band_high:.2f} ms,"
                                    f" noise ± {noise:.2f} ms)")
                 continue
-            claims.timing(claim, mean, cpu_ms, ceiling, p.get(f"neighbours_{loop}"), "ms", 2,
-                          f"load {load}: {loop} mean {mean:.2f} ms, expected {cpu_ms} to {ceiling:.2f} ms"
+            claims.timing(claim, mean, cpu_ms, ceiling, neighbours=p.get(f"neighbours_{loop}"), unit="ms", digits=2,
+                          message=f"load {load}: {loop} mean {mean:.2f} ms, expected {cpu_ms} to {ceiling:.2f} ms"
                           f" (band {band_low:.2f} – {band_high:.2f}, noise ± {noise:.2f} ms)", slower="above")
     _growth_claim(claims, growth)
     past = max(points, key=lambda p: p["load"])

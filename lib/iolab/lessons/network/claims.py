@@ -18,7 +18,7 @@ TIMER_TICK_MS = 10.0
 DELAY_LINE_MOST_CPU_SHARE = 0.5
 
 
-def results(plan, link_reason, round_trips=None, slow_start=None, loss=None, nagle_loopback=None, nagle_link=None,
+def results(plan, *, link_reason, round_trips=None, slow_start=None, loss=None, nagle_loopback=None, nagle_link=None,
             delay_line=None, exercises=None, slow_clients=None):
     """The lesson's results, as the results file keeps them: plain lists of seconds, and why the link is missing."""
     return {"plan": plan.as_dict(), "link_missing": link_reason, "round_trips": round_trips,
@@ -98,7 +98,7 @@ def round_trip_claims(claims, found, rtt_set_ms):
     link, loopback = found["link"], found["loopback"]
     rtt, noise = ms(link["connect_s"]), range_ms(link["connect_s"])
     claims.within("a connect costs the round trip set on the link (ms)", rtt, rtt_set_ms - noise,
-                  rtt_set_ms + DELAY_LINE_LATE_MS + 2 * noise, "ms")
+                  rtt_set_ms + DELAY_LINE_LATE_MS + 2 * noise, unit="ms")
     for way, name in WAYS.items():
         trips = trips_of(way, link["n"])
         base, width = ms(loopback[way]), range_ms(link[way]) + range_ms(loopback[way]) + trips * noise
@@ -106,7 +106,7 @@ def round_trip_claims(claims, found, rtt_set_ms):
         what = name if way == "request_s" else f"{link['n']} requests {name}"
         claims.within(f"{what}: its time on loopback + {trips} round trip{'s' if trips > 1 else ''} (ms)",
                       ms(link[way]), base + trips * rtt_set_ms - width,
-                      base + trips * (rtt + DELAY_LINE_LATE_MS) + width, "ms")
+                      base + trips * (rtt + DELAY_LINE_LATE_MS) + width, unit="ms")
 
 
 def slow_client_claims(claims, found, rtt_set_ms):
@@ -118,10 +118,11 @@ def slow_client_claims(claims, found, rtt_set_ms):
     tau, alone = model.answer_on_link_s(size, rate), [whole for whole, _ in found["alone_s"]]
     noise, rounds = range_ms(alone), model.slow_start_rounds(size) + 1
     claims.within(f"a download of {size:,} bytes alone: τ = B / rate, plus at most {rounds} round trips (ms)",
-                  ms(alone), tau * 1000 - noise, tau * 1000 + rounds * (rtt_set_ms + DELAY_LINE_LATE_MS) + noise, "ms")
+                  ms(alone), tau * 1000 - noise, tau * 1000 + rounds * (rtt_set_ms + DELAY_LINE_LATE_MS) + noise,
+                  unit="ms")
     fastest = max(len(run["transfer_s"]) / run["wall_s"] for run in found["servers"].values())
     claims.within(f"the slow clients get no more than the link on any server, 1 / τ ({rate} Mbit/s) (answers/s)",
-                  fastest, 0.0, (1 + noise / ms(alone)) / tau, "answers/s")
+                  fastest, 0.0, (1 + noise / ms(alone)) / tau, unit="answers/s")
     for name, run in found["servers"].items():
         waits = model.wait_for_a_worker_s(run["clients"], found["workers"], tau) * 1000
         mine = ms(run["short_alone_s"])
@@ -142,7 +143,7 @@ def slow_start_claims(claims, found, rtt, noise, rtt_set_ms):
         measured, width = ms(times), range_ms(times) + rounds * noise
         # A round may end up to a delayed ACK late: the receiver holds the ACK of a flight's odd last segment.
         claims.within(f"{int(size):,} bytes: {rounds} slow-start round trips (ms)", measured,
-                      rounds * rtt_set_ms - width, (rounds + 1) * rtt + model.DELAYED_ACK_MS + width, "ms")
+                      rounds * rtt_set_ms - width, (rounds + 1) * rtt + model.DELAYED_ACK_MS + width, unit="ms")
     largest = max(found, key=int)
     claims.nearer(f"{int(largest):,} bytes: the window doubles each round, it does not stay at 10 segments (ms)",
                   ms(found[largest]), model.slow_start_rounds(int(largest)) * rtt,
@@ -166,26 +167,26 @@ def loss_claims(claims, found, rtt):
         spread = 1 + (quartiles[2] - quartiles[0]) / median
         if congestion == "reno":  # the models are Reno's
             claims.within(f"reno at {found['loss_percent']:g} % loss: between Padhye's rate and Mathis's with b = 1"
-                          f" (kB/s)", median / 1000, low / spread / 1000, high * spread / 1000, "kB/s")
+                          f" (kB/s)", median / 1000, low / spread / 1000, high * spread / 1000, unit="kB/s")
         else:  # CUBIC backs off less (to 0.7 of its window) and never grows slower than Reno would: no upper model
             claims.within(f"cubic at {found['loss_percent']:g} % loss: no slower than Reno's Padhye rate (kB/s)",
-                          median / 1000, low / spread / 1000, math.inf, "kB/s")
+                          median / 1000, low / spread / 1000, math.inf, unit="kB/s")
     bbr = rates(found["transfer_s"]["bbr"], size)
     claims.within("BBR ignores random loss: above Mathis's rate for Reno (kB/s)", statistics.median(bbr) / 1000,
-                  high / 1000, math.inf, "kB/s")
+                  high / 1000, math.inf, unit="kB/s")
     slow = sum(seconds >= model.INITIAL_RTO_S for seconds in found["connect_s"])
     count, chance = len(found["connect_s"]), model.slow_connect_chance(p)
     # The count of slow connects is binomial: three standard deviations either side of its mean.
     width = 3 * math.sqrt(count * chance * (1 - chance))
     claims.within(f"connects of {model.INITIAL_RTO_S:g} s or more: a SYN or its SYN-ACK lost (of {count})", slow,
-                  max(0.0, count * chance - width), count * chance + width, "", 0)
+                  max(0.0, count * chance - width), count * chance + width, unit="", digits=0)
 
 
 def delay_line_claim(claims, usage):
     """The delay line kept up: its CPU over the wall time it carried the sections is below half a core."""
     share = usage["cpu_s"] / usage["wall_s"]
     claims.within("the delay line was not the bottleneck (its share of one CPU)", share, 0.0,
-                  DELAY_LINE_MOST_CPU_SHARE, "", 3)
+                  DELAY_LINE_MOST_CPU_SHARE, unit="", digits=3)
 
 
 def nagle_claims(claims, found, where):
@@ -197,4 +198,4 @@ def nagle_claims(claims, found, where):
     claims.nearer(f"Nagle's stall {where}: the delayed ACK and a round trip, not nothing (ms)", stall, predicted, 0.0,
                   "ms", ".3g")
     claims.within(f"Nagle's stall {where}: {model.DELAYED_ACK_MS:g} ms + RTT, up to a timer tick late (ms)", stall,
-                  predicted - noise, predicted + TIMER_TICK_MS + noise, "ms")
+                  predicted - noise, predicted + TIMER_TICK_MS + noise, unit="ms")

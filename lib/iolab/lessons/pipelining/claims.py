@@ -151,8 +151,8 @@ def _reach(claims, best):
                              best["client_threads"], best["thread_us"]).values())
     # A ceiling: others can only slow a run, so a run above it is never theirs to explain (slower="below").
     claims.timing("depth 16 stays under the reach predicted from D, the client and the cores", best["rps"], 0.0,
-                  most * best["edges"], best.get("neighbours"), "req/s", 0,
-                  str((f"{best['rps']:,.0f} req/s above the ceiling {most:,.0f}"
+                  most * best["edges"], neighbours=best.get("neighbours"), unit="req/s", digits=0,
+                  message=str((f"{best['rps']:,.0f} req/s above the ceiling {most:,.0f}"
                        f" x {best['edges']:.3f} for the requests at the window's edges", best)), slower="below")
 
 
@@ -247,4 +247,4 @@ def _per_batch(claims, at, pairs, cores):
         # The utilization law bounds both Python pairs, from their own D, client CPU and threads, over their windows.
         reach = _pair_reach(pair, cores)
         claims.timing(f"{pair['label']}: under the pair's reach from D", pair["rps"], 0.0, pair["edges"] * reach,
-                      pair.get("neighbours"), "req/s", 0, str(pair), slower="below")
+                      neighbours=pair.get("neighbours"), unit="req/s", digits=0, message=str(pair), slower="below")

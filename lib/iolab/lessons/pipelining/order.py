@@ -56,7 +56,8 @@ def with_wrk(server, depth=16, connections=4, duration_s=1):
         return None
     paths, bodies = batch(depth)
     with tempfile.TemporaryDirectory() as scratch:
-        report = wrk_lua.run_pipelined(server.url + "/", paths, connections, duration_s, Path(scratch) / "order.lua",
+        report = wrk_lua.run_pipelined(server.url + "/", paths, connections, duration_s,
+                                       script_path=Path(scratch) / "order.lua",
                                        expected_bodies=bodies, threads=connections, timeout_s=TIMEOUT_S)
     return OrderCheck("wrk + Lua", depth, connections, report["checked"] or 0, report["order_errors"] or 0,
                       report["socket_errors"] + report["non_2xx"])

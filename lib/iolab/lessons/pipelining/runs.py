@@ -79,7 +79,8 @@ def drive(url, depth, connections, duration_s, paths=None, client=None):
         else:
             batch = [paths[i % len(paths)] for i in range(depth)]
             with tempfile.TemporaryDirectory() as scratch:
-                report = wrk_lua.run_pipelined(url, batch, connections, duration_s, Path(scratch) / "batch.lua",
+                report = wrk_lua.run_pipelined(url, batch, connections, duration_s,
+                                               script_path=Path(scratch) / "batch.lua",
                                                timeout_s=TIMEOUT_S)
         wall = time.perf_counter() - began
         errors = report["socket_errors"] + report["non_2xx"]
@@ -184,7 +185,8 @@ def pair_reach(pair, cores):
     return min(ceilings(pair.demand_us, pair.client_us, cores, pair.client_threads, pair.thread_us).values())
 
 
-def measure(label, server, depth=1, connections=64, duration_s=2, batched=True, count=True, paths=None, client=None):
+def measure(label, server, *, depth=1, connections=64, duration_s=2, batched=True, count=True, paths=None,
+            client=None):
     """Time `server` under load at `depth`, then (if `count`) count its system calls in a second, shorter run."""
     before = _tree_times(server.pid)
     meter = usage.measure(server)

@@ -43,12 +43,14 @@ def lag_claims(claims, lag):
     residual's, plus at most its own latency and the requests that came in during the same block."""
     others = lag["neighbours"]
     claims.timing(f"the mean lag is the residual life Σb²/2W = {lag['predicted_mean_ms']:.2f} ms",
-                  lag["mean_ms"], lag["mean_low_ms"], lag["mean_high_ms"], others["lag"], "ms", 2)
+                  lag["mean_ms"], lag["mean_low_ms"], lag["mean_high_ms"], neighbours=others["lag"], unit="ms",
+                  digits=2)
     claims.timing(f"the lag's p99 is the residual's, {lag['predicted_p99_ms']:.1f} ms (about b − Δ/100)",
-                  lag["p99_ms"], lag["p99_low_ms"], lag["p99_high_ms"], others["lag"], "ms", 1)
+                  lag["p99_ms"], lag["p99_low_ms"], lag["p99_high_ms"], neighbours=others["lag"], unit="ms", digits=1)
     claims.timing(f"a request's p99 comes from the lag: {lag['predicted_request_p99_ms']:.1f} ms",
-                  lag["request_p99_ms"], lag["request_p99_low_ms"], lag["request_p99_high_ms"], others["served"],
-                  "ms", 1)
+                  lag["request_p99_ms"], lag["request_p99_low_ms"], lag["request_p99_high_ms"],
+                  neighbours=others["served"],
+                  unit="ms", digits=1)
     claims.check("every request of the windows answered", lag["request_errors"] == 0,
                  f"{lag['request_errors']} errors", "0")
 
@@ -83,7 +85,7 @@ def shutdown_claims(claims, rows):
         else:
             low, high = shutdown_bounds(row)
             claims.within(f"{row['how']}: about L = X·R = {row['little_L']:g} requests fail", row["failed"], low,
-                          high, "requests", 0)
+                          high, unit="requests", digits=0)
 
 
 def upstream_bounds(row):
@@ -102,7 +104,7 @@ def upstream_claims(claims, rows):
         if row["how"] == "abrupt":
             low, high = upstream_bounds(row)
             claims.within(f"one of two upstreams restarted abruptly: about X·(R + the restart's time)/2 ="
-                          f" {row['predicted']:.0f} requests fail", row["failed"], low, high, "requests", 0)
+                          f" {row['predicted']:.0f} requests fail", row["failed"], low, high, unit="requests", digits=0)
         else:
             claims.check(f"one of two upstreams taken out first: none of the {row['sent']} requests fails",
                          row["failed"] == 0, f"{row['failed']} failed", "0")
@@ -131,7 +133,7 @@ def rate_claims(claims, row, step, name):
                      f"{step['answered']} answered of {calls}", "0")
         return
     claims.within(f"{name}: X ≤ n/(⌈n/s⌉·T) with s = {free}", step["rate"], 0,
-                  calls / (math.ceil(calls / free) * hold_s), "requests/s", 1)
+                  calls / (math.ceil(calls / free) * hold_s), unit="requests/s", digits=1)
     if step["cancelled_so_far"]:
         other = max(0, row["slots"] - step["cancelled_so_far"]) if row["safe"] else row["slots"]
         wrong = leak.rate_through(other, calls, hold_s, row["ramp_s"])

@@ -107,9 +107,10 @@ def bounds_claims(said, found, runs):
         # The bounds widened by the measuring's own error (experiment.TOLERANCE), as Measured.in_band reads them.
         said.timing(f"{mode}: throughput within the bounds from D = {s['demand_ms']:.3f} ms", s["rps"],
                     p["low_rps"] * (1 - experiment.TOLERANCE), p["high_rps"] * (1 + experiment.TOLERANCE),
-                    p.get("neighbours"), "req/s", 3,
-                    f"{mode}: {s['rps']:.3f} req/s is outside the bounds {p['low_rps']:.3f} .. {p['high_rps']:.3f}"
-                    f" that D = {s['demand_ms']:.3f} ms gives", slower="below")
+                    neighbours=p.get("neighbours"), unit="req/s", digits=3,
+                    message=f"{mode}: {s['rps']:.3f} req/s is outside the bounds"
+                            f" {p['low_rps']:.3f} .. {p['high_rps']:.3f} that D = {s['demand_ms']:.3f} ms gives",
+                    slower="below")
         # 2. The median request took at least its wait and the server's CPU, and at most its wait for all the others.
         # (Not every request: the event loop does not take ready requests strictly in order, so one can be passed twice.)
         fastest_ms, slowest_ms = p["fastest_ms"], p["slowest_ms"]

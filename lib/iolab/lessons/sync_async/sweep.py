@@ -201,7 +201,7 @@ def first_send_s(result):
     return min(sample.start for sample in samples)
 
 
-def measure(server, mode, users, delay_ms, rounds=10, client="async", blocking_rounds=2, on_point=None):
+def measure(server, mode, users, delay_ms, *, rounds=10, client="async", blocking_rounds=2, on_point=None):
     """Run `mode` ("sync" or "async") at each population in `users` against one server; a Sweep.
 
     Each run sends `rounds` requests per user (`blocking_rounds` for the blocking

@@ -231,8 +231,9 @@ def threads(claims, found, noise_cpu):
         if floor is None:
             claims.skip(claim, f"the CPU limits this run ({limit}), not the threads")
         else:
-            claims.timing(claim, rps, floor, math.inf, found.get("waiting_neighbours", {}).get(kind), "req/s", 0,
-                          f"{kind} on /sync-sleep: {rps:.0f} req/s with {count} threads, below the pessimistic "
+            claims.timing(claim, rps, floor, math.inf, neighbours=found.get("waiting_neighbours", {}).get(kind),
+                          unit="req/s", digits=0,
+                          message=f"{kind} on /sync-sleep: {rps:.0f} req/s with {count} threads, below the pessimistic "
                           f"bound {floor:.0f}", slower="below",
                           predicted=found.get("waiting_predicted_rps", {}).get(kind))
     for kind, (count, burned, edge) in found["bytecode_in_threads"].items():

@@ -74,7 +74,8 @@ def _wait_until_burning(pid, busy_threads, timeout_s, burned_s=0.02):
         time.sleep(0.005)
 
 
-def hello_latencies_ms(url, busy_threads, probes=50, cpu_ms=500, pid=None, gap_s=0.01, settle_s=0.05, timeout_s=30.0):
+def hello_latencies_ms(url, busy_threads, *, probes=50, cpu_ms=500, pid=None, gap_s=0.01, settle_s=0.05,
+                       timeout_s=30.0):
     """Latencies (ms) of `probes` requests for `/`, one after another on one kept-alive connection, while
     `busy_threads` other clients each keep a /cpu request running. Run it on a server that gives each connection
     a thread of its own (threaded_app without a pool) to see the GIL; on one with a process per request

@@ -136,7 +136,7 @@ class Run:
         return asdict(self)
 
 
-def run(server, path, requests, users, handler="", keep_alive=True, client="raw", client_processes=1,
+def run(server, path, requests, users, *, handler="", keep_alive=True, client="raw", client_processes=1,
         read_split=False, expected_s=1.0):
     """Run a closed-loop load of `requests` from `users` against a started server and measure who spent what.
 
