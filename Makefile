@@ -21,7 +21,8 @@ CELL_TIMEOUT ?= 900
 LAB_ARGS ?=
 PYTEST_ARGS ?=
 # make test runs the suite in lanes: one pytest-xdist worker per whole usable CPU (a CFS quota counted), at most four,
-# each keeping to its own CPU (tests/lanes.py). LANES=0 runs it in one process; empty means count them.
+# each keeping to its own CPU (tests/lanes.py), taking its next test when it is free (xdist would otherwise hand
+# each a quarter of the suite at once). LANES=0 runs it in one process; empty means count them.
 LANES ?=
 COUNT_LANES := import math; from iolab import environment; n = math.floor(environment.usable_cpus()); print(min(n, 4) if n > 1 else 0)
 
@@ -63,7 +64,7 @@ test: $(VENV_STAMP)
 	$(BIN)/ruff check lib servers tests tools benchmarks
 	$(BIN)/mypy
 	lanes="$(LANES)"; [ -n "$$lanes" ] || lanes=$$($(BIN)/python -c '$(COUNT_LANES)'); \
-	  $(BIN)/python -m pytest -n "$$lanes" $(PYTEST_ARGS)
+	  $(BIN)/python -m pytest -n "$$lanes" --maxschedchunk=1 $(PYTEST_ARGS)
 
 # Executes every lesson, keeps going past a failure, and fails at the end naming each one.
 regress: $(VENV_STAMP)

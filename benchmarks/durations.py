@@ -4,7 +4,8 @@ Reads the log of a run such as `make test PYTEST_ARGS="--durations=0 -q" > log 2
 "slowest durations" lines) and prints two tables: seconds by kind (browser lessons, papermill lessons, server contract
 and fuzz, lesson modules, timing tests, other) and by file, with each one's share of the time pytest reported, then the
 slowest tests. Setup, call and teardown all count; what no line accounts for (collection, durations pytest hid as
-under 5 ms, plugin start-up) is printed as "not in any line". The last line printed is JSON:
+under 5 ms, plugin start-up) is printed as "not in any line". In lanes (make test runs pytest-xdist, tests/lanes.py) the
+lines sum to more than pytest's time, and each share is of their sum. The last line printed is JSON:
 {"pytest_s": ..., "kinds": {kind: {"s": ..., "tests": ...}}, "files": {file: s}, ...}.
 
     .venv/bin/python benchmarks/durations.py /tmp/prof-base.log [--files 30] [--slowest 20]
@@ -95,8 +96,11 @@ def main():
     total = pytest_s or counted
     print(f"{args.log}: {summary or 'no summary line'}; pytest {total:.1f} s, {counted:.1f} s in {len(by_test)} tests' lines")
     kind_rows = sorted(kinds.items(), key=lambda row: -row[1][0])
-    if pytest_s:
+    if pytest_s and pytest_s >= counted:
         kind_rows.append(("(not in any line)", (pytest_s - counted, 0)))
+    elif pytest_s:  # make test's lanes (tests/lanes.py) run tests side by side: shares are of the lines' sum
+        print(f"the lines sum to {counted / pytest_s:.2f}x pytest's time: its lanes ran tests side by side")
+        total = counted
     print_table("kind", kind_rows, total)
     file_rows = sorted(files.items(), key=lambda row: -row[1][0])
     print_table("file", file_rows[: args.files or None], total)

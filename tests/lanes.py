@@ -37,6 +37,9 @@ EVERY_CORE = [
     "tests/test_browser.py::*[[]08-pipelining[]]",
 ]
 
+# After them, the longest tests: dealt out early, they cannot leave one lane running a minute after the other ends.
+LONGEST_FIRST = ("tests/test_browser.py::", "tests/test_hub.py::")
+
 
 def needs_every_core(nodeid: str) -> bool:
     return any(fnmatch.fnmatchcase(nodeid, pattern) for pattern in EVERY_CORE)
@@ -126,10 +129,17 @@ def pytest_unconfigure(config):
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
     """Every-core tests first, all together: scattered, each would wait for the other lane's current test (a lesson
-    in the browser, up to a minute) and then keep that lane idle; together they run one after another, and the
-    rest in parallel after them. Every worker sorts the same collection the same way, as xdist requires."""
+    in the browser, up to a minute) and then keep that lane idle; together they run one after another. Then the
+    lessons in the browser, the longest tests, dealt out to the lanes in turn, and the many short tests last, which
+    even out the lanes' ends. Every worker sorts the same collection the same way, as xdist requires."""
     if _lanes is not None:
-        items.sort(key=lambda item: not needs_every_core(item.nodeid))  # stable: each module's order is kept
+        items.sort(key=order)  # stable: each module's own order is kept
+
+
+def order(item) -> int:
+    if needs_every_core(item.nodeid):
+        return 0
+    return 1 if item.nodeid.startswith(LONGEST_FIRST) else 2
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)  # outermost: the wait for the lock is no part of a test's time
