@@ -7,6 +7,8 @@ import pytest
 from iolab.claims import ClaimsFailed
 from iolab.lessons.network import claims, model, parameters
 
+from .test_pages import page
+
 RTT = 0.041  # s: the link's 40 ms and the delay line's millisecond
 
 
@@ -63,7 +65,7 @@ def nagle(rtt_s, stall_s=None, exchanges=12):
 def found(**changes):
     return claims.results(plan(), None, round_trips(), slow_start(), loss(), nagle(0.00003), nagle(RTT),
                           {"cpu_s": 0.8, "packets": 9000, "dropped": 40, "wall_s": 20.0},
-                          slow_clients=slow_clients()) | changes
+                          slow_clients=slow_clients(), pages=page(RTT)) | changes
 
 
 def test_a_run_inside_its_bounds_keeps_every_claim(capsys):
