@@ -24,7 +24,8 @@ OPTIONAL_TOOLS = {
 DEBIAN_PACKAGES = {"ab": "apache2-utils", "wrk": "wrk", "nginx": "nginx", "strace": "strace", "ss": "iproute2",
                    "redis-server": "redis-server", "postgres": "postgresql", "initdb": "postgresql",
                    "pgbouncer": "pgbouncer", "ip": "iproute2", "tc": "iproute2", "ethtool": "ethtool",
-                   "unshare": "util-linux", "nsenter": "util-linux"}
+                   "unshare": "util-linux", "nsenter": "util-linux",
+                   "h2load": "nghttp2-client"}
 MIN_FILES = 1024  # lesson 07 wants thousands; below this even lesson 02 is cramped
 
 
@@ -394,6 +395,7 @@ LESSON_PROGRAMS = {
     "postgres": ("13", "PostgreSQL's server (postgresql)"),
     "initdb": ("13", "PostgreSQL's initdb (postgresql): makes the lab's own database"),
     "pgbouncer": ("13", "pgbouncer: transaction pooling in front of PostgreSQL"),
+    "h2load": ("14", "h2load (nghttp2-client): a page of small answers over HTTP/1.1 and HTTP/2"),
 }
 LESSON_PACKAGES = {
     "gunicorn": ("06, 07, 08, 10, 12", "pre-forking workers"),
@@ -413,6 +415,7 @@ LESSON_PACKAGES = {
     "jupyter-server-proxy": ("12", "your browser's way to the lesson's server (section 7)"),
     "asyncpg": ("13", "an async PostgreSQL driver"), "psycopg": ("13", "a sync and async PostgreSQL driver"),
     "psycopg-pool": ("13", "psycopg's connection pools"),
+    "hypercorn": ("14", "an ASGI server that speaks HTTP/2"),
 }
 # Not a program any lesson starts: lesson 12's browser step uses your own browser, and only the lab's own browser
 # tests (tests/test_browser.py) drive chromium.

@@ -503,6 +503,16 @@ SERVERS = {
             routes=NO_WAIT_ROUTES, serves_at_once=lambda options: None, lesson="14-the-network",
         ),
         ServerInfo(
+            "hypercorn_app", "hypercorn_app.py",
+            "one thread, an event loop: hypercorn (asyncio) running the bare ASGI app, HTTP/1.1 and HTTP/2 in cleartext"
+            " (h2c) on one port; /bytes?n=N answers N bytes",
+            options={"congestion": Option(
+                "--congestion", "TCP congestion control of every connection: default (the kernel's), reno, cubic or"
+                " bbr", "default")},
+            needs_modules=("hypercorn",),
+            lesson="14-the-network",
+        ),
+        ServerInfo(
             "gunicorn_drain", "gunicorn_drain.py",
             "gunicorn as gunicorn_app (an arbiter, --workers of --threads each), its graceful timeout set by"
             " --graceful-timeout",

@@ -7,6 +7,8 @@ import pytest
 from iolab.claims import ClaimsFailed
 from iolab.lessons.network import claims, model, parameters
 
+from .test_pages import page
+
 RTT = 0.041  # s: the link's 40 ms and the delay line's millisecond
 
 
@@ -64,7 +66,7 @@ def found(**changes):
     return claims.results(plan(), link_reason=None, round_trips=round_trips(), slow_start=slow_start(), loss=loss(),
                           nagle_loopback=nagle(0.00003), nagle_link=nagle(RTT),
                           delay_line={"cpu_s": 0.8, "packets": 9000, "dropped": 40, "wall_s": 20.0},
-                          slow_clients=slow_clients()) | changes
+                          slow_clients=slow_clients(), pages=page(RTT)) | changes
 
 
 def test_a_run_inside_its_bounds_keeps_every_claim(capsys):

@@ -19,10 +19,11 @@ DELAY_LINE_MOST_CPU_SHARE = 0.5
 
 
 def results(plan, *, link_reason, round_trips=None, slow_start=None, loss=None, nagle_loopback=None, nagle_link=None,
-            delay_line=None, exercises=None, slow_clients=None):
-    """The lesson's results, as the results file keeps them: plain lists of seconds, and why the link is missing."""
+            delay_line=None, exercises=None, slow_clients=None, pages=None, pages_missing=None):
+    """The lesson's results, as the results file keeps them: plain lists of seconds, and why the link (or section 5's
+    parts) is missing."""
     return {"plan": plan.as_dict(), "link_missing": link_reason, "round_trips": round_trips,
-            "slow_clients": slow_clients,
+            "slow_clients": slow_clients, "pages": pages, "pages_missing": pages_missing,
             "slow_start": slow_start, "loss": loss, "nagle": {"loopback": nagle_loopback, "link": nagle_link},
             "delay_line": delay_line, "exercises": exercises or {}}
 
@@ -70,13 +71,18 @@ def check_claims(found):
     else:
         for claim in ("Reno and CUBIC against Mathis", "BBR beside them", "connects that wait out the SYN timeout"):
             claims.skip(claim, reason or "section 4 did not run")
+    if found.get("pages") is not None and rtt is not None:
+        page_claims(claims, found["pages"], rtt, range_ms(link["connect_s"]), found["plan"]["rtt_ms"])
+    else:
+        for claim in PAGE_CLAIMS:
+            claims.skip(claim, reason or found.get("pages_missing") or "section 5 did not run")
     if found.get("delay_line"):
         delay_line_claim(claims, found["delay_line"])
     nagle_claims(claims, found["nagle"]["loopback"], "on loopback")
     if found["nagle"]["link"] is not None:
         nagle_claims(claims, found["nagle"]["link"], "on the link")
     else:
-        claims.skip("Nagle's stall on the link", reason or "section 5 ran on loopback only")
+        claims.skip("Nagle's stall on the link", reason or "section 6 ran on loopback only")
     claims.report()
     return claims
 
@@ -190,7 +196,7 @@ def delay_line_claim(claims, usage):
 
 
 def nagle_claims(claims, found, where):
-    """Section 5: write-write-read with Nagle on stalls for the delayed ACK and a round trip more than with it off."""
+    """Section 6: write-write-read with Nagle on stalls for the delayed ACK and a round trip more than with it off."""
     rtt = ms(found["connect_s"])
     nagle, nodelay = found["nagle_s"][WARM_UP_EXCHANGES:], found["nodelay_s"][WARM_UP_EXCHANGES:]
     stall = ms(nagle) - ms(nodelay)
@@ -199,3 +205,58 @@ def nagle_claims(claims, found, where):
                   "ms", ".3g")
     claims.within(f"Nagle's stall {where}: {model.DELAYED_ACK_MS:g} ms + RTT, up to a timer tick late (ms)", stall,
                   predicted - noise, predicted + TIMER_TICK_MS + noise, unit="ms")
+
+
+PAGE_CLAIMS = ("a page over HTTP/2 on one connection, and over HTTP/1.1 on six, on the clean link",
+               "which of them wins on the clean link", "which of them wins under loss")
+
+
+def page_ways(found):
+    """Section 5's predictions for this page: {way: (its name, its round trips on the clean link, its connections,
+    its answers one after another on the busiest connection)}."""
+    n, size, six = found["requests"], found["size"], found["connections_h1"]
+    return {"h2": ("HTTP/2 on 1 connection", model.page_h2_rtts(n, size), 1, 1),
+            "h1": (f"HTTP/1.1 on {six} connections", model.page_h1_rtts(n, size, six), six, math.ceil(n / six))}
+
+
+def page_claims(claims, found, rtt, noise, rtt_set_ms):
+    """Section 5: on the clean link each way takes its round trips (at least the set RTT each), plus at most its
+    time on loopback, a delayed ACK and the delay line's lateness; the way with fewer round trips wins
+    wherever the difference is larger than this run's noise. Under loss the winner is the one section 3's and 4's
+    models predict, wherever the difference is larger than the run's spread."""
+    ways, clean, lossy = page_ways(found), found["clean"], found["lossy"]
+    for way, (name, trips, _, _) in ways.items():
+        base, width = ms(found["loopback"][way]), range_ms(clean[way]) + range_ms(found["loopback"][way]) + trips * noise
+        # At least the round trips: the server's own time on loopback may hide under them (it writes the later
+        # answers while the earlier ones cross the link), so it only raises the upper bound.
+        claims.within(f"{name}, clean: {trips} round trips, plus at most its time on loopback (ms)", ms(clean[way]),
+                      trips * rtt_set_ms - width,
+                      base + trips * (rtt + DELAY_LINE_LATE_MS) + model.DELAYED_ACK_MS + width, unit="ms")
+    faster = (ways["h1"][1] - ways["h2"][1]) * rtt + ms(found["loopback"]["h1"]) - ms(found["loopback"]["h2"])
+    judge_winner(claims, "clean", ms(clean["h1"]) - ms(clean["h2"]), faster, range_ms(clean["h1"]) + range_ms(clean["h2"]))
+    # Under loss the models are rough (section 4's rate is a steady state; a page ends with its slowest connection),
+    # so the claim is their ranking: the page's bytes on one window against six windows each with a sixth of them.
+    predicted = {way: prediction[2] for way, prediction in lossy_predictions(found, rtt).items()}
+    judge_winner(claims, f"at {found['loss_percent']:g} % loss", ms(lossy["h1"]) - ms(lossy["h2"]),
+                 predicted["h1"] - predicted["h2"], spread_ms(lossy["h1"]) + spread_ms(lossy["h2"]))
+
+
+def judge_winner(claims, where, measured, predicted, noise):
+    """Which way wins `where`: HTTP/1.1's time less HTTP/2's lies on the side the models predict, judged only where
+    the predicted difference is larger than this run's noise (else the run cannot tell, and says so)."""
+    winner = "HTTP/2 on one connection" if predicted > 0 else "HTTP/1.1 on six"
+    claim = f"{where}: {winner} wins, HTTP/1.1's time less HTTP/2's (ms)"
+    if abs(predicted) <= noise:
+        claims.skip(claim, f"the predicted difference, {predicted:.0f} ms, is within this run's noise, {noise:.0f} ms:"
+                           " repeat with more repeats or a larger page")
+        return
+    claims.nearer(claim, measured, predicted, -predicted, "ms", ".4g")
+
+
+def lossy_predictions(found, rtt):
+    """Section 5 under loss, from this run's round trip (ms): {way: (name, clean prediction, lossy prediction)} in
+    ms; clean from loopback and round trips, lossy from slow start until the first loss and Mathis's rate (b = 2)."""
+    p, size, rtt_s = found["loss_percent"] / 100, found["requests"] * found["size"], rtt / 1000
+    return {way: (name, ms(found["loopback"][way]) + trips * rtt,
+                  model.lossy_page_s(size, connections, answers, rtt_s, p, model.mathis_rate(rtt_s, p)) * 1000)
+            for way, (name, trips, connections, answers) in page_ways(found).items()}

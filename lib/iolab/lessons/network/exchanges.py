@@ -112,7 +112,7 @@ def round_trips(host, port, repeats, n):
 
 
 def nagle(host, port, exchanges):
-    """Section 5's figures: three connects (the round trip), then write-write-read `exchanges` times with
+    """Section 6's figures: three connects (the round trip), then write-write-read `exchanges` times with
     TCP_NODELAY on, then off, each on a fresh connection."""
     connects = [connect_then_request(host, port)[0] for _ in range(3)]
     return {"connect_s": connects, "nodelay_s": write_write_read(host, port, exchanges, True),

@@ -2,6 +2,9 @@
 
 from iolab import checks
 
+from . import model
+from .parameters import PAGE_ANSWER_BYTES
+
 
 class TenInSequence(checks.NumberExercise):
     prompt = ("A new connection, then 10 short requests one after another, each sent when the last answer is in: how"
@@ -100,6 +103,39 @@ class SlowConnects(checks.NumberExercise):
         self.mistakes = {connects * p: "counts the lost SYNs only: a lost SYN-ACK leaves the client waiting the same"
                                        " second."}
         return super().judge(answer)
+
+
+class WhichWinsClean(checks.ChoiceExercise):
+    prompt = ("A page of `plan.page_requests` answers of 20 kB on a new clean link: which finishes first, 'h2' (HTTP/2,"
+              " all on one connection) or 'h1' (HTTP/1.1 on six connections, one request at a time on each)?")
+    hint_text = ["Count round trips, as in sections 1 and 3. HTTP/2 asks for every answer at once.",
+                 "HTTP/1.1 asks for an answer only once the last one on that connection is in."]
+    solution_text = ("Count both. At 60 answers, 'h2': 1 + 7 = 8 round trips (1.2 MB in slow start) against"
+                     " 1 + 2 + 9 = 12 (each connection's first answer in 2 rounds, its 9 others in one each).")
+
+    def judge(self, answer, page_requests=60, **context):
+        h2 = model.page_h2_rtts(page_requests, PAGE_ANSWER_BYTES)
+        h1 = model.page_h1_rtts(page_requests, PAGE_ANSWER_BYTES, 6)
+        self.correct = "h2" if h2 < h1 else "h1"
+        self.choices = {"h2": f"{page_requests} answers on one window: {h2} round trips, against {h1} on six.",
+                        "h1": f"Six connections take {h1} round trips: each waits one for every answer after its"
+                              f" first. One connection takes {h2}."}
+        self.correct_text = f"{h2} round trips for 'h2' against {h1} for 'h1'."
+        return super().judge(answer)
+
+
+class WhichWinsLossy(checks.ChoiceExercise):
+    prompt = ("The same page at `plan.loss_percent` % loss each way, the server's sender Reno: which finishes first now,"
+              " 'h2' or 'h1'? Use section 4's rate.")
+    choices = {"h2": "Its one connection has one window for every stream: each loss halves it for all of them.",
+               "h1": ""}
+    correct = "h1"
+    correct_text = ("A loss halves one window of six, and only that connection's answers wait. HTTP/2's one window"
+                    " carries six times the bytes at one connection's Mathis rate.")
+    hint_text = ["Section 4: a Reno connection under loss moves about Mathis's rate, whatever it carries.",
+                 "Six connections move six such rates; one moves one. Compare the page's bytes over each."]
+    solution_text = ("'h1': at Mathis's rate, HTTP/2 needs the whole page's time on one connection; HTTP/1.1's six"
+                     " each carry a sixth, plus a round trip an answer. HTTP/2 moved head-of-line blocking into TCP.")
 
 
 class NagleOnLoopback(checks.PredictThenMeasure):

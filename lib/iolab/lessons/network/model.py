@@ -81,3 +81,26 @@ def nagle_stall_ms(rtt_ms):
     """What a write-write-read costs over a write-read when Nagle holds the second write: the first write's ACK waits
     the receiver's delayed-ACK timer, then the second write needs half a round trip more each way."""
     return DELAYED_ACK_MS + rtt_ms
+
+
+def page_h2_rtts(requests, size_bytes):
+    """Round trips for a page of `requests` answers of `size_bytes` over HTTP/2 on one new connection: the connect,
+    then slow start for all the page's bytes, since every stream shares the one connection's window."""
+    return 1 + slow_start_rounds(requests * size_bytes)
+
+
+def page_h1_rtts(requests, size_bytes, connections):
+    """Round trips for the same page over HTTP/1.1 on `connections` new connections, one request at a time on each:
+    the connect, the first answer's slow-start rounds, then one round trip for each next answer on the busiest
+    connection (the first answer opened its window wide enough for the next)."""
+    return 1 + slow_start_rounds(size_bytes) + math.ceil(requests / connections) - 1
+
+
+def lossy_page_s(page_bytes, connections, answers, rtt_s, loss, rate):
+    """Seconds for a page over `connections` connections at random loss `loss`, each carrying its share of the bytes
+    in `answers` exchanges one after another. A connection is in slow start until its first loss, about 1 / p
+    segments in (section 3's rounds); the rest goes at `rate`, section 4's rate of a window halved at each loss.
+    Plus the connect, and a round trip for each next answer."""
+    share = page_bytes / connections
+    before_loss = min(share, MSS_BYTES / loss) if loss > 0 else share
+    return rtt_s * (1 + slow_start_rounds(before_loss) + answers - 1) + (share - before_loss) / rate

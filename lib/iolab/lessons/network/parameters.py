@@ -10,7 +10,7 @@ RANGES = {
     "rtt_ms": (5, 200),  # RTT: the link's round trip, set on the delay line
     "requests": (2, 50),  # n: section 1's short requests, three ways
     "repeats": (3, 20),  # each run of sections 1 to 4 this many times: 3 at least, so the run has a spread
-    "nagle_exchanges": (8, 200),  # section 5's write-write-reads on each setting of TCP_NODELAY
+    "nagle_exchanges": (8, 200),  # section 6's write-write-reads on each setting of TCP_NODELAY
     # Section 4's transfer, timed over its second half: long enough for a few losses there at 0.5 % (170 segments),
     # at most 4 MB (a minute and a half of Reno at 10 % loss on a 200 ms link)
     "loss_bytes": (500_000, 4_000_000),
@@ -22,21 +22,26 @@ RANGES = {
     # waits on the link), to 2 MB (a run of a few seconds at 4 Mbit/s for each server).
     "answer_bytes": (100_000, 2_000_000),
     "workers": (1, 4),  # w, section 2's sync workers: each is a process; twice as many slow clients share the link
+    # N, section 5's page: from 12 answers (two on each of HTTP/1.1's six connections) to 120 (2.4 MB, a heavy page)
+    "page_requests": (12, 120),
 }
 # p in percent, each way: below 0.5 % a transfer of a few MB meets too few losses for a steady state; above 10 %
 # timeouts, not halvings, set the rate (Padhye et al.), and Mathis's model no longer holds.
 FRACTIONS = {"loss_percent": (0.5, 10.0)}
+# Quick mode's page: 48 answers still take HTTP/2 two round trips fewer than HTTP/1.1 on a clean link (8 against 10)
 QUICK = {"requests": 6, "repeats": 3, "nagle_exchanges": 12, "loss_bytes": 1_000_000, "connects": 100,
-         "answer_bytes": 150_000}
+         "answer_bytes": 150_000, "page_requests": 48}
 LOSS_FLOWS = 8  # section 4's transfers from Reno, and from CUBIC, side by side: they cost no more time than one
 # Section 2: N = twice as many slow clients as workers, so a worker that frees finds another waiting.
 SLOW_CLIENTS_PER_WORKER = 2
 SLOW_START_SIZES = (20_000, 100_000, 500_000, 2_000_000)  # section 3: one to eight round trips from IW10
+PAGE_ANSWER_BYTES = 20_000  # section 5: each of the page's small answers, an icon or a script
 # The notebook's parameters cell at full size, for a benchmark or a test that runs the lesson's parts alone.
 DEFAULTS = {"rtt_ms": 40, "loss_percent": 2.0, "requests": 10, "repeats": 5, "nagle_exchanges": 30,
             "loss_bytes": 2_000_000, "connects": 200, "rate_mbit": 16, "answer_bytes": 400_000, "workers": 2,
+            "page_requests": 60,
             "quick": False, "solutions": False, "results_path": None}
-# Linux may ACK the first segments of a connection at once (quick-ACK mode): section 5 reads its stall from the
+# Linux may ACK the first segments of a connection at once (quick-ACK mode): section 6 reads its stall from the
 # exchanges after these.
 WARM_UP_EXCHANGES = 4
 
@@ -54,6 +59,7 @@ class Plan(LessonPlan):
     rate_mbit: int
     answer_bytes: int
     workers: int
+    page_requests: int
     loss_percent: float
 
     @classmethod
@@ -68,11 +74,13 @@ class Plan(LessonPlan):
                 f" {SLOW_CLIENTS_PER_WORKER * self.workers} slow clients downloading {self.answer_bytes:,} bytes"
                 f" each, {self.workers} worker{'s' if self.workers > 1 else ''}. Section 3: {len(SLOW_START_SIZES)} sizes,"
                 f" each {self.repeats} times. Section 4: {LOSS_FLOWS} transfers of {self.loss_bytes:,} bytes each at"
-                f" {self.loss_percent:g} % loss each way, and {self.connects} connects. Section 5:"
-                f" {self.nagle_exchanges} write-write-reads with TCP_NODELAY on, and as many with it off.")
+                f" {self.loss_percent:g} % loss each way, and {self.connects} connects. Section 5: a page of"
+                f" {self.page_requests} answers of {PAGE_ANSWER_BYTES:,} bytes, {self.repeats} times each way, clean"
+                f" and at {self.loss_percent:g} % loss."
+                f" Section 6: {self.nagle_exchanges} write-write-reads with TCP_NODELAY on, and as many with it off.")
 
     def as_dict(self):
         return {"rtt_ms": self.rtt_ms, "requests": self.requests, "repeats": self.repeats,
                 "nagle_exchanges": self.nagle_exchanges, "loss_bytes": self.loss_bytes, "connects": self.connects,
                 "rate_mbit": self.rate_mbit, "answer_bytes": self.answer_bytes, "workers": self.workers,
-                "loss_percent": self.loss_percent, "quick": self.quick}
+                "page_requests": self.page_requests, "loss_percent": self.loss_percent, "quick": self.quick}

@@ -87,7 +87,7 @@ def round_trips(path, repeats, n):
 
 
 def nagle(path, exchanges_count):
-    """Section 5 on the link, or on loopback where `path` is None."""
+    """Section 6 on the link, or on loopback where `path` is None."""
     with serving(path) as server:
         return exchanges("nagle", server, path, repeats=exchanges_count)
 

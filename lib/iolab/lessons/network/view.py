@@ -4,7 +4,7 @@ import statistics
 
 from iolab import figures, tables
 
-from . import model
+from . import claims, model
 from .parameters import WARM_UP_EXCHANGES
 
 
@@ -29,7 +29,7 @@ def round_trips_table(found):
 
 
 def nagle_figure(runs):
-    """Section 5: each write-write-read's time, TCP_NODELAY on and off, one panel per place (`runs`: {where: found})."""
+    """Section 6: each write-write-read's time, TCP_NODELAY on and off, one panel per place (`runs`: {where: found})."""
     figure = figures.figure(figsize=(11, 3.2), layout="constrained")
     panels = figure.subplots(1, len(runs), squeeze=False)[0]
     for axes, (where, found) in zip(panels, runs.items()):
@@ -93,3 +93,36 @@ def slow_clients_table(found):
                      f"{_ms(run['short_alone_s']):.1f}", f"{waits:.0f}", f"{_ms(run['short_s']):.1f}"))
     return tables.markdown(["server", "slow answers/s", "the link's 1/τ", "short request alone (ms)",
                             "(N − w)·τ (ms)", "short request beside the slow clients (ms)"], rows)
+
+
+def pages_table(found, round_trips):
+    """Section 5: each way, clean and lossy, predicted and measured (median and fastest–slowest)."""
+    rtt = _ms(round_trips["link"]["connect_s"])
+    rows = []
+    for way, (name, clean, lossy) in claims.lossy_predictions(found, rtt).items():
+        for where, predicted in (("clean", clean), (f"{found['loss_percent']:g} % loss", lossy)):
+            times = found["clean" if where == "clean" else "lossy"][way]
+            rows.append((name, where, f"{predicted:.0f}", f"{_ms(times):.0f}",
+                         f"{min(times) * 1000:.0f}–{max(times) * 1000:.0f}"))
+    return tables.markdown(["way", "link", "predicted (ms)", "measured median (ms)", "fastest–slowest (ms)"], rows)
+
+
+def pages_figure(found, round_trips):
+    """Section 5: every page's time, each way, clean and lossy, beside its prediction (a dash)."""
+    rtt = _ms(round_trips["link"]["connect_s"])
+    predictions = claims.lossy_predictions(found, rtt)
+    figure = figures.figure(figsize=(11, 3.2), layout="constrained")
+    panels = figure.subplots(1, 2)
+    for axes, (where, index, title) in zip(panels, (("clean", 1, "clean link"),
+                                                     ("lossy", 2, f"{found['loss_percent']:g} % loss each way"))):
+        for x, (way, prediction) in enumerate(predictions.items()):
+            times = [s * 1000 for s in found[where][way]]
+            axes.plot([x] * len(times), times, "o", color="#1f77b4" if way == "h2" else "#d62728", alpha=0.7)
+            axes.plot([x - 0.2, x + 0.2], [prediction[index]] * 2, color="grey", linestyle="--")
+        axes.set_xticks(range(len(predictions)), [name for name, _, _ in predictions.values()])
+        axes.set_xlim(-0.6, len(predictions) - 0.4)
+        axes.set_ylim(bottom=0)
+        axes.set_title(f"{title}: {found['requests']} answers of {found['size']:,} bytes (dashes: predicted)",
+                       loc="left", fontsize=9)
+        axes.set_ylabel("ms for the whole page")
+    return figure
