@@ -149,17 +149,20 @@ class Lab:
         The front ends stay up for waits(), which stops them; if planning fails, the ones started are stopped.
         """
         plan = self.plan
-        fronts = {"tornado_backend": ("wait", {}, 1), "gevent_flask": ("wait", {}, None),
-                  "gunicorn_flask": ("wait", {"workers": plan.gunicorn_workers}, plan.gunicorn_workers)}
+        # The last field: each connection's first wait builds a result store (gevent's greenlets: runs.trip_and_start_s).
+        fronts = {"tornado_backend": ("wait", {}, 1, False), "gevent_flask": ("wait", {}, None, True),
+                  "gunicorn_flask": ("wait", {"workers": plan.gunicorn_workers}, plan.gunicorn_workers, False)}
         planned = []
         with contextlib.ExitStack() as started:
-            for name, (how, options, front_servers) in fronts.items():
+            for name, (how, options, front_servers, per_connection) in fronts.items():
                 front = started.enter_context(self.backend.front(name, timeout_ms=FRONT_TIMEOUT_MS, **options))
                 if name == "tornado_backend":  # a worker slot's time: the leanest round trip there is, Tornado awaiting
                     slot = runs.trip_s(front, "await", plan.task_ms)
-                trip = runs.trip_s(front, how, plan.task_ms)
+                trip, start = (runs.trip_and_start_s(front, how, plan.task_ms) if per_connection
+                               else (runs.trip_s(front, how, plan.task_ms), 0.0))
                 tiers = runs.Tiers(plan.users, front_servers, plan.article_workers)
-                planned.append(runs.Blocking("wait", front, how, tiers, trip, slot, plan.task_ms, plan.blocking_requests))
+                planned.append(runs.Blocking("wait", front, how, tiers, trip, slot, plan.task_ms, plan.blocking_requests,
+                                             start))
             started.pop_all()  # planned: waits() runs and stops them
         return planned
 
@@ -305,7 +308,7 @@ class Lab:
     def results(self, skipped=None):
         """The lesson's measurements as plain data, for its results file, its claims and the benchmark's JSON line."""
         keys = ("test", "front_end", "how", "rps", "predicted_rps", "bound_rps", "low_rps", "bottleneck", "statuses",
-                "errors", "container", "cpu_ms_per_request", "waits_ms", "neighbours")
+                "errors", "container", "cpu_ms_per_request", "waits_ms", "start_ms", "neighbours")
         return {
             "tests": [{key: row.as_dict()[key] for key in keys} for row in self.rows()],
             **self._queue_results(),
