@@ -55,3 +55,10 @@ def test_a_blocking_run_carries_its_own_figures():
     blocking = runs.Blocking("k=2", None, "pool", tiers, trip_s=0.25, slot_s=0.21, task_ms=200, requests=40)
     assert blocking.law() == tiers.law(0.25, 0.21) == (8.0, "front end")
     assert blocking.predicted_rps == 8.0
+
+
+def test_each_users_late_start_lowers_the_pessimistic_side_once_per_run():
+    """10 requests at 16 req/s take 625 ms; six users each 7 ms late at the go add 42 ms to the run, not per request."""
+    assert runs.started_late(16.0, 10, 6, 0.007) == pytest.approx(10 / 0.667)
+    assert runs.started_late(16.0, 10, 6, 0.0) == 16.0  # a front end whose connections start nothing new
+    assert runs.started_late(16.0, 0, 6, 0.007) == 16.0  # nothing answered: the rate is what it was

@@ -74,3 +74,33 @@ def test_a_front_end_whose_one_slot_waits_out_the_one_worker_binds_with_it():
     assert runs.Tiers(users=5, front=1, workers=1).law(0.060, 0.050)[1] == "front end = worker pool"
     assert runs.Tiers(users=5, front=2, workers=1).law(0.060, 0.050)[1] == "worker pool"
     assert runs.Tiers(users=5, front=1, workers=2).law(0.060, 0.050)[1] == "front end"  # fewer slots: its own limit
+
+
+@needs_backend
+def test_a_worker_pool_of_the_same_size_is_kept_once_idle_and_another_size_starts_afresh():
+    """A kept pool meets an empty queue and no task in flight: the tasks it was running finish first."""
+    backend = stack.Backend(concurrency=2)
+    try:
+        with backend.front("tornado_backend") as front:
+            for _ in range(6):  # two running, four waiting in the queue
+                runs.one_answer(f"{front.url}/backend?ms=200&how=forget")
+        first = backend.worker
+        assert backend.start_worker(2) is first
+        assert backend.queue_length() == 0 and backend.unacked() == 0
+        assert backend.start_worker(1) is not first and not first.alive()
+    finally:
+        backend.stop()
+
+
+@needs_backend
+def test_the_queue_watch_stops_two_readings_after_it_is_asked():
+    backend = stack.Backend(concurrency=1)
+    try:
+        watch = stack.QueueWatch(backend).start()
+        while not watch.points:
+            pass
+        taken = len(watch.points)
+        points = watch.stop_after()
+        assert len(points) >= taken + 2 and not watch._thread.is_alive()
+    finally:
+        backend.stop()

@@ -3,11 +3,12 @@
 Every corner's throughput inside the bounds its own CPU gives; the listen backlog while A sleeps.
 """
 
+import math
 import socket
 
 import pytest
 
-from iolab import listening, servers
+from iolab import claims, listening, servers
 from iolab.lessons.sync_async import backlog, experiment
 
 
@@ -39,9 +40,15 @@ def test_throughput_lies_within_the_bounds_from_the_measured_cpu(corners, mode, 
 @pytest.mark.slow
 def test_the_bound_is_tight_where_theory_says_it_is(corners):
     # A lone user, and the article's 40 users waiting a second: nothing queues, so the optimistic bound is nearly met.
+    # A miss the run's neighbours explain (they held the CPUs more than the 5% margin, enough for the miss) is the
+    # machine's, as the lesson's claims judge it (iolab.claims.others_explain); on a quiet run nothing is excused.
     for key in (("async", 1000, 1), ("async", 1000, 40), ("sync", 1000, 1)):
         measured = corners[key]
-        assert measured.summary.rps >= 0.95 * measured.prediction.high_rps, measured.row()
+        rps, high = measured.summary.rps, measured.prediction.high_rps
+        if rps >= 0.95 * high:
+            continue
+        others = measured.others.others_share if measured.others else None
+        assert claims.others_explain(others, rps, 0.95 * high, math.inf, "below", high), measured.row()
 
 
 @pytest.mark.parametrize("with_ss", [True, False], ids=["ss", "proc"])

@@ -53,7 +53,7 @@ def bottleneck_law(claims, rows):
     """2. The bottleneck law: under the bound from T, and above its pessimistic side, built from this run: R and T_w
     measured alone, each tier's own way (R − T) counted twice, each tier's wait for a CPU in the run and Redis's
     (on both tiers' way), and its threads' turns at their process's GIL, (slots − 1) × the tier's CPU per request
-    (runs.gil_turns)."""
+    (runs.gil_turns); and each user's fresh connection's start, measured alone (runs.started_late)."""
     for row in rows:
         name = f"{row['test']}, {row['front_end']}"
         claim = f"{name}: every answer a 200, X between the law's two sides"
@@ -67,7 +67,7 @@ def bottleneck_law(claims, rows):
         else:
             message = (f"{name}: {rps:.1f} req/s, under the pessimistic side {low_rps:.1f}"
                        f" (predicted {row['predicted_rps']:.1f}; waits for a CPU {waits_ms[0]:.1f}, {waits_ms[1]:.1f}"
-                       f" and Redis's {waits_ms[2]:.1f} ms)")
+                       f" and Redis's {waits_ms[2]:.1f} ms; each user's start {row.get('start_ms', 0.0):.1f} ms)")
         claims.timing(claim, rps, low_rps, ceiling, neighbours=row.get("neighbours"), unit="req/s", digits=1,
                       message=message, slower="below")
 

@@ -4,16 +4,15 @@ The notebook calls them cell by cell, benchmarks/slow_backend.py in one go; both
 get the same runs, with the same figures measured and kept.
 """
 
+import concurrent.futures
 import contextlib
 import math
-import time
 from dataclasses import dataclass
 
 from iolab import params, servers
 
 from . import article, runs, stack
 
-SETTLE_S = 0.3  # after an open loop ends: its last tasks' arrival in Redis, before the queue's watch stops
 FRONT_TIMEOUT_MS = 30000  # how long a front end waits for a result in the measured runs: longer than any run
 HELLO_FRONTS = {"tornado_backend": {}, "gevent_flask": {}, "gunicorn_flask": {"workers": article.HELLO_GUNICORN_WORKERS}}
 FORGET_FRONTS = ("tornado_backend", "gevent_flask")
@@ -80,10 +79,10 @@ class CapFill:
 
 
 def settle(run, watch):
-    """Wait for an open loop without drawing it, then for its last tasks to reach Redis; stops the watch."""
+    """Wait for an open loop without drawing it; stops the watch two readings later. A fire-and-forget answer
+    comes once its task is in Redis, so the last tasks are in those readings."""
     result = run.wait()
-    time.sleep(SETTLE_S)
-    watch.stop()
+    watch.stop_after()
     return result
 
 
@@ -157,19 +156,37 @@ class Lab:
         The front ends stay up for waits(), which stops them; if planning fails, the ones started are stopped.
         """
         plan = self.plan
-        fronts = {"tornado_backend": ("wait", {}, 1), "gevent_flask": ("wait", {}, None),
-                  "gunicorn_flask": ("wait", {"workers": plan.gunicorn_workers}, plan.gunicorn_workers)}
+        # The last field: each connection's first wait builds a result store (gevent's greenlets: runs.trip_and_start_s).
+        fronts = {"tornado_backend": ("wait", {}, 1, False), "gevent_flask": ("wait", {}, None, True),
+                  "gunicorn_flask": ("wait", {"workers": plan.gunicorn_workers}, plan.gunicorn_workers, False)}
         planned = []
         with contextlib.ExitStack() as started:
-            for name, (how, options, front_servers) in fronts.items():
-                front = started.enter_context(self.backend.front(name, timeout_ms=FRONT_TIMEOUT_MS, **options))
+            started_fronts = self._start_side_by_side(started, {name: (name, options)
+                                                                for name, (_, options, *_) in fronts.items()})
+            for name, (how, _, front_servers, per_connection) in fronts.items():
+                front = started_fronts[name]
                 if name == "tornado_backend":  # a worker slot's time: the leanest round trip there is, Tornado awaiting
                     slot = runs.trip_s(front, "await", plan.task_ms)
-                trip = runs.trip_s(front, how, plan.task_ms)
+                trip, start = (runs.trip_and_start_s(front, how, plan.task_ms) if per_connection
+                               else (runs.trip_s(front, how, plan.task_ms), 0.0))
                 tiers = runs.Tiers(plan.users, front_servers, plan.article_workers)
-                planned.append(runs.Blocking("wait", front, how, tiers, trip, slot, plan.task_ms, plan.blocking_requests))
+                planned.append(runs.Blocking("wait", front, how, tiers, trip, slot, plan.task_ms, plan.blocking_requests,
+                                             start))
             started.pop_all()  # planned: waits() runs and stops them
         return planned
+
+    def _start_side_by_side(self, started, fronts):
+        """Start each front end of {label: (name, options)} at once, each entered in the ExitStack `started`:
+        {label: Server}. Start-up measures nothing; each one's R is still measured alone, after every start."""
+        with concurrent.futures.ThreadPoolExecutor(len(fronts)) as pool:
+            futures = {label: pool.submit(self.backend.front, name, timeout_ms=FRONT_TIMEOUT_MS, **options)
+                       for label, (name, options) in fronts.items()}
+        failed = [future.exception() for future in futures.values() if future.exception() is not None]
+        servers_ = {name: started.enter_context(future.result())
+                    for name, future in futures.items() if future.exception() is None}
+        if failed:
+            raise failed[0]
+        return servers_
 
     def waits(self, planned, follow=None):
         """Test 2: run each planned front end against the worker pool, stopping each after its run; `follow(run,
@@ -198,17 +215,21 @@ class Lab:
         return runs.blocking_row(blocking, result, run.worker_meter, others, run.broker_meter)
 
     def thread_sweep(self):
-        """Moving the bottleneck: Tornado awaiting, then on k threads, against c = sweep_workers."""
+        """Moving the bottleneck: Tornado awaiting, then on k threads, against c = sweep_workers. Every Tornado
+        starts at once, and all stop at the end: one that has run sits idle beside the next run."""
         plan = self.plan
         self.backend.start_worker(plan.sweep_workers)
-        with self.backend.front("tornado_backend", timeout_ms=FRONT_TIMEOUT_MS) as front:
+        with contextlib.ExitStack() as started:
+            fronts = self._start_side_by_side(started, {"await": ("tornado_backend", {}), **{
+                k: ("tornado_backend", {"threads": k}) for k in plan.sweep_threads}})
+            front = fronts.pop("await")
             slot = runs.trip_s(front, "await", plan.task_ms)
             tiers = runs.Tiers(plan.sweep_users, None, plan.sweep_workers)
             await_row = self.blocking(runs.Blocking("await", front, "await", tiers, slot, slot, plan.task_ms,
                                                     plan.sweep_requests))
-        rows = []
-        for k in plan.sweep_threads:
-            with self.backend.front("tornado_backend", threads=k, timeout_ms=FRONT_TIMEOUT_MS) as front:
+            rows = []
+            for k in plan.sweep_threads:
+                front = fronts[k]
                 trip = runs.trip_s(front, "pool", plan.task_ms)
                 tiers = runs.Tiers(plan.sweep_users, k, plan.sweep_workers, front_threads=True)
                 rows.append(self.blocking(runs.Blocking(f"k={k}", front, "pool", tiers, trip, slot, plan.task_ms,
@@ -307,7 +328,7 @@ class Lab:
     def results(self, skipped=None):
         """The lesson's measurements as plain data, for its results file, its claims and the benchmark's JSON line."""
         keys = ("test", "front_end", "how", "rps", "predicted_rps", "bound_rps", "low_rps", "bottleneck", "statuses",
-                "errors", "container", "cpu_ms_per_request", "waits_ms", "neighbours")
+                "errors", "container", "cpu_ms_per_request", "waits_ms", "start_ms", "neighbours")
         return {
             "tests": [{key: row.as_dict()[key] for key in keys} for row in self.rows()],
             **self._queue_results(),

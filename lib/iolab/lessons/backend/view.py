@@ -79,8 +79,8 @@ def follow_queue(run, watch, predicted_slope, limit=None, title="The broker's qu
         handle.update(figures.render(queue_figure(list(watch.points), predicted_slope, limit, title + " (running)"), dpi=60))
         time.sleep(max(0.0, 1 / REFRESH_HZ - (time.monotonic() - began)))
     result = run.wait()
-    time.sleep(0.3)  # the last tasks' arrival in Redis
-    handle.update(figures.render(queue_figure(list(watch.stop()), predicted_slope, limit, title)))
+    points = watch.stop_after()  # two readings after the run: its last tasks, answered once in Redis, are in them
+    handle.update(figures.render(queue_figure(list(points), predicted_slope, limit, title)))
     return result
 
 
