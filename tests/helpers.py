@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import resource
+import socket
 import subprocess
 import sys
 import tempfile
@@ -83,6 +84,32 @@ def script_server(tmp_path, source, *args):
     finally:
         process.kill()
         process.wait()
+
+
+def left_listening(port):
+    """Whether something still listens on loopback `port` after its server stopped, and is not another lane's.
+
+    Under make test's lanes (tests/lanes.py) another worker's server may be given the freed port at once, and a probe
+    may even connect to itself on a port nothing holds: neither is a leak. A listener whose owner this user may not
+    see counts as one."""
+    with socket.socket() as probe:
+        if probe.connect_ex((contract.LOOPBACK, port)) != 0:
+            return False
+    owners = [each.pid for each in psutil.net_connections("tcp")
+              if each.status == psutil.CONN_LISTEN and each.laddr.port == port]
+    return any(pid is None or not in_another_lane(pid) for pid in owners)
+
+
+def in_another_lane(pid):
+    """Whether process `pid` descends from another pytest-xdist worker of this run (whose parent is ours)."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        return False
+    try:
+        process = psutil.Process(pid)
+        line = [process, *process.parents()]
+        return any(each.ppid() == os.getppid() and each.pid != os.getpid() for each in line)
+    except psutil.NoSuchProcess:  # gone since: it listens no more
+        return True
 
 
 def wait_until(condition, within_s, poll_s=POLL_S):

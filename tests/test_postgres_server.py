@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from helpers import GONE_WITHIN_S, gone, kill_the_parent, wait_until, wait_until_gone
+from helpers import GONE_WITHIN_S, gone, kill_the_parent, left_listening, wait_until, wait_until_gone
 from iolab import contract, postgres, registry, servers
 
 REASON = registry.get("postgres").missing()
@@ -49,13 +49,6 @@ def shared_memory_of(pid):
     return [row[1] for row in rows if row[4] == str(pid)]
 
 
-def refused(port):
-    import socket
-
-    with socket.socket() as probe:
-        return probe.connect_ex((contract.LOOPBACK, port)) != 0
-
-
 def test_a_cluster_answers_queries_and_stop_leaves_nothing():
     with servers.serve("postgres") as server:
         folder, postmaster = cluster_folder(server)
@@ -70,7 +63,7 @@ def test_a_cluster_answers_queries_and_stop_leaves_nothing():
         assert len(processes) >= 5, [p.cmdline() for p in processes]
         assert shared_memory_of(postmaster.pid)
     assert not wait_until_gone([p.pid for p in processes]), "the cluster left processes behind"
-    assert not os.path.exists(folder) and not shared_memory_of(postmaster.pid) and refused(server.port)
+    assert not os.path.exists(folder) and not shared_memory_of(postmaster.pid) and not left_listening(server.port)
 
 
 def test_the_connection_past_max_connections_is_refused():
@@ -129,7 +122,7 @@ def assert_nothing_survives(report, survivors):
     names = {pid: psutil.Process(pid).cmdline()[:3] for pid in survivors if not gone(pid)}
     assert not survivors, f"still running {GONE_WITHIN_S} s after their parent was SIGKILLed: {names}"
     assert len(report["backends"]) == 2, report  # the two connections' backends were among the pids checked
-    assert refused(report["port"]) and refused(report["bouncer_port"])
+    assert not left_listening(report["port"]) and not left_listening(report["bouncer_port"])
     assert {"pgbouncer", "postgres"} <= set(report["names"]), report
     # The folders and the shared memory go with the group: the wrappers remove them before their last SIGKILL.
     for folder in (report["folder"], report["bouncer_folder"]):
