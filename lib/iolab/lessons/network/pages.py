@@ -55,8 +55,6 @@ def one_page(server, way, requests, size, path=None):
 
 def serving(path):
     """hypercorn in the link's server namespace (or on loopback where `path` is None), Reno on every connection."""
-    if path is None:
-        return servers.serve(SERVER, congestion=CONGESTION)
     return servers.serve(SERVER, link=path, congestion=CONGESTION)
 
 

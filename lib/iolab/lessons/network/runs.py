@@ -60,7 +60,7 @@ class Lab:
 
 def serving(path=None, name=SERVER):
     """A lab server in the link's server namespace, or on loopback when `path` is None."""
-    return servers.serve(name, link=path) if path is not None else servers.serve(name)
+    return servers.serve(name, link=path)  # servers.start runs it here when link is None
 
 
 def exchanges(what, server, path=None, side="client", **sizes):
