@@ -377,9 +377,11 @@ def test_sync_sleep_blocks_the_loop_and_the_loop_says_so(server):
         f"/ answered after {waited * 1000:.0f} ms: the sync sleep did not block the loop"
     )
     wait_until(lambda: "GET /sync-sleep?ms=300" in server.stderr_tail(), within_s=2, poll_s=0.05)
-    warning = re.search(r"callback (.+) took (\d+) ms, blocking the loop", server.stderr_tail())
-    assert warning and "GET /sync-sleep?ms=300" in warning.group(1)
-    assert WARNED_AT_LEAST_MS <= int(warning.group(2)) < WARNED_AT_MOST_MS
+    # The server is shared by the module: an earlier slow accept, on a busy machine, may have warned first.
+    warnings = re.findall(r"callback (.+) took (\d+) ms, blocking the loop", server.stderr_tail())
+    named = [int(ms) for callback, ms in warnings if "GET /sync-sleep?ms=300" in callback]
+    assert named, f"no warning names the sync sleep among {warnings}"
+    assert WARNED_AT_LEAST_MS <= named[-1] < WARNED_AT_MOST_MS
 
 
 def test_only_callbacks_over_the_threshold_warn():

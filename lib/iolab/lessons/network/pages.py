@@ -4,6 +4,7 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 
 from iolab import children, contract, registry, servers
+from iolab.lessons.network.parameters import LOSSY_PAGES
 
 SERVER = "hypercorn_app"  # one server, one loop, for both protocols: only the protocol differs
 CONNECTIONS_H1 = 6  # what browsers open to one host over HTTP/1.1
@@ -69,7 +70,7 @@ def in_turn(path, requests, size, repeats):
     return found
 
 
-def at_once(path, requests, size, repeats):
+def at_once(path, requests, size, repeats=LOSSY_PAGES):
     """Each way `repeats` times, every page at once: under loss a page waits seconds for its retransmissions, not
     for the server, and the link has no rate to share, so the pages do not slow each other; the run takes as long
     as its slowest page, not their sum."""
@@ -87,7 +88,7 @@ def compare(path, requests, size, repeats, loss_percent):
              "loopback": in_turn(None, requests, size, repeats), "clean": in_turn(path, requests, size, repeats)}
     path.set(loss_percent=loss_percent)
     try:
-        found["lossy"] = at_once(path, requests, size, repeats)
+        found["lossy"] = at_once(path, requests, size)
     finally:
         path.set(loss_percent=0.0)
     return found
