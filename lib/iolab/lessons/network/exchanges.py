@@ -15,15 +15,19 @@ from concurrent.futures import ThreadPoolExecutor
 
 from iolab import http1
 
-TIMEOUT_S = 10.0  # every read and connect: a link that lost the server fails in seconds, never hangs
+TIMEOUT_S = 10.0  # every read and connect on a clean link: a link that lost the server fails in seconds, never hangs
+# A transfer's reads and section 4's connects, under loss. At 10 % each way a retransmission is lost again one time in
+# five, and each loss doubles the wait: a SYN's from 1 s, a segment's from RTT + 200 ms (0.4 s on a 200 ms link).
+# Six SYNs lost in a row wait 63 s, seven segments 51 s: each about one time in 100,000.
+LOSSY_TIMEOUT_S = 60.0
 MOST_EXCHANGES = 1000
 REQUEST = b"GET / HTTP/1.1\r\nHost: lab\r\n\r\n"
 
 
-def connect(host, port):
+def connect(host, port, timeout_s=TIMEOUT_S):
     """A connected socket, with the time the connect took (the SYN, the SYN-ACK: one round trip)."""
     started = time.perf_counter()
-    sock = socket.create_connection((host, port), timeout=TIMEOUT_S)
+    sock = socket.create_connection((host, port), timeout=timeout_s)
     return sock, time.perf_counter() - started
 
 
@@ -123,7 +127,7 @@ def transfer(host, port, size, congestion):
     """(seconds, seconds of the second half) from a request for `size` bytes on a new connection to the last byte of
     its answer, the sender using `congestion`; the connect is not counted. The second half is timed on its own: by
     then a sender under loss has left slow start for its steady rate."""
-    sock, _ = connect(host, port)
+    sock, _ = connect(host, port, LOSSY_TIMEOUT_S)
     with sock:
         request = f"GET /bytes?n={size}&cc={congestion} HTTP/1.1\r\nHost: lab\r\n\r\n".encode()
         started = time.perf_counter()
@@ -200,9 +204,13 @@ def downloads(host, port, size, clients, most, alone=0):
 
 
 def connects(host, port, count, at_once):
-    """`count` connects, `at_once` of them at a time: the seconds each took (a lost SYN waits out the timeout)."""
+    """`count` connects, `at_once` of them at a time: the seconds each took (a lost SYN waits out the timeout). One
+    that never connected counts its LOSSY_TIMEOUT_S: it met lost SYNs too."""
     def timed(_):
-        sock, took = connect(host, port)
+        try:
+            sock, took = connect(host, port, LOSSY_TIMEOUT_S)
+        except TimeoutError:
+            return LOSSY_TIMEOUT_S
         sock.close()
         return took
     with ThreadPoolExecutor(at_once) as pool:

@@ -4,6 +4,8 @@ from dataclasses import dataclass
 
 from iolab.params import LessonPlan, cell_values
 
+from . import model
+
 # Why each range: below 5 ms a round trip hides in the machine's own noise (a busy core wakes a thread 1 ms late);
 # above 200 ms the runs grow long and the delayed-ACK timer (40 ms) is a small part of the stall.
 RANGES = {
@@ -31,6 +33,11 @@ FRACTIONS = {"loss_percent": (0.5, 10.0)}
 # Quick mode's page: 48 answers still take HTTP/2 two round trips fewer than HTTP/1.1 on a clean link (8 against 10)
 QUICK = {"requests": 6, "repeats": 3, "nagle_exchanges": 12, "loss_bytes": 1_000_000, "connects": 100,
          "answer_bytes": 150_000, "page_requests": 48}
+# Section 4's transfer takes at most this long at Padhye's rate, the slower model: at 10 % loss on a 200 ms link Reno
+# carries about 12 kB a second, and loss_bytes would take minutes.
+LOSS_TRANSFER_MOST_S = 30.0
+# ... but it keeps at least this many losses, expected, in the second half it is timed over.
+LOSS_TRANSFER_LEAST_LOSSES = 8
 LOSS_FLOWS = 8  # section 4's transfers from Reno, and from CUBIC, side by side: they cost no more time than one
 # Section 2: N = twice as many slow clients as workers, so a worker that frees finds another waiting.
 SLOW_CLIENTS_PER_WORKER = 2
@@ -72,19 +79,38 @@ class Plan(LessonPlan):
         quick, values = cell_values(cell, RANGES, FRACTIONS, QUICK, cap=True)
         return cls(**values, **cls.flags(cell, quick))
 
+    @property
+    def transfer_bytes(self):
+        """Section 4's transfer: loss_bytes, or less where Padhye's rate would take longer than
+        LOSS_TRANSFER_MOST_S over it; never cut so far that its second half expects under
+        LOSS_TRANSFER_LEAST_LOSSES losses."""
+        loss, rtt_s = self.loss_percent / 100, self.rtt_ms / 1000
+        most = model.padhye_rate(rtt_s, loss) * LOSS_TRANSFER_MOST_S
+        least = 2 * LOSS_TRANSFER_LEAST_LOSSES / loss * model.MSS_BYTES
+        return int(min(self.loss_bytes, max(least, most)) // 1000 * 1000)
+
     def describe(self):
         return (f"The link: a round trip of {self.rtt_ms} ms. Section 1: n = {self.requests} requests three ways,"
                 f" each run {self.repeats} times. Section 2: a rate of {self.rate_mbit} Mbit/s,"
                 f" {SLOW_CLIENTS_PER_WORKER * self.workers} slow clients downloading {self.answer_bytes:,} bytes"
                 f" each, {self.workers} worker{'s' if self.workers > 1 else ''}. Section 3: {len(SLOW_START_SIZES)} sizes,"
-                f" each {self.repeats} times. Section 4: {LOSS_FLOWS} transfers of {self.loss_bytes:,} bytes each at"
-                f" {self.loss_percent:g} % loss each way, and {self.connects} connects. Section 5: a page of"
+                f" each {self.repeats} times. Section 4: {LOSS_FLOWS} transfers of {self.transfer_bytes:,} bytes each at"
+                f" {self.loss_percent:g} % loss each way{self.transfer_capped()}, and {self.connects} connects. Section 5: a page of"
                 f" {self.page_requests} answers of {PAGE_ANSWER_BYTES:,} bytes, {self.repeats} times each way on the"
                 f" clean link and {LOSSY_PAGES} times at {self.loss_percent:g} % loss."
                 f" Section 6: {self.nagle_exchanges} write-write-reads with TCP_NODELAY on, and as many with it off.")
+
+    def transfer_capped(self):
+        """Why section 4's transfer is smaller than loss_bytes, or nothing where it is not."""
+        if self.transfer_bytes >= self.loss_bytes:
+            return ""
+        return (f" (not {self.loss_bytes:,}: at this loss and round trip Reno may carry as little as"
+                f" {model.padhye_rate(self.rtt_ms / 1000, self.loss_percent / 100) / 1000:.0f} kB/s, and a transfer"
+                f" is kept under {LOSS_TRANSFER_MOST_S:g} s)")
 
     def as_dict(self):
         return {"rtt_ms": self.rtt_ms, "requests": self.requests, "repeats": self.repeats,
                 "nagle_exchanges": self.nagle_exchanges, "loss_bytes": self.loss_bytes, "connects": self.connects,
                 "rate_mbit": self.rate_mbit, "answer_bytes": self.answer_bytes, "workers": self.workers,
-                "page_requests": self.page_requests, "loss_percent": self.loss_percent, "quick": self.quick}
+                "page_requests": self.page_requests, "loss_percent": self.loss_percent, "quick": self.quick,
+                "transfer_bytes": self.transfer_bytes}
