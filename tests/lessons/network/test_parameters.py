@@ -2,7 +2,7 @@
 
 import pytest
 
-from iolab.lessons.network import parameters
+from iolab.lessons.network import model, parameters
 from iolab.params import ParameterError
 
 
@@ -37,3 +37,20 @@ def test_a_value_out_of_range_is_refused_by_its_name(name, value):
 def test_a_flag_that_is_not_a_bool_is_refused_by_its_name():
     with pytest.raises(ParameterError, match="^quick must be True or False"):
         parameters.Plan.from_cell(cell(quick="yes"))
+
+
+def test_section_4_transfers_what_was_asked_where_it_fits_in_time():
+    for quick in (False, True):
+        plan = parameters.Plan.from_cell(cell(quick=quick))
+        assert plan.transfer_bytes == plan.loss_bytes and "not " not in plan.describe()
+
+
+@pytest.mark.parametrize("quick", [False, True])
+def test_a_slow_lossy_link_shortens_section_4s_transfer_and_says_why(quick):
+    plan = parameters.Plan.from_cell(cell(quick=quick, rtt_ms=200, loss_percent=10))
+    rate = model.padhye_rate(0.2, 0.1)
+    assert plan.transfer_bytes < plan.loss_bytes
+    assert plan.transfer_bytes / rate <= parameters.LOSS_TRANSFER_MOST_S
+    # Its second half still expects its losses: one in ten of its segments.
+    assert plan.transfer_bytes / 2 / model.MSS_BYTES * 0.1 >= parameters.LOSS_TRANSFER_LEAST_LOSSES
+    assert f"not {plan.loss_bytes:,}" in plan.describe() and "kB/s" in plan.describe()
