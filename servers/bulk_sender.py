@@ -14,6 +14,10 @@ from threaded_app import LabHandler, LabHTTPServer
 MAX_BYTES = 64 * 2**20  # the largest answer: bounded, like every run in the lab
 CHUNK = b"x" * 65536
 CONGESTION = ("reno", "cubic", "bbr")  # the algorithms Linux builds in by default; others may be absent
+# Each 64 kB write of an answer must finish within this (the idle timeout, 30 s, would cut it short). Under the
+# heaviest loss lesson 14 sets, 10 % each way on a 200 ms link, Reno moves about 12 kB a second: a write takes
+# 5 s, and a segment lost again and again waits its doubling timeouts, 25 s after six losses in a row.
+WRITE_TIMEOUT_S = 90.0
 
 
 class BulkHandler(LabHandler):
@@ -39,6 +43,7 @@ class BulkHandler(LabHandler):
         self.send_header("Content-Type", "application/octet-stream")
         self.send_header("Content-Length", str(size))
         self.end_headers()
+        self.connection.settimeout(WRITE_TIMEOUT_S)
         left = size
         while left:
             piece = CHUNK[:min(left, len(CHUNK))]
