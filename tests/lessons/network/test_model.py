@@ -44,3 +44,18 @@ def test_a_connect_waits_the_first_timeout_when_its_syn_or_the_syn_ack_is_lost()
 
 def test_nagle_stalls_for_the_delayed_ack_and_one_round_trip_more():
     assert model.nagle_stall_ms(0.03) == pytest.approx(40.03) and model.nagle_stall_ms(40) == 80
+
+
+def test_the_binomial_range_leaves_out_at_most_its_tail_each_side():
+    count, chance, tail = 100, model.slow_connect_chance(0.02), 1e-5
+    fewest, most = model.binomial_range(count, chance, tail)
+    def p(k):
+        return math.comb(count, k) * chance ** k * (1 - chance) ** (count - k)
+    assert sum(p(k) for k in range(fewest)) <= tail < sum(p(k) for k in range(fewest + 1))
+    assert sum(p(k) for k in range(most + 1, count + 1)) <= tail < sum(p(k) for k in range(most, count + 1))
+    # Rare successes: a normal curve's three standard deviations (9.8) leave 0.6 % above; the exact range does not.
+    assert fewest == 0 and most > 9.8
+
+
+def test_the_binomial_range_is_the_whole_of_a_certain_chance():
+    assert model.binomial_range(50, 0.0, 1e-5) == (0, 0) and model.binomial_range(50, 1.0, 1e-5) == (50, 50)

@@ -77,6 +77,22 @@ def slow_connect_chance(loss):
     return 1 - (1 - loss) ** 2
 
 
+def binomial_range(count, chance, tail):
+    """(fewest, most) of `count` trials, each a success with `chance`, such that fewer or more happens by chance at
+    most `tail` of the time on each side: exact binomial sums, not a normal curve's, which are too narrow on the
+    long side when successes are rare."""
+    probabilities = [math.comb(count, k) * chance ** k * (1 - chance) ** (count - k) for k in range(count + 1)]
+    below, fewest = 0.0, 0
+    while below + probabilities[fewest] <= tail:
+        below += probabilities[fewest]
+        fewest += 1
+    above, most = 0.0, count
+    while above + probabilities[most] <= tail:
+        above += probabilities[most]
+        most -= 1
+    return fewest, most
+
+
 def nagle_stall_ms(rtt_ms):
     """What a write-write-read costs over a write-read when Nagle holds the second write: the first write's ACK waits
     the receiver's delayed-ACK timer, then the second write needs half a round trip more each way."""
