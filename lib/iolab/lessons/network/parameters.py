@@ -94,10 +94,10 @@ class Plan(LessonPlan):
                 f" each run {self.repeats} times. Section 2: a rate of {self.rate_mbit} Mbit/s,"
                 f" {SLOW_CLIENTS_PER_WORKER * self.workers} slow clients downloading {self.answer_bytes:,} bytes"
                 f" each, {self.workers} worker{'s' if self.workers > 1 else ''}. Section 3: {len(SLOW_START_SIZES)} sizes,"
-                f" each {self.repeats} times. Section 4: {LOSS_FLOWS} transfers of {self.transfer_bytes:,} bytes each at"
-                f" {self.loss_percent:g} % loss each way{self.transfer_capped()}, and {self.connects} connects. Section 5: a page of"
-                f" {self.page_requests} answers of {PAGE_ANSWER_BYTES:,} bytes, {self.repeats} times each way on the"
-                f" clean link and {LOSSY_PAGES} times at {self.loss_percent:g} % loss."
+                f" each {self.repeats} times. Section 4: {LOSS_FLOWS} transfers of {self.transfer_bytes:,} bytes each"
+                f" at {self.loss_percent:g} % loss each way{self.transfer_capped()}, and {self.connects} connects."
+                f" Section 5: a page of {self.page_requests} answers of {PAGE_ANSWER_BYTES:,} bytes, {self.repeats}"
+                f" times each way on the clean link and {LOSSY_PAGES} times at {self.loss_percent:g} % loss."
                 f" Section 6: {self.nagle_exchanges} write-write-reads with TCP_NODELAY on, and as many with it off.")
 
     def transfer_capped(self):
