@@ -114,3 +114,10 @@ def test_a_bound_open_on_one_side_takes_its_margin_from_the_prediction():
     # A time with only a ceiling: predicted 10 ms, ceiling 12 ms (20 % slack), 30 % of others explain 12.6 ms.
     claims.timing("a ceiling beside others", 12.6, 0.0, 12.0, neighbours=quiet_or(0.3), unit="ms", predicted=10.0)
     assert [row[0] for row in claims.rows] == [FAILS, EXCUSED, FAILS, EXCUSED]
+
+
+def test_the_column_reads_a_runs_share_from_either_form_or_says_it_is_unknown():
+    found = neighbours.Neighbours(seconds=2.0, pressure_share=None, own_wait_share=0.0, source="host",
+                                  steal_share=0.0, throttled=0, throttled_s=0.0, others_cpu_share=0.38)
+    assert neighbours.held(found) == neighbours.held(found.as_dict()) == "38%"
+    assert neighbours.held(None) == "unknown"

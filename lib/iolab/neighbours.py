@@ -82,6 +82,18 @@ class Neighbours:
         return asdict(self) | {"others_share": self.others_share}
 
 
+COLUMN = "others held"  # the heading of the neighbours column in every lesson's table of runs
+
+
+def held(found: "Neighbours | dict[str, Any] | None") -> str:
+    """The neighbours column's cell: the share of a run others held the CPUs ("38%"), from a run's Neighbours or
+    its as_dict(); "unknown" where the run did not read them."""
+    if found is None:
+        return "unknown"
+    share = found["others_share"] if isinstance(found, dict) else found.others_share
+    return f"{share:.0%}"
+
+
 def pressure_file() -> tuple[Path | None, str]:
     """(the cpu.pressure this process's cgroup keeps, "cgroup"), or (the host's, "host"), or (None, "none")."""
     for line in _text(Path("/proc/self/cgroup")).splitlines():

@@ -107,7 +107,7 @@ def quota_note(container):
 
 def others_held(row):
     """The share of a run others held the CPUs, for a table: "38%", or "unknown" where it was not read."""
-    return f"{row.neighbours['others_share']:.0%}" if row.neighbours else "unknown"
+    return neighbours.held(row.neighbours)
 
 
 def watched(url, **options):

@@ -98,7 +98,7 @@ class Scene:
 
 def others_held(row):
     """The share of a scene others held the CPUs (a Scene.row()'s neighbours), for a table: "38%", or "unknown"."""
-    return f"{row['neighbours']['others_share']:.0%}" if row.get("neighbours") else "unknown"
+    return neighbours.held(row.get("neighbours"))
 
 
 def missing_reason(name):

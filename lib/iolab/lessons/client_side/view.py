@@ -3,7 +3,7 @@
 Lesson 11's timelines: one row per call, from the moment it was sent to its answer.
 """
 
-from iolab import figures
+from iolab import figures, neighbours
 
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
 
@@ -34,5 +34,4 @@ def timelines(rows, title):
 
 def others_held(row):
     """The neighbours column: the share of the run other programs held this machine's CPUs (iolab.neighbours)."""
-    found = row.get("neighbours")
-    return f"{found['others_share']:.0%}" if found else "unknown"
+    return neighbours.held(row.get("neighbours"))

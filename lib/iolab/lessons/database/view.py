@@ -6,7 +6,7 @@ from pathlib import Path
 from IPython.display import Code
 from matplotlib import patches
 
-from iolab import figures, tables
+from iolab import figures, neighbours, tables
 from iolab.servers import SERVERS_DIR
 
 
@@ -54,8 +54,7 @@ def drivers_table(rows):
 
 def others_held(row):
     """The neighbours column: the share of the run other programs held this machine's CPUs (iolab.neighbours)."""
-    found = row.get("neighbours")
-    return f"{found['others_share']:.0%}" if found else "unknown"
+    return neighbours.held(row.get("neighbours"))
 
 
 def tiers_picture(users, pool, max_connections, query_ms):

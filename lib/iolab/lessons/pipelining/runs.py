@@ -165,7 +165,7 @@ class Measured:
 
 def others_held(row):
     """The share of a run others held the CPUs (a Measured.row()'s neighbours), for a table: "38%", or "unknown"."""
-    return f"{row['neighbours']['others_share']:.0%}" if row.get("neighbours") else "unknown"
+    return neighbours.held(row.get("neighbours"))
 
 
 def ceilings(demand_us, client_us, cores, client_threads=1, thread_us=math.nan):

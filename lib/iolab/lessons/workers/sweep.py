@@ -7,7 +7,7 @@ judged.
 import math
 from dataclasses import dataclass
 
-from iolab import environment, params, registry
+from iolab import environment, neighbours, params, registry
 
 from . import cores as core_info
 from . import measure, model
@@ -292,7 +292,7 @@ REPORT_HEADERS = ["configuration", "handler", "users", "predicted req/s", "limit
 
 def others_held(run):
     """The share of a run others held the CPUs (iolab.neighbours), for a table: "38%", or "unknown"."""
-    return f"{run.neighbours['others_share']:.0%}" if run.neighbours else "unknown"
+    return neighbours.held(run.neighbours)
 
 
 def report_rows(cells):
