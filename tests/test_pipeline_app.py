@@ -144,7 +144,10 @@ def test_wrk_pipelining_16_deep_gets_every_answer_in_order(server, tmp_path):
                                    expected_bodies=bodies)
     server.check()
     assert report["socket_errors"] == 0, report["output"]
-    assert report["checked"] == report["requests"] >= 10 * len(paths), report["output"]
+    # Three whole batches at least, so order is checked across a batch's end. How many a second is speed, a
+    # benchmark's business: a lane's one CPU shared with other work managed 8 (110 ms each), where a batch's own
+    # 28 ms sleep allows 35.
+    assert report["checked"] == report["requests"] >= 3 * len(paths), report["output"]
     assert report["order_errors"] == 0, report["output"]
 
 
