@@ -5,7 +5,8 @@ from types import SimpleNamespace
 import pytest
 
 from iolab import servers
-from iolab.lessons.client_side import limits
+from iolab.claims import Claims
+from iolab.lessons.client_side import claims, limits
 
 ROUNDS, T_MS = 2, 100
 
@@ -21,8 +22,11 @@ def test_a_library_shows_its_limit(option, tornado):
     library = next(each for each in limits.libraries() if each.library == option)
     row = limits.fan_out(library, tornado, ROUNDS, T_MS, timeout_s=10)
     assert row["errors"] == 0 and row["completed"] == row["expected_calls"] == ROUNDS * row["limit"]
-    assert row["low_s"] <= row["measured_s"] <= row["high_s"], row
-    assert row["answered_in_two_T"] <= row["limit"] <= row["answered_in_T_and_work"], row
+    # Its rounds, the first round's calls and L read back, judged as the lesson judges them: a miss on the slow side
+    # that the run's neighbours explain is the machine's (iolab.claims.others_explain); on a quiet run, none is.
+    judged = Claims(claims.LESSON)
+    claims.library(judged, row)
+    assert not judged.failed(), judged.lines()
     if option == "requests":  # past its pool of 10 it opens connections instead of waiting, as the lesson claims:
         # more than its pool, at most one a call (20 on a quiet machine; 21 under load, when a thread's second call
         # came before another thread had handed its connection back to the pool)
@@ -32,8 +36,6 @@ def test_a_library_shows_its_limit(option, tornado):
     low, high = row["connections_predicted"]
     assert low <= row["connections_opened"] <= high, row  # predicted before the run, from how it keeps them
     assert row["T_ms"] >= limits.T_OVER_CPU * row["limit"] * row["short_run_cpu_ms"] - limits.T_STEP_MS, row
-    L = row["measured_rps"] * row["T_ms"] / 1000
-    assert abs(L / limits.limit_read_back(row) - 1) <= 0.15, row  # L = X · Z reads P · Z / (Z + P · D) back
 
 
 def test_each_T_leaves_the_cpu_a_third_of_a_round_at_most():
