@@ -3,12 +3,15 @@
 Frames show who is where, strips have one row per bank, the player steps through time.
 """
 
+from types import SimpleNamespace
+
 import ipywidgets
 import pytest
 from matplotlib.figure import Figure
 
 from iolab.lessons.bank import model as bank
 from iolab.lessons.bank import view as bank_view
+from iolab.neighbours import Neighbours
 
 
 @pytest.fixture(scope="module")
@@ -68,3 +71,9 @@ def test_occupancy_draws_measured_in_flight_when_given(runs):
     ticket_axes = figure.axes[2]
     assert any(line.get_label() == "measured in flight" for line in ticket_axes.get_lines())
     assert not figure.axes[0].get_lines()
+
+
+def test_the_neighbours_column_shows_the_share_others_held_or_unknown():
+    crowded = Neighbours(2.0, "host", None, 0.0, 0.0, 0, 0.0, 0.38)  # others' CPU: 38 % of the run
+    assert bank_view.others_held(SimpleNamespace(others=crowded)) == "38%"
+    assert bank_view.others_held(SimpleNamespace(others=None)) == "unknown"

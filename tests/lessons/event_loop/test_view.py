@@ -13,6 +13,7 @@ import pytest
 from helpers import trace_iteration
 from iolab import figures
 from iolab.lessons.event_loop import view
+from iolab.neighbours import Neighbours
 
 TRACE = [
     trace_iteration(100.0, 120.0, 5.0),
@@ -48,3 +49,9 @@ def test_the_figure_is_shown_by_figures_show_not_by_pyplot():
 def test_an_empty_trace_is_refused_with_a_reason():
     with pytest.raises(ValueError, match="--trace"):
         view.trace_figure([])
+
+
+def test_the_neighbours_column_shows_the_share_others_held_or_unknown():
+    crowded = Neighbours(1.0, "host", None, 0.0, 0.0, 0, 0.0, 0.38).as_dict()  # as the profiles keep it
+    assert view.others_held({"neighbours": crowded}) == "38%"
+    assert view.others_held({"neighbours": None}) == view.others_held({}) == "unknown"

@@ -2,8 +2,9 @@
 
 import pytest
 
+from iolab import neighbours
 from iolab.claims import ClaimsFailed
-from iolab.lessons.io_models import claims, parameters
+from iolab.lessons.io_models import claims, parameters, view
 from iolab.lessons.io_models.trace import Event, ModelRun
 from iolab.neighbours import Neighbours
 from iolab.params import ParameterError
@@ -95,3 +96,13 @@ def test_parameters_are_refused_by_name_and_shrunk_when_quick():
         plan(mechanism="kqueue")
     with pytest.raises(ParameterError, match="fd_counts=\\[1\\] must be a list of at least two counts"):
         plan(fd_counts=[1])
+
+
+def test_the_neighbours_column_shows_each_models_share_or_unknown():
+    crowded, quiet = model("blocking"), model("async")
+    crowded.blocks = quiet.blocks = {"wait": "yes", "copy": "yes"}
+    crowded.others = Neighbours(1.0, "host", None, 0.0, 0.0, 0, 0.0, 0.38)
+    rows = view.comparison_rows([crowded, quiet])
+    assert view.COMPARISON_HEADERS[-1] == neighbours.COLUMN
+    assert [row[-1] for row in rows] == ["38%", "unknown"]
+    assert [view.others_held(run) for run in (crowded, quiet)] == ["38%", "unknown"]

@@ -3,11 +3,13 @@
 import copy
 import json
 import math
+from types import SimpleNamespace
 
 import pytest
 
 from iolab.claims import ClaimsFailed
-from iolab.lessons.measuring import claims, parameters
+from iolab.lessons.measuring import claims, parameters, view
+from iolab.neighbours import Neighbours
 from iolab.params import ParameterError
 
 # A quick run's figures as claims.results writes them (rounded; the parts no claim reads left out).
@@ -140,3 +142,10 @@ def test_a_band_with_no_top_is_skipped_with_its_reason_never_passed(capsys):
     out = capsys.readouterr().out
     assert not checked.failed() and "✓ load 0.3: the open loop's mean" not in out
     assert "– load 0.3: the open loop's mean within its run's band: skipped, the CPU this run measured per request" in out
+
+
+def test_the_neighbours_column_shows_each_runs_share_or_unknown():
+    crowded = Neighbours(1.0, "host", None, 0.0, 0.0, 0, 0.0, 0.38)
+    assert view.others_held(SimpleNamespace(others=crowded)) == "38%"
+    assert view.others_held(SimpleNamespace(others=None)) == "unknown"
+    assert view.others_held_both(SimpleNamespace(others_closed=None, others_open=crowded)) == "unknown / 38%"

@@ -8,6 +8,7 @@ import requests
 from iolab import load
 from iolab.lessons.ordering import view
 from iolab.load import Sample
+from iolab.neighbours import Neighbours
 
 DELAY_MS, GAP_MS = 300, 30
 TIMEOUT_S = 10
@@ -54,3 +55,8 @@ def test_gantt_draws_one_panel_per_order():
     runs = {"A,C": [Sample(0, 1.0, 200, 1, None, 0), Sample(0.1, 1.01, 200, 1, None, 1)]}
     image = view.request_timelines(runs, 1000, {"A,C": "C waits"})
     assert image.data.startswith(b"\x89PNG")
+
+
+def test_the_neighbours_column_shows_the_share_others_held_or_unknown():
+    assert view.others_held(Neighbours(0.5, "host", None, 0.0, 0.0, 0, 0.0, 0.38)) == "38%"
+    assert view.others_held(None) == "unknown"

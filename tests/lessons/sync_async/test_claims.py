@@ -6,7 +6,8 @@ import pytest
 
 from iolab import params
 from iolab.claims import Claims, ClaimsFailed
-from iolab.lessons.sync_async import claims, experiment, parameters
+from iolab.lessons.sync_async import claims, experiment, parameters, view
+from iolab.neighbours import Neighbours
 
 USERS, REQUESTS, WAIT_S, DEMAND_S = 4, 8, 0.1, 0.001
 
@@ -87,3 +88,15 @@ def test_the_sweeps_claims_hold_and_a_curve_that_bends_too_late_is_named():
     said, notes = Claims("02"), []
     claims.sweep_claims(said, notes, *sweeps(cpu_bound=False))
     assert said.rows[-1][0] == "–" and "busy or waiting for a CPU 70%" in notes[-2]
+
+
+def test_the_neighbours_column_shows_each_runs_share_and_a_sweeps_most():
+    quiet, crowded = (Neighbours(2.0, "host", None, 0.0, 0.0, 0, 0.0, share) for share in (0.05, 0.38))
+    run = measured("async", 100.0, 3.9, 100.0, 100.0)
+    assert view.others_held(run) == "unknown"  # a run that did not read its neighbours
+    run.others = crowded
+    assert view.others_held(run) == "38%"
+    sweep = SimpleNamespace(points=[SimpleNamespace(others=quiet), SimpleNamespace(others=None),
+                                    SimpleNamespace(others=crowded)])
+    assert view.most_others_held(sweep) == "38%"
+    assert view.most_others_held(SimpleNamespace(points=[SimpleNamespace(others=None)])) == "unknown"

@@ -9,7 +9,7 @@ import math
 import ipywidgets as widgets
 from matplotlib.patches import Rectangle
 
-from iolab import figures
+from iolab import figures, neighbours
 
 COLORS = {"hall": "#1f77b4", "working": "#ff7f0e", "waiting": "#7f7f7f", "lounge": "#2ca02c", "idle": "#ffffff"}
 TITLES = {"sync": "synchronous bank", "threaded": "threaded bank", "ticket": "ticket bank"}
@@ -141,3 +141,8 @@ def occupancy_figure(runs, measured=None):
         axes.set(title=bank_title(run), xlabel="time (s)", ylabel="customers", ylim=(0, run.concurrency * 1.15))
         axes.legend(loc="lower left", fontsize=7)
     return figure
+
+
+def others_held(measured):
+    """The neighbours column: the share of a bank's run other programs held the CPUs ("38%", or "unknown")."""
+    return neighbours.held(measured.others)

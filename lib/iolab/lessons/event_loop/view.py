@@ -5,7 +5,7 @@ Events per iteration, and time in select() against time in callbacks; never meas
 
 import math
 
-from iolab import figures
+from iolab import figures, neighbours
 
 COLORS = {"select": "#9ecae1", "callbacks": "#e6550d", "events": "#3182bd", "phase": "#f0f0f0"}
 
@@ -78,3 +78,9 @@ def trace_figure(iterations, phases=(), bin_s=0.05, margin_s=0.1, title="the loo
     time_axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     figure.tight_layout()
     return figure
+
+
+def others_held(row):
+    """The neighbours column: the share of a run (a row with its "neighbours", as the results keep them) other
+    programs held the CPUs ("38%", or "unknown")."""
+    return neighbours.held(row.get("neighbours"))

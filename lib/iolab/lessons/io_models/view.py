@@ -6,7 +6,7 @@ Stevens-style timelines, comparison-table rows, the select-vs-epoll plot. Never 
 from matplotlib.collections import LineCollection
 from matplotlib.patches import Rectangle
 
-from iolab import figures
+from iolab import figures, neighbours
 
 LANE_Y = {"app": 1.0, "kernel": 0.0}
 HALF = 0.22  # half the height of a lane's bar
@@ -120,7 +120,7 @@ def timeline(run, fig=None, zoom_pad_ms=0.15):
 
 COMPARISON_HEADERS = [
     "model", "blocks while waiting", "blocks while copying", "wait (ms)", "copy (µs)", "CPU burnt on the IO (ms)",
-    "queued for a CPU (ms)", "own work done meanwhile (ms)", "IO system calls", "wakeups", "others held the CPUs",
+    "queued for a CPU (ms)", "own work done meanwhile (ms)", "IO system calls", "wakeups", neighbours.COLUMN,
 ]
 
 
@@ -128,9 +128,14 @@ def comparison_rows(runs):
     """One row per run under COMPARISON_HEADERS: who blocks in each phase, and what the run cost the application."""
     return [
         [run.model, run.blocks["wait"], run.blocks["copy"], run.wait_ms, run.copy_ms * 1000, run.cpu_ms,
-         run.queued_ms, run.work_ms, run.calls, run.wakeups, f"{run.others.others_share:.0%}" if run.others else "unknown"]
+         run.queued_ms, run.work_ms, run.calls, run.wakeups, others_held(run)]
         for run in runs
     ]
+
+
+def others_held(run):
+    """The neighbours column: the share of a model's run other programs held the CPUs ("38%", or "unknown")."""
+    return neighbours.held(run.others)
 
 
 def wait_cost_plot(rows, slopes, fd_setsize=1024, ax=None):

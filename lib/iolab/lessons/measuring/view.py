@@ -7,7 +7,7 @@ import math
 
 from matplotlib.ticker import FixedLocator, NullFormatter
 
-from iolab import figures
+from iolab import figures, neighbours
 
 NINES = (0.5, 0.9, 0.99, 0.999, 0.9999)
 
@@ -77,3 +77,13 @@ def queue_growing(points, title):
     axes.set_ylabel("latency (ms)")
     axes.set_title(title)
     return fig
+
+
+def others_held(run):
+    """The neighbours column: the share of a run (a StallRun, or a point's loop) other programs held the CPUs."""
+    return neighbours.held(run.others)
+
+
+def others_held_both(point):
+    """An open-or-closed point's neighbours cell: its closed run's share, then its open run's ("12% / 30%")."""
+    return f"{neighbours.held(point.others_closed)} / {neighbours.held(point.others_open)}"

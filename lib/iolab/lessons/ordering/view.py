@@ -4,7 +4,7 @@ When each was sent and when its answer came.
 """
 
 
-from iolab import figures
+from iolab import figures, neighbours
 
 HANDLER_COLORS = {"A": "#d62728", "B": "#1f77b4", "C": "#2ca02c", "D": "#9467bd", "A′": "#ff7f0e"}
 
@@ -38,3 +38,8 @@ def request_timelines(runs, delay_ms, expectations=None, title=""):
     if title:
         figure.suptitle(title)
     return figures.render(figure)
+
+
+def others_held(found):
+    """The neighbours column: the share of a run (`found`: its Neighbours, or None) other programs held the CPUs."""
+    return neighbours.held(found)

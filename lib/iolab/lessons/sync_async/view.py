@@ -4,7 +4,7 @@ Throughput and mean latency against users, measured, with the bounds and the kne
 measures.
 """
 
-from iolab import figures
+from iolab import figures, neighbours
 
 COLORS = {"async": "#1f77b4", "sync": "#d62728"}
 LABELS = {"async": "non-blocking (await)", "sync": "blocking (time.sleep)"}
@@ -57,3 +57,14 @@ def sweep_figure(sweeps, title=""):
     if title:
         figure.suptitle(title, fontsize=11)
     return figure
+
+
+def others_held(measured):
+    """The neighbours column: the share of a run other programs held the CPUs ("38%", or "unknown")."""
+    return neighbours.held(measured.others)
+
+
+def most_others_held(sweep):
+    """The neighbours column of a sweep's row: the most others held of any of its runs, "unknown" if none read them."""
+    read = [point.others for point in sweep.points if point.others is not None]
+    return neighbours.held(max(read, key=lambda found: found.others_share) if read else None)
