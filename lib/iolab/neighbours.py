@@ -82,7 +82,7 @@ class Neighbours:
         return asdict(self) | {"others_share": self.others_share}
 
 
-COLUMN = "others held"  # the heading of the neighbours column in every lesson's table of runs
+COLUMN = "others held the CPUs"  # the heading of the neighbours column in every lesson's table of runs
 
 
 def held(found: "Neighbours | dict[str, Any] | None") -> str:

@@ -47,7 +47,7 @@ def drivers_table(rows):
     """Section 1's table: each way's slots, its bottleneck, the prediction and the run."""
     return tables.markdown(
         ["front end", "how", "slots at once", "bottleneck (the law)", "predicted X (req/s)", "measured X (req/s)",
-         "front end's CPU a request (ms)", "others held the CPUs"],
+         "front end's CPU a request (ms)", neighbours.COLUMN],
         [[row["front_end"], row["driver"], row["at_once"], row["bottleneck"], row["predicted_rps"], row["rps"],
           row["front_cpu_ms"], others_held(row)] for row in rows])
 

@@ -287,7 +287,7 @@ class Lab:
 
 
 REPORT_HEADERS = ["configuration", "handler", "users", "predicted req/s", "limit", "measured req/s", "error",
-                  "D (ms)", "client's D (ms)", "verdict", "others held the CPUs"]
+                  "D (ms)", "client's D (ms)", "verdict", neighbours.COLUMN]
 
 
 def others_held(run):
