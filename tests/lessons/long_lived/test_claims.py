@@ -5,8 +5,10 @@ A run that keeps them prints a tick each, one that breaks one names it.
 
 import pytest
 
+from iolab import neighbours
 from iolab.claims import ClaimsFailed
-from iolab.lessons.long_lived import claims, model
+from iolab.lessons.long_lived import claims, fanout, model, slow
+from iolab.lessons.long_lived import ladder as ladders
 
 
 def memory_row(kib=14.0, last_extra=0.0, compression=False):
@@ -126,3 +128,17 @@ def test_a_stall_that_piles_up_about_the_cap_is_not_judged(capsys):
     runs[1] |= {"buffers_filled": True, "piled_bytes": 1024 * 1024 + 100, "dropped": 0}
     claims.check_claims(found(slow_consumer={"runs": runs}))
     assert "within a message of the cap" in capsys.readouterr().out
+
+
+def test_each_table_of_timed_runs_shows_the_share_others_held_the_cpus():
+    busy = {"others_share": 0.38}
+    rows = [fanout_row() | {"neighbours": busy, "repoll_us_per_delivery": 0.0}]
+    rungs = ladder()
+    rungs["rungs"][0]["neighbours"] = busy
+    for row in rungs["rungs"]:
+        row |= {"floor_ratio": 1.2, "reach_ms": 6.0}
+    stalls = slow_runs()
+    stalls["runs"][0]["growth_bytes_per_s"] = None  # one that awaits each send has no unsent bytes
+    stalls["runs"][1]["neighbours"] = busy
+    for headers, body in (fanout.table(rows), ladders.table(rungs, 1000), slow.table(stalls)):
+        assert headers[-1] == neighbours.COLUMN and "38%" in [line[-1] for line in body], body

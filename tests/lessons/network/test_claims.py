@@ -10,6 +10,7 @@ from iolab.lessons.network import claims, model, parameters
 from .test_pages import page
 
 RTT = 0.041  # s: the link's 40 ms and the delay line's millisecond
+QUIET, BUSY = {"others_share": 0.0}, {"others_share": 0.4}  # a run's neighbours (Neighbours.as_dict), others' share
 
 
 def plan(**changes):
@@ -30,8 +31,8 @@ def round_trips(n=6):
 
 
 def slow_start():
-    return {str(size): [[(model.slow_start_rounds(size) + 0.3) * RTT + j, RTT] for j in (0.0, 0.002, 0.004)]
-            for size in parameters.SLOW_START_SIZES}
+    return {"sizes": {str(size): [[(model.slow_start_rounds(size) + 0.3) * RTT + j, RTT] for j in (0.0, 0.002, 0.004)]
+                      for size in parameters.SLOW_START_SIZES}, "neighbours": QUIET}
 
 
 def loss(size=1_000_000, slow=4):
@@ -123,3 +124,47 @@ def test_the_claims_read_back_from_a_results_file_print_the_same_lines(tmp_path,
     path.write_text(json.dumps(results))
     claims.check_claims(json.loads(path.read_text()))
     assert capsys.readouterr().out == first
+
+
+def slowed(others):
+    """Section 1 with every exchange on the link 20 % slower than its round trips allow, with those `others`."""
+    found = round_trips()
+    found["link"] = {**exchanges(RTT * 1.2, 6), "neighbours": others}
+    return found
+
+
+def test_a_slow_round_trip_while_others_held_the_cpus_is_excused_with_their_figures(capsys):
+    checked = claims.check_claims(found(round_trips=slowed(BUSY)))
+    out = capsys.readouterr().out
+    assert not checked.failed() and "a connect costs the round trip set on the link (ms): not judged" in out
+    assert "others held the CPUs 40% of this run" in out and "could not be judged" in out
+
+
+def test_the_same_slow_round_trip_on_a_quiet_run_fails():
+    with pytest.raises(ClaimsFailed, match="a connect costs the round trip set on the link"):
+        claims.check_claims(found(round_trips=slowed(QUIET)))
+
+
+def test_round_trips_faster_than_the_link_allows_are_never_the_neighbours():
+    fast = round_trips()
+    fast["link"] = {**exchanges(RTT * 0.8, 6), "neighbours": BUSY}
+    with pytest.raises(ClaimsFailed, match="a connect costs the round trip set on the link"):
+        claims.check_claims(found(round_trips=fast))
+
+
+def test_a_short_request_beside_slow_clients_is_judged_busy_or_not_others_cannot_stretch_1_ms_to_80():
+    for others in (BUSY, QUIET):
+        found_ = slow_clients()
+        found_["servers"]["Tornado"] |= {"short_s": [0.15, 0.16, 0.14, 0.15], "neighbours": others}  # near (N − w)·τ
+        with pytest.raises(ClaimsFailed, match="Tornado: a short request beside 4 slow clients"):
+            claims.check_claims(found(slow_clients=found_))
+
+
+def test_a_nagle_stall_late_while_others_held_the_cpus_is_excused_and_on_a_quiet_run_fails(capsys):
+    def late(others):  # 20 ms past the delayed ACK, the round trip and a timer tick
+        return {"loopback": nagle(0.00003), "link": nagle(RTT, stall_s=(model.nagle_stall_ms(RTT * 1000) + 30) / 1000)
+                | {"neighbours": others}}
+    checked = claims.check_claims(found(nagle=late(BUSY)))
+    assert not checked.failed() and "Nagle's stall on the link: 40 ms + RTT" in capsys.readouterr().out
+    with pytest.raises(ClaimsFailed, match="Nagle's stall on the link: 40 ms"):
+        claims.check_claims(found(nagle=late(QUIET)))

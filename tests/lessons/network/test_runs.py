@@ -4,9 +4,10 @@ import os
 import subprocess
 import sys
 
+import psutil
 import pytest
 
-from iolab import link, servers
+from iolab import children, link, neighbours, servers, usage
 from iolab.claims import Claims
 from iolab.lessons.network import claims, runs
 
@@ -51,6 +52,24 @@ def test_section_1_on_a_real_link_costs_its_loopback_time_and_its_round_trips():
     assert not judged.failed(), judged.lines()
     assert usage.packets > 0 and usage.dropped == 0
     assert min(found["link"]["connect_s"]) >= 0.020 > max(found["loopback"]["connect_s"])  # the delay line's floor
+    assert all(0 <= found[where]["neighbours"]["others_share"] <= 1 for where in ("link", "loopback"))
+
+
+SPIN = "import time\nbegan = time.process_time()\nwhile time.process_time() - began < 0.3:\n    pass\n"
+
+
+@pytest.mark.skipif(link.why_not() is not None, reason=f"no link here: {link.why_not()}")
+def test_the_delay_line_and_a_process_in_the_link_s_namespaces_count_as_ours():
+    """iolab.neighbours counts our own tree's CPU as ours: the delay line and what runs inside the namespaces are
+    this process's children, so their CPU is never read as a neighbour's."""
+    with runs.built(20, 0.0, None) as path:
+        before = neighbours.read()
+        children.run(path.argv("server", children.python("-c", SPIN)), 30)
+        after = neighbours.read()
+        delay_line = psutil.Process(path.middle.pid)
+        assert delay_line in psutil.Process().children(recursive=True)
+        assert usage.process_cpu_s(delay_line) >= path.delay_line_usage().cpu_s * 0.9  # read through its pid
+    assert after.own_cpu_s - before.own_cpu_s >= 0.3  # the spin, reaped: ours
 
 
 @pytest.mark.skipif(link.why_not() is not None, reason=f"no link here: {link.why_not()}")

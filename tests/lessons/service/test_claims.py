@@ -9,8 +9,9 @@ import random
 
 import pytest
 
+from iolab import neighbours
 from iolab.claims import ClaimsFailed
-from iolab.lessons.service import claims, lag, leak, shutdown, upstreams
+from iolab.lessons.service import claims, lag, leak, shutdown, upstreams, view
 
 QUIET = {"others_share": 0.0}
 
@@ -126,3 +127,18 @@ def test_the_claims_read_back_from_json_print_the_same_lines(tmp_path, capsys):
     path.write_text(json.dumps(found()))
     first = claims.check_claims(found()).lines()
     assert claims.check_claims(json.loads(path.read_text())).lines() == first
+
+
+def test_each_table_of_runs_shows_the_share_others_held_the_cpus():
+    busy = {"others_share": 0.38}
+    figures = lag_figures()
+    figures["neighbours"]["served"] = busy
+    rows = shutdown_rows()
+    rows[0]["neighbours"] = busy
+    pair = upstream_rows()
+    pair[1]["neighbours"] = busy
+    leaky = leak_rows()
+    leaky[0]["steps"][1]["neighbours"] = busy
+    for table in (view.lag_table(figures), view.shutdown_table(rows), view.upstream_table(pair), view.leak_table(leaky)):
+        text = table.data
+        assert neighbours.COLUMN in text and "38%" in text and ("0%" in text or "unknown" in text), text

@@ -107,8 +107,8 @@ def run(plan):
 def table(rows):
     headers = ["server", "transport", "N", "server µs/delivery to its last send", "all its µs/delivery",
                "+ re-poll µs", "client µs/delivery", "predicted last (ms)", "measured last (ms)", "spread of repeats",
-               "others held the CPUs"]
+               neighbours.COLUMN]
     return headers, [[row["server"], row["transport"], row["subscribers"], row["path_us_per_delivery"],
                       row["cpu_us_per_delivery"], row["repoll_us_per_delivery"] if row["transport"] == "poll" else "",
                       row["client_cpu_us_per_delivery"], row["predicted_last_ms"], row["last_ms"],
-                      f"{row['spread']:.0%}", f"{row['neighbours']['others_share']:.0%}"] for row in rows]
+                      f"{row['spread']:.0%}", neighbours.held(row.get("neighbours"))] for row in rows]

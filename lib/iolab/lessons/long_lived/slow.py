@@ -11,7 +11,7 @@ import time
 
 import aiohttp
 
-from iolab import servers, stall
+from iolab import neighbours, servers, stall
 from iolab.clients.held_subscribers import Held
 
 from . import model
@@ -53,8 +53,8 @@ async def one(server_name, how, blocking, plan):
     size = plan.slow_message_kib * 1024
     options = {"max_buffer_kib": plan.max_buffer_kib, "send_timeout_s": plan.slow_seconds * 4}
     timeout = aiohttp.ClientTimeout(total=plan.slow_seconds * 4 + TIMEOUT_S)
-    with servers.serve(server_name, **options) as server, Held(server.url, "ws", 1) as stopped, \
-            Held(server.url, "ws", OTHERS) as others:
+    with neighbours.watching() as watch, servers.serve(server_name, **options) as server, \
+            Held(server.url, "ws", 1) as stopped, Held(server.url, "ws", OTHERS) as others:
         async with aiohttp.ClientSession(timeout=timeout, connector=aiohttp.TCPConnector(limit=0)) as session:
             await _publish_at(session, server.url, plan.slow_rate, BASELINE_S, size, how, [])
             baseline = others.deliveries()
@@ -80,7 +80,7 @@ async def one(server_name, how, blocking, plan):
             "full_after_s": growing[0] - stopped_at if growing else None,
             "predicted_growth_bytes_per_s": plan.slow_rate * size,
             "timeline": ([row["t"] - stopped_at for row in stalled], [row["delivery_ms"] for row in stalled]),
-            "buffered": [(t - stopped_at, b) for t, b, _ in samples]}
+            "buffered": [(t - stopped_at, b) for t, b, _ in samples], "neighbours": watch.found.as_dict()}
 
 
 def growth_rate(samples):
@@ -123,14 +123,14 @@ async def run(plan):
 
 def table(found):
     headers = ["server", "how", "others' worst, no one stopped (ms)", "others' worst, one stopped (ms)",
-               "unsent bytes grew (KiB/s)", "predicted (KiB/s)", "peak unsent (KiB)", "dropped"]
+               "unsent bytes grew (KiB/s)", "predicted (KiB/s)", "peak unsent (KiB)", "dropped", neighbours.COLUMN]
     rows = []
     for run in found["runs"]:
         growth = run["growth_bytes_per_s"]
         rows.append([run["server"], run["how"], run["baseline_ms"], run["others_worst_ms"],
                      "" if growth is None or run["blocking"] else growth / 1024,
                      "" if run["blocking"] else run["predicted_growth_bytes_per_s"] / 1024,
-                     run["buffered_peak_bytes"] / 1024, run["dropped"]])
+                     run["buffered_peak_bytes"] / 1024, run["dropped"], neighbours.held(run.get("neighbours"))])
     return headers, rows
 
 

@@ -18,6 +18,11 @@ TIMER_TICK_MS = 10.0
 DELAY_LINE_MOST_CPU_SHARE = 0.5
 # The chance, each side, that section 4's count of slow connects falls outside its band by chance alone.
 SLOW_CONNECTS_TAIL = 1e-5
+# Which claims a neighbour can fail: every round trip crosses the delay line, a process on our CPUs, and every
+# exchange needs the server's and the client's CPU. Those claims are judged with the run's neighbours
+# (Claims.timing): a miss on the slow side that others explain is excused, with the figures. The link's own rate
+# (a tbf qdisc, section 2) and its loss (a random drop, sections 4 and 5 under loss) do not wait for a CPU: those
+# claims, and the counts and CPU shares, are judged as they are.
 
 
 def results(plan, *, link_reason, round_trips=None, slow_start=None, loss=None, nagle_loopback=None, nagle_link=None,
@@ -105,16 +110,17 @@ def round_trip_claims(claims, found, rtt_set_ms):
     line never hurries), at most the measured one and the delay line's lateness."""
     link, loopback = found["link"], found["loopback"]
     rtt, noise = ms(link["connect_s"]), range_ms(link["connect_s"])
-    claims.within("a connect costs the round trip set on the link (ms)", rtt, rtt_set_ms - noise,
-                  rtt_set_ms + DELAY_LINE_LATE_MS + 2 * noise, unit="ms")
+    others = link.get("neighbours")
+    claims.timing("a connect costs the round trip set on the link (ms)", rtt, rtt_set_ms - noise,
+                  rtt_set_ms + DELAY_LINE_LATE_MS + 2 * noise, neighbours=others, unit="ms")
     for way, name in WAYS.items():
         trips = trips_of(way, link["n"])
         base, width = ms(loopback[way]), range_ms(link[way]) + range_ms(loopback[way]) + trips * noise
         name = name.replace("n connections", f"{link['n']} connections")
         what = name if way == "request_s" else f"{link['n']} requests {name}"
-        claims.within(f"{what}: its time on loopback + {trips} round trip{'s' if trips > 1 else ''} (ms)",
+        claims.timing(f"{what}: its time on loopback + {trips} round trip{'s' if trips > 1 else ''} (ms)",
                       ms(link[way]), base + trips * rtt_set_ms - width,
-                      base + trips * (rtt + DELAY_LINE_LATE_MS) + width, unit="ms")
+                      base + trips * (rtt + DELAY_LINE_LATE_MS) + width, neighbours=others, unit="ms")
 
 
 def slow_client_claims(claims, found, rtt_set_ms):
@@ -123,6 +129,7 @@ def slow_client_claims(claims, found, rtt_set_ms):
     short request waits for N − w answers at sync workers alone (the link is their tier), and only its own time
     behind nginx or at Tornado (the link is not theirs)."""
     size, rate = found["size"], found["rate_mbit"]
+    # The download alone and the slow clients' answers a second are the link's rate: no neighbour slows a tbf qdisc.
     tau, alone = model.answer_on_link_s(size, rate), [whole for whole, _ in found["alone_s"]]
     noise, rounds = range_ms(alone), model.slow_start_rounds(size) + 1
     claims.within(f"a download of {size:,} bytes alone: τ = B / rate, plus at most {rounds} round trips (ms)",
@@ -139,23 +146,26 @@ def slow_client_claims(claims, found, rtt_set_ms):
                           f" own time (ms)", ms(run["short_s"]), waits, mine, "ms", ".3g")
         else:  # nginx takes the answers at loopback speed; Tornado's loop only hands them to the kernel
             claims.nearer(f"{name}: a short request beside {run['clients']} slow clients takes its own time, not"
-                          f" (N − w)·τ (ms)", ms(run["short_s"]), mine, waits, "ms", ".3g")
+                          f" (N − w)·τ (ms)", ms(run["short_s"]), mine, waits, "ms", ".3g",
+                          neighbours=run.get("neighbours"), slower="above")
 
 
 def slow_start_claims(claims, found, rtt, noise, rtt_set_ms):
     """Section 3: each transfer takes its slow-start rounds: at least the set RTT each, at most the measured one
     (and a delayed ACK); and the window doubles each round."""
-    found = {size: [whole for whole, _ in times] for size, times in found.items()}
+    others = found.get("neighbours")
+    found = {size: [whole for whole, _ in times] for size, times in found["sizes"].items()}
     for size, times in found.items():
         rounds = model.slow_start_rounds(int(size))
         measured, width = ms(times), range_ms(times) + rounds * noise
         # A round may end up to a delayed ACK late: the receiver holds the ACK of a flight's odd last segment.
-        claims.within(f"{int(size):,} bytes: {rounds} slow-start round trips (ms)", measured,
-                      rounds * rtt_set_ms - width, (rounds + 1) * rtt + model.DELAYED_ACK_MS + width, unit="ms")
+        claims.timing(f"{int(size):,} bytes: {rounds} slow-start round trips (ms)", measured,
+                      rounds * rtt_set_ms - width, (rounds + 1) * rtt + model.DELAYED_ACK_MS + width,
+                      neighbours=others, unit="ms")
     largest = max(found, key=int)
     claims.nearer(f"{int(largest):,} bytes: the window doubles each round, it does not stay at 10 segments (ms)",
                   ms(found[largest]), model.slow_start_rounds(int(largest)) * rtt,
-                  model.linear_rounds(int(largest)) * rtt, "ms", ".3g")
+                  model.linear_rounds(int(largest)) * rtt, "ms", ".3g", neighbours=others, slower="above")
 
 
 def rates(times, size):
@@ -164,7 +174,9 @@ def rates(times, size):
 
 
 def loss_claims(claims, found, rtt):
-    """Section 4: Reno between Padhye (timeouts) and Mathis (b = 1), CUBIC no slower, BBR above both; slow connects."""
+    """Section 4: Reno between Padhye (timeouts) and Mathis (b = 1), CUBIC no slower, BBR above both; slow connects.
+    The loss sets these rates, with section 1's round trip, and the slow connects: they are judged without the
+    neighbours."""
     p, rtt_s, size = found["loss_percent"] / 100, rtt / 1000, found["size"]
     low, high = model.padhye_rate(rtt_s, p), model.mathis_rate(rtt_s, p, acked_per_ack=1)
     for congestion in ("reno", "cubic"):
@@ -206,8 +218,8 @@ def nagle_claims(claims, found, where):
     predicted, noise = model.nagle_stall_ms(rtt), spread_ms(nagle) + spread_ms(nodelay)
     claims.nearer(f"Nagle's stall {where}: the delayed ACK and a round trip, not nothing (ms)", stall, predicted, 0.0,
                   "ms", ".3g")
-    claims.within(f"Nagle's stall {where}: {model.DELAYED_ACK_MS:g} ms + RTT, up to a timer tick late (ms)", stall,
-                  predicted - noise, predicted + TIMER_TICK_MS + noise, unit="ms")
+    claims.timing(f"Nagle's stall {where}: {model.DELAYED_ACK_MS:g} ms + RTT, up to a timer tick late (ms)", stall,
+                  predicted - noise, predicted + TIMER_TICK_MS + noise, neighbours=found.get("neighbours"), unit="ms")
 
 
 PAGE_CLAIMS = ("a page over HTTP/2 on one connection, and over HTTP/1.1 on six, on the clean link",
@@ -232,9 +244,11 @@ def page_claims(claims, found, rtt, noise, rtt_set_ms):
         base, width = ms(found["loopback"][way]), range_ms(clean[way]) + range_ms(found["loopback"][way]) + trips * noise
         # At least the round trips: the server's own time on loopback may hide under them (it writes the later
         # answers while the earlier ones cross the link), so it only raises the upper bound.
-        claims.within(f"{name}, clean: {trips} round trips, plus at most its time on loopback (ms)", ms(clean[way]),
+        claims.timing(f"{name}, clean: {trips} round trips, plus at most its time on loopback (ms)", ms(clean[way]),
                       trips * rtt_set_ms - width,
-                      base + trips * (rtt + DELAY_LINE_LATE_MS) + model.DELAYED_ACK_MS + width, unit="ms")
+                      base + trips * (rtt + DELAY_LINE_LATE_MS) + model.DELAYED_ACK_MS + width,
+                      neighbours=found.get("neighbours", {}).get("clean"), unit="ms")
+    # The winner: the two ways took turns, so a neighbour falls on both; under loss the loss sets the times.
     faster = (ways["h1"][1] - ways["h2"][1]) * rtt + ms(found["loopback"]["h1"]) - ms(found["loopback"]["h2"])
     judge_winner(claims, "clean", ms(clean["h1"]) - ms(clean["h2"]), faster, range_ms(clean["h1"]) + range_ms(clean["h2"]))
     # Under loss the models are rough (section 4's rate is a steady state; a page ends with its slowest connection),

@@ -3,7 +3,7 @@
 import re
 from concurrent.futures import ThreadPoolExecutor
 
-from iolab import children, contract, registry, servers
+from iolab import children, contract, neighbours, registry, servers
 
 from .parameters import LOSSY_PAGES
 
@@ -85,13 +85,20 @@ def at_once(path, requests, size, repeats=LOSSY_PAGES):
 
 def compare(path, requests, size, repeats, loss_percent):
     """Section 5: the page on loopback (the server's and the client's own time), on the clean link, then on the link
-    at `loss_percent` (set on the link, so both ways meet the same loss); the link is clean again afterwards."""
+    at `loss_percent` (set on the link, so both ways meet the same loss); the link is clean again afterwards. What else
+    held the CPUs during each of the three is kept under "neighbours"."""
     found = {"requests": requests, "size": size, "loss_percent": loss_percent, "congestion": CONGESTION,
-             "connections_h1": CONNECTIONS_H1,
-             "loopback": in_turn(None, requests, size, repeats), "clean": in_turn(path, requests, size, repeats)}
+             "connections_h1": CONNECTIONS_H1}
+    others = {}
+    for where, on in (("loopback", None), ("clean", path)):
+        with neighbours.watching() as watch:
+            found[where] = in_turn(on, requests, size, repeats)
+        others[where] = watch.found.as_dict()
     path.set(loss_percent=loss_percent)
     try:
-        found["lossy"] = at_once(path, requests, size)
+        with neighbours.watching() as watch:
+            found["lossy"] = at_once(path, requests, size)
+        others["lossy"] = watch.found.as_dict()
     finally:
         path.set(loss_percent=0.0)
-    return found
+    return found | {"neighbours": others}

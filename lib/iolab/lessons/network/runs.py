@@ -1,6 +1,8 @@
 """Lesson 14's runs: the server on the link's far side (or on loopback), the client as a child in the near side.
 
-Where the link cannot be built here, `why_no_link()` says why, and only what loopback can show runs.
+Where the link cannot be built here, `why_no_link()` says why, and only what loopback can show runs. Each run keeps,
+under "neighbours", what else held the CPUs while it ran (iolab.neighbours): the servers, the clients and the delay
+line are all this kernel's children, so their CPU counts as ours.
 """
 
 import json
@@ -9,7 +11,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 
-from iolab import children, link, servers
+from iolab import children, link, neighbours, servers
 
 from .parameters import SLOW_CLIENTS_PER_WORKER
 
@@ -58,6 +60,14 @@ class Lab:
         self.stack.close()
 
 
+@contextmanager
+def watched(found):
+    """Read the neighbours over the block into `found` (a run's figures, a dict) under "neighbours"."""
+    with neighbours.watching() as watch:
+        yield found
+    found["neighbours"] = watch.found.as_dict()
+
+
 def serving(path=None, name=SERVER):
     """A lab server in the link's server namespace, or on loopback when `path` is None."""
     return servers.serve(name, link=path)  # servers.start runs it here when link is None
@@ -81,21 +91,26 @@ def round_trips(path, repeats, n):
     round trip is next to nothing, so what is left is the server's and the client's own time)."""
     found = {}
     for where, on in (("link", path), ("loopback", None)):
-        with serving(on) as server:
-            found[where] = exchanges("round_trips", server, on, repeats=repeats, n=n)
+        with watched({}) as run, serving(on) as server:
+            run |= exchanges("round_trips", server, on, repeats=repeats, n=n)
+        found[where] = run
     return found
 
 
 def nagle(path, exchanges_count):
     """Section 6 on the link, or on loopback where `path` is None."""
-    with serving(path) as server:
-        return exchanges("nagle", server, path, repeats=exchanges_count)
+    with watched({}) as run, serving(path) as server:
+        run |= exchanges("nagle", server, path, repeats=exchanges_count)
+    return run
 
 
 def slow_start(path, sizes, repeats):
-    """Section 3 on the link: each size fetched `repeats` times on new connections, a Reno sender: seconds."""
-    with serving(path, SENDER) as server:
-        return exchanges("transfers", server, path, sizes=",".join(map(str, sizes)), repeats=repeats, cc="reno")
+    """Section 3 on the link: each size fetched `repeats` times on new connections, a Reno sender: seconds, under
+    "sizes"."""
+    with watched({}) as run, serving(path, SENDER) as server:
+        run["sizes"] = exchanges("transfers", server, path, sizes=",".join(map(str, sizes)), repeats=repeats,
+                                 cc="reno")
+    return run
 
 
 def loss(path, loss_percent, size, flows, connects):
@@ -103,7 +118,7 @@ def loss(path, loss_percent, size, flows, connects):
     all at once, then BBR's, then `connects` connects; the link is clean again afterwards."""
     path.set(loss_percent=loss_percent)
     try:
-        with serving(path, SENDER) as server:
+        with watched({}) as run, serving(path, SENDER) as server:
             # Reno's and CUBIC's flows side by side: the link has no rate to share and its losses are random, so they
             # do not slow each other; only the loss does. BBR's, many times faster, go after them, fewer, so that
             # the delay line is never what limits a flow.
@@ -117,7 +132,7 @@ def loss(path, loss_percent, size, flows, connects):
     finally:
         path.set(loss_percent=0.0)
     return {"loss_percent": loss_percent, "size": size, "transfer_s": {"reno": reno, "cubic": cubic, "bbr": bbr},
-            "connect_s": times}
+            "connect_s": times, "neighbours": run["neighbours"]}
 
 
 def slow_servers(workers):
@@ -137,10 +152,11 @@ def slow_clients(path, rate_mbit, size, workers, repeats):
     try:
         found = {"rate_mbit": rate_mbit, "size": size, "workers": workers, "servers": {}}
         for name, (server_name, options) in slow_servers(workers).items():
-            with servers.serve(server_name, link=path, **options) as server:
+            with watched({}) as run, servers.serve(server_name, link=path, **options) as server:
                 # The link's own rate, measured on the server that needs no worker for it.
                 alone = repeats if server_name == SERVER else 0
-                found["servers"][name] = beside_slow_clients(server, path, size, workers, alone)
+                run |= beside_slow_clients(server, path, size, workers, alone)
+            found["servers"][name] = run
         found["alone_s"] = found["servers"]["Tornado"].pop("alone_s")
     finally:
         path.set(rate_mbit=None)

@@ -77,7 +77,9 @@ def shutdown_bounds(row):
 
 def shutdown_claims(claims, rows):
     """3. SIGTERM without a drain fails the requests in flight (L = X·R by Little's law, less what the server still
-    answers after the signal); with a drain of at least R, none of those sent before it."""
+    answers after the signal); with a drain of at least R, none of those sent before it. The bounds are built from
+    this run's own request times and time to exit, so a neighbour that slows the run moves the bounds with it: the
+    counts are judged whatever the neighbours (their share is in the section's table)."""
     for row in rows:
         if row["drain_ms"]:
             claims.check(f"{row['how']}: none of the {row['sent']} requests sent before SIGTERM fails",
@@ -99,7 +101,8 @@ def upstream_bounds(row):
 
 def upstream_claims(claims, rows):
     """3, behind nginx. An upstream restarted while nginx sends to it fails its half of L = X·R and its half of
-    what is sent to it while it is down; taken out first, waited for, and put back, it fails none."""
+    what is sent to it while it is down; taken out first, waited for, and put back, it fails none. As in
+    shutdown_claims, the bounds come from this run's own times: judged whatever the neighbours."""
     for row in rows:
         if row["how"] == "abrupt":
             low, high = upstream_bounds(row)
@@ -132,6 +135,7 @@ def rate_claims(claims, row, step, name):
         claims.check(f"{name}: the pool is empty, every request is cancelled waiting", step["answered"] == 0,
                      f"{step['answered']} answered of {calls}", "0")
         return
+    # A ceiling: others holding the CPUs only lower a rate, so they never explain a miss of it.
     claims.within(f"{name}: X ≤ n/(⌈n/s⌉·T) with s = {free}", step["rate"], 0,
                   calls / (math.ceil(calls / free) * hold_s), unit="requests/s", digits=1)
     if step["cancelled_so_far"]:

@@ -10,6 +10,7 @@ import os
 import signal
 import time
 
+from iolab import neighbours
 from iolab.load import start_load
 from iolab.servers import serve
 
@@ -22,9 +23,9 @@ def sigterm_during_load(name, rate, hold_ms, seconds, route="/async-sleep", **op
     """Start `name` with `options`, load `route` with holds of `hold_ms`, SIGTERM it when the schedule has sent its
     last request.
 
-    Returns each request's (sent, ended, answered) on the load's clock, when the signal left, and how long the
-    server took to exit after it."""
-    with serve(name, **options) as server:
+    Returns each request's (sent, ended, answered) on the load's clock, when the signal left, how long the
+    server took to exit after it, and what else held the CPUs meanwhile."""
+    with neighbours.watching() as watch, serve(name, **options) as server:
         run = start_load(f"{server.url}{route}?ms={hold_ms}", kind="open", rate_rps=rate, schedule="fixed",
                          requests=int(rate * seconds), concurrency=int(rate * hold_ms / 1000) + 20,
                          timeout_s=TIMEOUT_S)
@@ -36,7 +37,7 @@ def sigterm_during_load(name, rate, hold_ms, seconds, route="/async-sleep", **op
         finally:
             run.stop()
     calls = [(s.start, s.end, s.status == 200) for s in result.samples]
-    return {"calls": calls, "signalled_s": signalled, "exit_s": exited}
+    return {"calls": calls, "signalled_s": signalled, "exit_s": exited, "neighbours": watch.found.as_dict()}
 
 
 def wait_exit(process, timeout_s=TIMEOUT_S):
@@ -64,7 +65,8 @@ def summarize(how, run, rate, hold_ms, drain_ms, spared_ms):
             "in_flight": model.in_flight_at([(sent, ended) for sent, ended, _ in before], signalled),
             "failed": sum(1 for *_, ok in before if not ok),
             "longest_ms": max(answered, default=hold_ms / 1000) * 1000,
-            "exit_ms": None if run["exit_s"] is None else run["exit_s"] * 1000, "spared_ms": list(spared_ms)}
+            "exit_ms": None if run["exit_s"] is None else run["exit_s"] * 1000, "spared_ms": list(spared_ms),
+            "neighbours": run.get("neighbours")}
 
 
 UVICORN_WAIT_MS = 100  # uvicorn's shutdown sleeps 0.1 s before its graceful timeout starts (uvicorn/server.py)

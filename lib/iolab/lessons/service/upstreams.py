@@ -12,7 +12,7 @@ import time
 
 import psutil
 
-from iolab import owned_folders, registry, servers
+from iolab import neighbours, owned_folders, registry, servers
 from iolab.load import start_load
 
 from . import model
@@ -123,21 +123,23 @@ def running(pid):
 def under_load(pair, rate, hold_ms, procedure, k=1):
     """Load nginx with /async-sleep?ms=R at X a second; once L is in flight, run `procedure(pair, k)`; stop the
     load R after it is done. Returns each request's (sent, ended, answered) and when the procedure began and
-    ended, on the load's clock."""
-    run = start_load(f"{pair.balancer.url}/async-sleep?ms={hold_ms}", kind="open", rate_rps=rate, schedule="fixed",
-                     requests=int(rate * MOST_S), concurrency=int(rate * hold_ms / 1000) + SLACK,
-                     timeout_s=TIMEOUT_S, keep_alive=False)
-    try:
-        began = run.sleep_until(1.5 * hold_ms / 1000)  # past R: L = X·R are in flight
-        procedure(pair, k)
-        ended = time.perf_counter() - run.time_zero
-        if ended > MOST_S:
-            raise RuntimeError(f"the restart ended {ended:.1f} s into a load of {MOST_S} s: this machine is too busy")
-        run.sleep_until(ended + hold_ms / 1000 + 0.2)  # the last requests sent during it are answered
-    finally:
-        run.stop()
+    ended, on the load's clock, and what else held the CPUs meanwhile."""
+    with neighbours.watching() as watch:
+        run = start_load(f"{pair.balancer.url}/async-sleep?ms={hold_ms}", kind="open", rate_rps=rate,
+                         schedule="fixed", requests=int(rate * MOST_S),
+                         concurrency=int(rate * hold_ms / 1000) + SLACK, timeout_s=TIMEOUT_S, keep_alive=False)
+        try:
+            began = run.sleep_until(1.5 * hold_ms / 1000)  # past R: L = X·R are in flight
+            procedure(pair, k)
+            ended = time.perf_counter() - run.time_zero
+            if ended > MOST_S:
+                raise RuntimeError(f"the restart ended {ended:.1f} s into a load of {MOST_S} s: this machine is too"
+                                   " busy")
+            run.sleep_until(ended + hold_ms / 1000 + 0.2)  # the last requests sent during it are answered
+        finally:
+            run.stop()
     calls = [(s.start, s.end, s.status == 200) for s in run.result().samples]
-    return {"calls": calls, "began_s": began, "ended_s": ended}
+    return {"calls": calls, "began_s": began, "ended_s": ended, "neighbours": watch.found.as_dict()}
 
 
 def summarize(how, run, hold_ms):
@@ -157,7 +159,7 @@ def summarize(how, run, hold_ms):
             "shortest_ms": min(times) * 1000, "longest_ms": max(times) * 1000, "little_L": rate * mean_s,
             "in_flight": model.in_flight_at([(sent, ended) for sent, ended, _ in calls], run["began_s"]),
             "procedure_ms": down_s * 1000, "failed": sum(1 for *_, ok in calls if not ok),
-            "predicted": rate * (mean_s + down_s) / 2 if abrupt else 0.0}
+            "predicted": rate * (mean_s + down_s) / 2 if abrupt else 0.0, "neighbours": run.get("neighbours")}
 
 
 def measure(rate, hold_ms):

@@ -4,7 +4,7 @@ Lesson 15's figures and tables: the heartbeat's lateness through a window and it
 then a table per section.
 """
 
-from iolab import figures, tables
+from iolab import figures, neighbours, tables
 
 from . import model
 
@@ -40,15 +40,19 @@ def lag(runs, found):
 
 
 def lag_table(found):
+    """The lag's figures from the blocked window, a request's from the served one: each with its window's share
+    others held the CPUs."""
+    others = found.get("neighbours") or {}
+    lag, served = neighbours.held(others.get("lag")), neighbours.held(others.get("served"))
     rows = [["mean lag", found["textbook_mean_ms"], found["predicted_mean_ms"], found["mean_ms"],
-             f"[{found['mean_low_ms']:.2f}, {found['mean_high_ms']:.2f}]"],
+             f"[{found['mean_low_ms']:.2f}, {found['mean_high_ms']:.2f}]", lag],
             ["p99 lag", found["textbook_p99_ms"], found["predicted_p99_ms"], found["p99_ms"],
-             f"[{found['p99_low_ms']:.1f}, {found['p99_high_ms']:.1f}]"],
+             f"[{found['p99_low_ms']:.1f}, {found['p99_high_ms']:.1f}]", lag],
             ["p99 of a request", "", found["predicted_request_p99_ms"], found["request_p99_ms"],
-             f"[{found['request_p99_low_ms']:.1f}, {found['request_p99_high_ms']:.1f}]"],
-            ["mean of a request", "", "", found["request_mean_ms"], ""]]
+             f"[{found['request_p99_low_ms']:.1f}, {found['request_p99_high_ms']:.1f}]", served],
+            ["mean of a request", "", "", found["request_mean_ms"], "", served]]
     return tables.markdown(["figure (ms)", "b²/(2Δ) and b − Δ/100", "predicted from the blocks", "measured",
-                            "bounds"], rows)
+                            "bounds", neighbours.COLUMN], rows)
 
 
 def lost_tasks_table(rows):
@@ -59,8 +63,9 @@ def lost_tasks_table(rows):
 def shutdown_table(rows):
     return tables.markdown(
         ["server and setting", "sent before SIGTERM", "L = X·R", "in flight at SIGTERM", "failed",
-         "exit after SIGTERM (ms)"],
-        [[row["how"], row["sent"], row["little_L"], row["in_flight"], row["failed"], row["exit_ms"]] for row in rows])
+         "exit after SIGTERM (ms)", neighbours.COLUMN],
+        [[row["how"], row["sent"], row["little_L"], row["in_flight"], row["failed"], row["exit_ms"],
+          neighbours.held(row.get("neighbours"))] for row in rows])
 
 
 def upstreams(runs):
@@ -84,15 +89,15 @@ def upstreams(runs):
 def upstream_table(rows):
     return tables.markdown(
         ["upstream 2", "X (requests/s)", "R (ms)", "L = X·R", "in flight at the start", "took (ms)",
-         "predicted failures", "failed", "sent"],
+         "predicted failures", "failed", "sent", neighbours.COLUMN],
         [[row["how"], row["rate"], row["mean_ms"], row["little_L"], row["in_flight"], row["procedure_ms"],
-          row["predicted"], row["failed"], row["sent"]] for row in rows])
+          row["predicted"], row["failed"], row["sent"], neighbours.held(row.get("neighbours"))] for row in rows])
 
 
 def leak_table(rows):
     return tables.markdown(
         ["handler", "cancelled so far", "free slots", "predicted free", "X (requests/s)", "s/T",
-         "predicted n/(⌈n/s⌉·T + ramp)", "answered", "cancelled in the run"],
+         "predicted n/(⌈n/s⌉·T + ramp)", "answered", "cancelled in the run", neighbours.COLUMN],
         [[row["how"], step["cancelled_so_far"], step["free"], step["predicted_free"], step["rate"],
-          step["bottleneck_rate"], step["predicted_rate"], step["answered"], step["cancelled"]]
-         for row in rows for step in row["steps"]])
+          step["bottleneck_rate"], step["predicted_rate"], step["answered"], step["cancelled"],
+          neighbours.held(step.get("neighbours"))] for row in rows for step in row["steps"]])
