@@ -31,7 +31,7 @@ def round_trips(n=6):
 
 
 def slow_start():
-    return {"sizes": {str(size): [[(model.slow_start_rounds(size) + 0.3) * RTT + j, RTT] for j in (0.0, 0.002, 0.004)]
+    return {"sizes": {str(size): [[(model.answer_rounds(size) + 0.3) * RTT + j, RTT] for j in (0.0, 0.002, 0.004)]
                       for size in parameters.SLOW_START_SIZES}, "neighbours": QUIET}
 
 

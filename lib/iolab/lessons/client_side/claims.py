@@ -98,7 +98,7 @@ def library(claims, row):
     if opened is None or predicted is None:
         return
     low, high = predicted
-    said = {"requests": f"past its pool of {row['default_limit']} it opens more connections, not waits",
+    said = {"requests": f"past its pool of {row['default_limit']} it opens more connections than that, not waits",
             "httpx": f"past {HTTPX_KEEPALIVE} kept connections, each call opens its own",
             "tornado": "it keeps no connection: each call opens its own",
             "executor": "urllib keeps no connection: each call opens its own"}

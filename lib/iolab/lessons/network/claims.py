@@ -156,15 +156,15 @@ def slow_start_claims(claims, found, rtt, noise, rtt_set_ms):
     others = found.get("neighbours")
     found = {size: [whole for whole, _ in times] for size, times in found["sizes"].items()}
     for size, times in found.items():
-        rounds = model.slow_start_rounds(int(size))
+        rounds = model.answer_rounds(int(size))
         measured, width = ms(times), range_ms(times) + rounds * noise
         # A round may end up to a delayed ACK late: the receiver holds the ACK of a flight's odd last segment.
-        claims.timing(f"{int(size):,} bytes: {rounds} slow-start round trips (ms)", measured,
-                      rounds * rtt_set_ms - width, (rounds + 1) * rtt + model.DELAYED_ACK_MS + width,
-                      neighbours=others, unit="ms")
+        claims.timing(f"{int(size):,} bytes: {rounds} slow-start round trips, plus at most a delayed ACK (ms)",
+                      measured, rounds * rtt_set_ms - width, rounds * rtt + model.DELAYED_ACK_MS + width,
+                      neighbours=others, unit="ms", predicted=rounds * rtt)
     largest = max(found, key=int)
     claims.nearer(f"{int(largest):,} bytes: the window doubles each round, it does not stay at 10 segments (ms)",
-                  ms(found[largest]), model.slow_start_rounds(int(largest)) * rtt,
+                  ms(found[largest]), model.answer_rounds(int(largest)) * rtt,
                   model.linear_rounds(int(largest)) * rtt, "ms", ".3g", neighbours=others, slower="above")
 
 
