@@ -5,6 +5,7 @@ The same offered load sent on a schedule and by users who wait.
 
 import math
 import resource
+import statistics
 from dataclasses import dataclass
 
 from iolab import environment, load, metrics, neighbours, theory
@@ -131,8 +132,9 @@ def run_point(server, path, load_share, nominal_s, duration_s, seed=1):
     # lulls and bursts move the mean more than the law's band. Fed to one ideal server, this run's own sends predict it.
     meant = sorted((sample.intended, sample.latency_from_intended * 1000) for sample in opened.samples)
     measured = [ms for _, ms in meant]
-    low_fed, high_fed = sorted((fed_mean_ms(meant, nominal_s, service), fed_mean_ms(meant, service, service)))
-    high_latencies = [ms for _, ms in queue_fed(meant, service)]
+    own_s = own_time_s(meant, service)
+    low_fed, high_fed = sorted((fed_mean_ms(meant, nominal_s, own_s), fed_mean_ms(meant, service, own_s)))
+    high_latencies = [ms - service * 1000 + own_s * 1000 for _, ms in queue_fed(meant, service)]
     return Point(
         load=load_share, rate_rps=rate, users=users, closed=closed_summary, open=open_summary,
         open_points=[(s.intended, s.latency_from_intended * 1000) for s in opened.samples],
@@ -169,6 +171,16 @@ def queue_fed(points, service_s):
         latencies.append((sent, (wait + service_s) * 1000))
         previous = sent
     return latencies
+
+
+def own_time_s(points, service_s, fewest=5):
+    """What a request takes with no queue ahead of it, on this run: the median latency of the requests that the queue
+    fed this run's sends at `service_s` has meet an empty server (`points`: [(intended send s, latency ms)]). It is
+    the server's service time and what lies around it on the path: the client's read, the loopback. `service_s`
+    where fewer than `fewest` met an empty server."""
+    alone = [ms for (_, ms), (_, fed_ms) in zip(sorted(points), queue_fed(points, service_s))
+             if fed_ms <= service_s * 1000 + 1e-9]
+    return statistics.median(alone) / 1000 if len(alone) >= fewest else service_s
 
 
 def fed_mean_ms(points, wait_service_s, own_service_s):
