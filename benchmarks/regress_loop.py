@@ -94,7 +94,7 @@ BAND = re.compile(r"(?:within|outside) [\[(]\s*([-+−]?[\d,.]+(?:e[-+]?\d+)?)\s
 PREDICTED = re.compile(r"(?:predicted|predicts|model) ([-+−]?\d(?:[\d,.]*\d)?)")
 WIDE = 0.5  # a band wider than ±50 % of its prediction is narrowed, or the claim states itself a bound
 # The words with which a claim states itself a bound, not a prediction: its band is then no error bar.
-STATED_BOUND = re.compile(r"\b(at most|at least|between|never more|no more|no less|before|more \w+ than)\b")
+STATED_BOUND = re.compile(r"\b(at most|at least|between|never more|no more|no less|before|more \w+ than|a bound)\b")
 
 
 def band_width(line):
