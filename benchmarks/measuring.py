@@ -65,8 +65,8 @@ def curve_figures(args):
             rows.append({
                 **{key: round(value, 3) for key, value in point.row().items()},
                 "open_band_ms": [round(low, 3), round(high, 3) if math.isfinite(high) else None],
-                "open_in_band": bool(0.7 * low <= point.open.mean_ms
-                                     and (not math.isfinite(high) or point.open.mean_ms <= 1.5 * high)),
+                "open_in_band": bool(low - 3 * point.noise_open_ms <= point.open.mean_ms
+                                     <= high + 3 * point.noise_open_ms),
                 "closed_over_predicted": round(point.closed.mean_ms / point.predicted_closed_ms, 3),
                 "open_first_third_ms": round(first, 2), "open_last_third_ms": round(last, 2),
             })

@@ -89,11 +89,33 @@ CLAIM_MARKS = ("✓", "✗", "–", "⚠")  # holds, fails, skipped, excused (ot
 # A claim line is "<mark> <claim>: <measured> within <bounds>" (or ", outside <bounds>", ": skipped, <why>", or
 # ": not judged: <measured>, outside <bounds>; <why>").
 FIGURES_START = re.compile(r"(: skipped, |: not judged: |, outside [\[(]| within [\[(≥])")
+# A band with both ends finite: "[lo, hi]", "(lo, hi]" and the like; and the figure a claim names as its prediction.
+BAND = re.compile(r"(?:within|outside) [\[(]\s*([-+−]?[\d,.]+(?:e[-+]?\d+)?)\s*,\s*([-+−]?[\d,.]+(?:e[-+]?\d+)?)\s*[\])]")
+PREDICTED = re.compile(r"(?:predicted|predicts|model) ([-+−]?\d(?:[\d,.]*\d)?)")
+WIDE = 0.5  # a band wider than ±50 % of its prediction is narrowed, or the claim states itself a bound
+# The words with which a claim states itself a bound, not a prediction: its band is then no error bar.
+STATED_BOUND = re.compile(r"\b(at most|at least|between|never more|no more|no less|before|more \w+ than|a bound)\b")
+
+
+def band_width(line):
+    """A claim line's band as a share of what it predicts: its half-width over the figure the line names as its
+    prediction, or over the band's middle where it names none. None for a band open on one side, a claim that
+    picks the nearer of two predictions (its band is only the half-way mark), a band from zero or less up (an upper
+    bound), or a line with no band."""
+    found = BAND.search(line)
+    if not found or "nearer the predicted" in line:
+        return None
+    low, high = (float(text.replace(",", "").replace("−", "-")) for text in found.groups())
+    if low <= 0:
+        return None  # "at most": a band from nothing up is a bound open below, whatever it predicts
+    named = PREDICTED.search(line[:found.start()])
+    centre = float(named.group(1).replace(",", "").replace("−", "-")) if named else (low + high) / 2
+    return round((high - low) / 2 / abs(centre), 3) if centre else None
 
 
 def claim_lines(executed):
-    """Every claim line an executed notebook printed: [(mark, claim)], the claim with its numbers made '#', so the
-    same claim of two runs has one name."""
+    """Every claim line an executed notebook printed: [(mark, claim, band)], the claim with its numbers made '#', so
+    the same claim of two runs has one name, and its band's width as band_width() reads it."""
     found = []
     for cell in executed.get("cells", []):
         for out in cell.get("outputs", []):
@@ -104,21 +126,32 @@ def claim_lines(executed):
                 head = FIGURES_START.split(line[2:], maxsplit=1)[0]
                 if line[0] in "✓✗" and ": " in head:
                     head = head.rsplit(": ", 1)[0]  # the measured figure follows the claim's last colon
-                found.append((line[0], NUMBER.sub("#", head)))
+                found.append((line[0], NUMBER.sub("#", head), band_width(line)))
     return found
 
 
 def tally(runs):
-    """{lesson: {claim: {"judged", "failed", "excused", "skipped"}}} over every run's claim lines."""
+    """{lesson: {claim: {"judged", "failed", "excused", "skipped", "widest_band"}}} over every run's claim lines:
+    the widest band is the largest band_width() any run printed for the claim (None where no run printed one)."""
     counts = {}
     for run in runs:
         for row in run["lessons"]:
-            for mark, claim in row.get("claims", []):
+            for mark, claim, *band in row.get("claims", []):
                 entry = counts.setdefault(row["lesson"], {}).setdefault(
-                    claim, {"judged": 0, "failed": 0, "excused": 0, "skipped": 0})
+                    claim, {"judged": 0, "failed": 0, "excused": 0, "skipped": 0, "widest_band": None})
                 entry[{"–": "skipped", "⚠": "excused"}.get(mark, "judged")] += 1
                 entry["failed"] += mark == "✗"
+                if band and band[0] is not None:
+                    entry["widest_band"] = max(band[0], entry["widest_band"] or 0.0)
     return counts
+
+
+def wide_bands(counts, stated=False):
+    """[(lesson, claim, widest band)] for every claim whose band ran wider than ±WIDE of its prediction: those that
+    state themselves a bound (STATED_BOUND) with `stated`, the others without."""
+    return [(lesson, claim, entry["widest_band"]) for lesson, claims in counts.items()
+            for claim, entry in claims.items()
+            if (entry["widest_band"] or 0) > WIDE and bool(STATED_BOUND.search(claim)) == stated]
 
 
 def log_tail(text, lines=3):
@@ -209,7 +242,13 @@ def main():
     parser.add_argument("--lesson-timeout", type=float, default=1800, help="a lesson is killed past this many seconds")
     parser.add_argument("--max-seconds", type=float, default=4 * 3600, help="no lesson starts past this many seconds")
     parser.add_argument("--out", default=str(REPO / "build" / "regress_loop"), help="where executed copies go")
+    parser.add_argument("--read", default=None, help="run nothing: tally the executed copies an earlier --out holds")
     args = parser.parse_args()
+    if args.read:
+        counts = print_tally(read_runs(Path(args.read)))
+        print(json.dumps({"read": args.read, "claims": counts, "wide_bands": wide_bands(counts),
+                          "stated_bounds": wide_bands(counts, stated=True)}))
+        return
     if not 1 <= args.runs <= 100:
         parser.error(f"--runs must be between 1 and 100, got {args.runs}")
     if not 0 <= args.hogs <= 2 * (os.cpu_count() or 1):
@@ -246,6 +285,34 @@ def main():
             break
     failures = [{"run": run["run"], "lesson": row["lesson"], "seconds": row["seconds"], **row["failure"]}
                 for run in runs for row in run["lessons"] if not row["passed"]]
+    counts = print_tally(runs)
+    for run in runs:
+        for row in run["lessons"]:
+            row.pop("claims", None)  # the tally keeps what they said
+    print(json.dumps({
+        "quick": args.quick, "taskset": args.taskset, "hogs": args.hogs, "cpus": len(os.sched_getaffinity(0)),
+        "runs": runs, "lessons_passed": sum(r["passed"] for run in runs for r in run["lessons"]),
+        "lessons_run": sum(len(run["lessons"]) for run in runs), "failures": failures, "stopped": stopped,
+        "seconds": round(time.monotonic() - began, 1), "claims": counts,
+        "wide_bands": wide_bands(counts), "stated_bounds": wide_bands(counts, stated=True),
+    }))
+    sys.exit(0 if runs and not failures and not stopped else 1)
+
+
+def read_runs(out):
+    """The runs an earlier --out folder holds, each lesson's claims read back from its executed copy."""
+    runs = []
+    for folder in sorted(out.glob("run*"), key=lambda path: int(path.name[3:] or 0)):
+        rows = []
+        for executed in sorted(folder.glob("[0-9][0-9]-*.ipynb")):
+            with contextlib.suppress(OSError, ValueError):
+                rows.append({"lesson": executed.stem, "claims": claim_lines(json.loads(executed.read_text()))})
+        runs.append({"run": int(folder.name[3:] or 0), "lessons": rows})
+    return runs
+
+
+def print_tally(runs):
+    """Print each lesson's judgements, the claims that failed or were excused, and the wide bands; return the tally."""
     counts = tally(runs)
     for lesson, claims in counts.items():
         failing = {claim: entry for claim, entry in claims.items() if entry["failed"] or entry["excused"]}
@@ -255,16 +322,11 @@ def main():
               f" {sum(bool(e['failed']) for e in claims.values())} claim(s) failed at least once")
         for claim, entry in failing.items():
             print(f"  ✗ {entry['failed']} of {entry['judged']} judged, ⚠ {entry['excused']} excused: {claim}")
-    for run in runs:
-        for row in run["lessons"]:
-            row.pop("claims", None)  # the tally keeps what they said
-    print(json.dumps({
-        "quick": args.quick, "taskset": args.taskset, "hogs": args.hogs, "cpus": len(os.sched_getaffinity(0)),
-        "runs": runs, "lessons_passed": sum(r["passed"] for run in runs for r in run["lessons"]),
-        "lessons_run": sum(len(run["lessons"]) for run in runs), "failures": failures, "stopped": stopped,
-        "seconds": round(time.monotonic() - began, 1), "claims": counts,
-    }))
-    sys.exit(0 if runs and not failures and not stopped else 1)
+    for lesson, claim, width in wide_bands(counts, stated=True):
+        print(f"  a bound, as the claim says, ±{width:.0%} of its middle: {lesson}: {claim}")
+    for lesson, claim, width in wide_bands(counts):
+        print(f"  PREDICTION BAND ±{width:.0%}, wider than ±{WIDE:.0%}: {lesson}: {claim}")
+    return counts
 
 
 if __name__ == "__main__":

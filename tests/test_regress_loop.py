@@ -81,8 +81,24 @@ def test_claim_lines_are_tallied_by_claim_whatever_their_figures():
                       "– your browser received every message: skipped, no browser here")
     third = executed("⚠ tornado_push ws: the last of 800 at N × D: not judged: tornado_push ws: 40.0 ms, outside"
                      " [11.6, 25.4] ms; others held the CPUs 60% of this run")
-    assert regress_loop.claim_lines(first)[0] == ("✓", "tornado_push ws: the last of # at N × D")
+    assert regress_loop.claim_lines(first)[0] == ("✓", "tornado_push ws: the last of # at N × D", 0.373)
     runs = [{"lessons": [{"lesson": "12-long", "claims": regress_loop.claim_lines(nb)}]} for nb in (first, second, third)]
     counts = regress_loop.tally(runs)["12-long"]
-    assert counts["tornado_push ws: the last of # at N × D"] == {"judged": 2, "failed": 1, "excused": 1, "skipped": 0}
-    assert counts["your browser received every message"] == {"judged": 0, "failed": 0, "excused": 0, "skipped": 2}
+    assert counts["tornado_push ws: the last of # at N × D"] == {"judged": 2, "failed": 1, "excused": 1, "skipped": 0,
+                                                                 "widest_band": 0.373}
+    assert counts["your browser received every message"] == {"judged": 0, "failed": 0, "excused": 0, "skipped": 2,
+                                                               "widest_band": None}
+
+
+def test_a_bands_width_is_read_against_its_named_prediction_or_its_middle():
+    width = regress_loop.band_width
+    assert width("✓ a: 10.0 ms within [5.0, 15.0] ms") == 0.5  # no prediction named: the band's middle
+    assert width("✓ a (model 8.0 req/s, ±2%): 8.1 req/s within [7.0, 9.0] req/s") == 0.125
+    assert width("✗ a: measured 9, predicted 4: 9.0 ms, outside [2.0, 12.0] ms") == 1.25
+    assert width("✓ a: at most 12 ms: 9.0 ms within [0.0, 12.0] ms") is None  # an upper bound
+    assert width("✓ a: 404 ms within (224, ∞) ms, nearer the predicted 405 than 44") is None  # picks the nearer
+    assert width("✓ a: 404 ms within [400, ∞) ms") is None  # a bound open on one side
+    counts = {"l": {"c": {"widest_band": 0.8}, "d": {"widest_band": 0.4}, "e": {"widest_band": None},
+                    "X between two laws": {"widest_band": 0.9}}}
+    assert regress_loop.wide_bands(counts) == [("l", "c", 0.8)]
+    assert regress_loop.wide_bands(counts, stated=True) == [("l", "X between two laws", 0.9)]

@@ -190,3 +190,13 @@ def test_the_open_queue_by_hand():
     assert theory.open_response(130, 0.010) == math.inf
     with pytest.raises(ValueError, match="rate_rps"):
         theory.open_response(0, 0.010)
+
+
+def test_a_blocking_servers_optimistic_bound_leaves_its_wait_for_a_cpu_out():
+    # Beside two CPU hogs a sync run's counters read 40 ms a request of waiting for a CPU, while its ten requests
+    # took 401 ms each: the wait was not on their path, and the best case cannot count it.
+    calm = theory.predict(5, 0.4, 0.00105, queued_s=0.0, blocking=True)
+    crowded = theory.predict(5, 0.4, 0.00105, queued_s=0.040, blocking=True)
+    assert crowded.high_rps == calm.high_rps == pytest.approx(1 / 0.40105)
+    assert crowded.low_rps < calm.low_rps  # the pessimistic bound still counts it
+    assert not crowded.contains(1 / 0.39)  # and the bound can fail: faster than one wait and D a request

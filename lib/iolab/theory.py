@@ -450,7 +450,11 @@ def predict(users: int, wait_s: float, demand_s: float, queued_s: float | None =
     window = max(1.0, window) if window and not math.isnan(window) else 1.0
     step_s = clamped_step_path(step_path_s, busy_s, path_s)
     if blocking:
-        high = min(users / (wait_s + demand_s), window * threads / (wait_s + busy_s))
+        # Each thread is held for the wait and the CPU; its wait for a CPU is left out here. The counters read it over
+        # the whole window, closes after the last answer included, and beside CPU hogs they once read 400 ms over
+        # ten requests that the clients' own timings showed were not on any request's path: the optimistic bound
+        # must not count what may not be on the path.
+        high = min(users / (wait_s + demand_s), window * threads / (wait_s + demand_s))
         if cores:
             high = min(high, window * cores / demand_s)
         # k threads wait side by side, but their CPU work takes turns (one interpreter lock, maybe one core): at

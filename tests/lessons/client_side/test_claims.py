@@ -77,3 +77,17 @@ def test_a_miss_larger_than_the_neighbours_explain_still_fails():
     slow = fan_row(overhead=0.2) | {"neighbours": {"others_share": 0.2}}  # 300 ms: 2.5x, more than 0.2 / 0.8
     with pytest.raises(ClaimsFailed, match="gather"):
         claims.check_claims(found(fanout=[slow]))
+
+
+def test_under_a_quota_a_rounds_burst_on_two_cpus_makes_the_read_back_a_bound(capsys):
+    # P = 20 calls of Z = 100 ms, 1.5 ms of client CPU and 1.3 ms of the server's a call: on one CPU a round lasts
+    # 100 + 20 × 2.8 ms (L = 12.8), on two 100 + 20 × 1.5 ms (L = 15.4). The quota's burst ran them side by side.
+    row = library_row(option="requests", opened=20, connections_predicted=(11, 40)) | fan_row(P=20, n=40) | {
+        "library": "requests Session", "expected_calls": 40, "completed": 40, "client_cpu_ms_per_call": 1.5,
+        "server_cpu_ms_per_call": 1.3, "cpus": 1.0, "measured_rps": 150.0}
+    with pytest.raises(ClaimsFailed, match=r"1 of \d+ claims failed(.|\n)*L = X · Z within 15%"):
+        claims.check_claims(found(limits=[row]))  # judged on one CPU, 15.0 is over 12.8 × 1.15
+    capsys.readouterr()
+    claims.check_claims(found(limits=[row | {"burst_cpus": 2.0}]))
+    out = capsys.readouterr().out
+    assert "✓ requests Session: the limit read back, L = X · Z between P · Z / (Z + P · D) on one CPU and on 2" in out

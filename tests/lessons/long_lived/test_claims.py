@@ -142,3 +142,12 @@ def test_each_table_of_timed_runs_shows_the_share_others_held_the_cpus():
     stalls["runs"][1]["neighbours"] = busy
     for headers, body in (fanout.table(rows), ladders.table(rungs, 1000), slow.table(stalls)):
         assert headers[-1] == neighbours.COLUMN and "38%" in [line[-1] for line in body], body
+
+
+def test_a_fanout_band_the_neighbours_waits_widen_past_half_its_width_says_it_is_a_bound(capsys):
+    crowded = fanout_row()
+    crowded |= {"high_ms": crowded["high_ms"] + 40.0, "excess_wait_ms": 40.0}  # others held the CPUs 40 ms
+    claims.check_claims(found(fanout=[crowded, fanout_row("sse", 15.0), fanout_row("poll", 60.0)]))
+    out = capsys.readouterr().out
+    assert "✓ tornado_push ws: the last of 1000 within a bound of N × max" in out
+    assert "✓ tornado_push sse: the last of 1000 at N × max" in out  # a calm one still predicts

@@ -119,7 +119,7 @@ def test_a_run_without_ab_or_wrk_skips_their_claims_and_says_why(capsys):
 def test_the_band_claim_fails_below_the_cpu_a_request_burns():
     broken = copy.deepcopy(QUICK_RUN)
     broken["open_vs_closed"][0]["closed_ms"] = 3.9
-    with pytest.raises(ClaimsFailed, match=r"load 0\.3: closed mean 3\.90 ms, expected 4 to 5\.52 ms"):
+    with pytest.raises(ClaimsFailed, match=r"load 0\.3: closed mean 3\.90 ms, expected 4\.00 to 5\.52 ms"):
         claims.check_claims(broken)
 
 
@@ -141,7 +141,22 @@ def test_a_band_with_no_top_is_skipped_with_its_reason_never_passed(capsys):
     checked = claims.check_claims(saturated)
     out = capsys.readouterr().out
     assert not checked.failed() and "✓ load 0.3: the open loop's mean" not in out
-    assert "– load 0.3: the open loop's mean within its run's band: skipped, the CPU this run measured per request" in out
+    assert ("– load 0.3: the open loop's mean as a queue fed its own sends predicts: skipped, the CPU this run"
+            " measured per request") in out
+
+
+def test_the_open_loop_is_judged_against_its_own_schedules_queue_and_a_noisy_run_says_it_cannot_judge(capsys):
+    slow = copy.deepcopy(QUICK_RUN)
+    slow["open_vs_closed"][0]["open_ms"] = 9.5  # above the fed queue's 7.695 by more than three of its 0.338 ms
+    with pytest.raises(ClaimsFailed, match=r"load 0\.3: open mean 9\.50 ms, expected 4\.59 to 8\.71 ms"):
+        claims.check_claims(slow)
+    noisy = copy.deepcopy(QUICK_RUN)
+    noisy["open_vs_closed"][0]["noise_open_ms"] = 3.0  # three of them span more than the prediction itself
+    noisy["open_vs_closed"][0]["open_ms"] = 30.0
+    checked = claims.check_claims(noisy)
+    out = capsys.readouterr().out
+    assert not checked.failed()
+    assert "the open loop's mean as a queue fed its own sends predicts: skipped, this run's noise makes the band" in out
 
 
 def test_the_neighbours_column_shows_each_runs_share_or_unknown():

@@ -25,6 +25,18 @@ def test_a_queue_fed_the_runs_sends_waits_for_what_the_one_before_left():
     assert fed == [(0.0, pytest.approx(10.0)), (0.004, pytest.approx(16.0)), (0.034, pytest.approx(10.0))]
 
 
+def test_a_requests_own_time_comes_from_those_that_met_an_empty_server_and_the_waits_add_to_it():
+    # Five lone requests 100 ms apart measured 11 ms each (10 ms of service, 1 ms of path around it); then a pair
+    # 4 ms apart, the second waiting 6 ms behind the first.
+    points = [(0.1 * i, 11.0) for i in range(5)] + [(0.6, 11.0), (0.604, 17.0)]
+    assert open_closed.own_time_s(points, 0.010) == pytest.approx(0.011)
+    assert open_closed.fed_mean_ms(points, 0.010, 0.011) == pytest.approx(11.0 + 6.0 / 7)
+    # Waits built at 8 ms a request: the second of the pair waits 4 ms, not 6.
+    assert open_closed.fed_mean_ms(points, 0.008, 0.011) == pytest.approx(11.0 + 4.0 / 7)
+    # Too few met an empty server to tell: the service time itself.
+    assert open_closed.own_time_s(points[-2:], 0.010) == 0.010
+
+
 def test_the_noise_of_a_runs_mean_by_batch_means():
     # Five batches whose means are 1, 2, 3, 4, 5 ms: their standard deviation over sqrt(5).
     latencies = [float(value) for value in (1, 2, 3, 4, 5) for _ in range(4)]

@@ -18,6 +18,12 @@ def test_slow_start_carries_ten_then_twice_as_many_segments_each_round(size, rou
     assert model.slow_start_rounds(size) == rounds  # k rounds carry 10 · (2^k − 1) segments of 1,448 bytes
 
 
+def test_the_bulk_senders_head_takes_a_segment_of_its_own():
+    # 100,000 bytes fill 70 segments, all that 3 rounds carry; the head makes 71, and a fourth round.
+    assert model.slow_start_rounds(100_000) == 3 and model.answer_rounds(100_000) == 4
+    assert [model.answer_rounds(size) for size in (20_000, 500_000, 2_000_000)] == [2, 6, 8]
+
+
 def test_without_doubling_the_window_a_large_answer_takes_many_more_rounds():
     assert model.linear_rounds(2_000_000) == 139 and model.linear_rounds(14_480) == 1
 

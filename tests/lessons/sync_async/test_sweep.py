@@ -45,6 +45,18 @@ def test_the_least_share_held_is_the_lone_users_idle_time_per_request():
     assert sweep.held(idler) < sweep.least_held(idler)
 
 
+def test_a_wait_for_a_cpu_no_request_could_have_waited_does_not_hold_the_thread():
+    # 15 users, Z = 20 ms, D = 1 ms, each request's turn 21 ms: the counters' 12 ms a request of waiting cannot have
+    # been on the path, and the thread was held the whole run, not 157 % of it.
+    crowded = point(15, rps=1 / 0.021, duration_s=3.0, queued_ms=12.0)
+    sweep = Sweep("sync", 20, [point(1, rps=2 / 0.050, duration_s=0.050), crowded], per_user=2)
+    assert sweep.held(crowded) == pytest.approx(1.0)
+    # A wait that fits in the turn still counts: each took 25 ms, 4 of them waiting for a CPU.
+    waiting = point(15, rps=1 / 0.025, duration_s=3.0, queued_ms=4.0)
+    assert sweep.held(waiting) == pytest.approx(1.0)
+    assert sweep.held(point(15, rps=1 / 0.025, duration_s=3.0)) == pytest.approx(0.84)  # not counted: idle
+
+
 def test_a_run_without_per_request_times_counts_no_first_send():
     assert first_send_s(SimpleNamespace(aggregated=True, samples=object())) == 0.0
     assert first_send_s(SimpleNamespace(aggregated=False, samples=[])) == 0.0

@@ -9,6 +9,7 @@ from . import blocking, timeouts
 from .limits import HTTPX_KEEPALIVE, limit_read_back
 
 LESSON = "11-the-client-side"
+READ_BACK_TOLERANCE = 0.15  # L read back within 15 % of P · Z / (Z + P · D): the rounds' edges, the CPU's timing
 
 
 def results(plan, *, fanouts, limit_rows, timeouts_result, blocking_result, exercises):
@@ -85,10 +86,21 @@ def library(claims, row):
                   T, unit="ms", digits=0)
     # Each round's P calls take their CPU one after another, D each: a round lasts Z + P · D (limits.limit_read_back).
     predicted = limit_read_back(row)
-    claims.timing(f"{name}: the limit read back, L = X · Z within 15% of P · Z / (Z + P · D) = {predicted:.1f}",
-                  row["measured_rps"] * T / 1000, 0.85 * predicted, 1.15 * predicted, neighbours=row.get("neighbours"),
-                  unit="calls",
-                  digits=1, slower="below")
+    burst = limit_read_back(row, cpus=row.get("burst_cpus", row["cpus"]))
+    if row.get("burst_cpus", row["cpus"]) > row["cpus"] and burst > predicted:
+        # A quota of one CPU lets a round's short burst run client and server side by side: D may be the larger
+        # of the two, not their sum. Between the two, a bound, and the claim says so.
+        cpus = "one CPU" if row["cpus"] == 1 else f"{row['cpus']:g} CPUs"
+        claims.timing(f"{name}: the limit read back, L = X · Z between P · Z / (Z + P · D) on {cpus} and on"
+                      f" {row['burst_cpus']:g}, as a quota lets a burst this short: {predicted:.1f} to {burst:.1f}",
+                      row["measured_rps"] * T / 1000, (1 - READ_BACK_TOLERANCE) * predicted,
+                      (1 + READ_BACK_TOLERANCE) * burst, neighbours=row.get("neighbours"), unit="calls", digits=1,
+                      slower="below")
+    else:
+        claims.timing(f"{name}: the limit read back, L = X · Z within 15% of P · Z / (Z + P · D) = {predicted:.1f}",
+                      row["measured_rps"] * T / 1000, (1 - READ_BACK_TOLERANCE) * predicted,
+                      (1 + READ_BACK_TOLERANCE) * predicted, neighbours=row.get("neighbours"), unit="calls",
+                      digits=1, slower="below")
     if row["overhead_ms"] >= row["T_ms"]:
         # Its own CPU is the limit then: one thread spends D_c a call, so X ≤ 1 / D_c (the utilization law).
         ceiling = 1000 / row["client_cpu_ms_per_call"]
@@ -98,7 +110,7 @@ def library(claims, row):
     if opened is None or predicted is None:
         return
     low, high = predicted
-    said = {"requests": f"past its pool of {row['default_limit']} it opens more connections, not waits",
+    said = {"requests": f"past its pool of {row['default_limit']} it opens more connections than that, not waits",
             "httpx": f"past {HTTPX_KEEPALIVE} kept connections, each call opens its own",
             "tornado": "it keeps no connection: each call opens its own",
             "executor": "urllib keeps no connection: each call opens its own"}

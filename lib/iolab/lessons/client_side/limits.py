@@ -118,14 +118,21 @@ def choose_T_ms(library, D_c_ms, floor_ms):
     return int(T_STEP_MS * -(-wanted // T_STEP_MS))
 
 
-def limit_read_back(row):
+def limit_read_back(row, cpus=None):
     """The L = X · Z a run should read back: P · Z / (Z + P · D). Each round's P calls pass one CPU (or two, the
     client's and the server's side by side) one after another, D each, so a round lasts Z + P · D; D is the
-    client's CPU a call plus the server's on one CPU, the larger of the two on more, from this run."""
+    client's CPU a call plus the server's on one CPU, the larger of the two on more, from this run. `cpus`: the
+    CPUs to count (default: the run's usable CPUs, row["cpus"])."""
     client, server = row["client_cpu_ms_per_call"], row["server_cpu_ms_per_call"]
-    D = client + server if row["cpus"] < 2 else max(client, server)
+    D = client + server if (row["cpus"] if cpus is None else cpus) < 2 else max(client, server)
     P, T = row["limit"], row["T_ms"]
     return P * T / (T + P * D)
+
+
+def round_burst_s(row):
+    """The seconds of CPU one round's P calls need, client and server: the burst a CFS quota may run on more
+    CPUs than its share, where the period's unused quota allows (environment.cpus_within)."""
+    return row["limit"] * (row["client_cpu_ms_per_call"] + row["server_cpu_ms_per_call"]) / 1000
 
 
 def predictions(plan):
@@ -160,7 +167,7 @@ def fan_out(library, server, rounds, floor_ms, timeout_s):
     work_s = used.client_cpu_s + used.client_queued_s + used.server.cpu_s + used.server.queued_s
     calls = [(sample.start, sample.end) for sample in result.samples]
     row = model.predict(library.name, P, T_ms / 1000, calls, work_s) if calls else {"how": library.name}
-    return row | {
+    row |= {
         "library": library.name, "option": library.library, "default_limit": library.limit, "where": library.where,
         "concurrency": calls_at_once(library), "errors": result.errors, "completed": result.completed,
         "expected_calls": rounds * P, "neighbours": watch.found.as_dict(), "short_run_cpu_ms": D_c_ms,
@@ -172,6 +179,8 @@ def fan_out(library, server, rounds, floor_ms, timeout_s):
         "cpus": environment.usable_cpus(),
         "calls_timed": [(sent - calls[0][0], answered - calls[0][0]) for sent, answered in sorted(calls)],
     }
+    # Under a quota of one CPU, a round's short burst may still run client and server side by side.
+    return row | {"burst_cpus": environment.cpus_within(round_burst_s(row)) if "limit" in row else row["cpus"]}
 
 
 def run_all(plan):

@@ -5,6 +5,7 @@ The same offered load sent on a schedule and by users who wait.
 
 import math
 import resource
+import statistics
 from dataclasses import dataclass
 
 from iolab import environment, load, metrics, neighbours, theory
@@ -29,9 +30,12 @@ class Point:
     service_s: float  # the service time the predictions use: D of this point's runs, plus their wait for a CPU
     predicted_closed_ms: float
     predicted_open_ms: float
-    band_open_ms: tuple  # (low, high): the open model with the server's D alone, and with everything the CPU did
+    # (low, high): a queue fed this run's own sends, its waits at the calibration's D (a burst's requests cost
+    # less each) and at the run's own service time S, each plus S: what this schedule predicts, lulls included
+    band_open_ms: tuple
     band_closed_ms: tuple  # (low, high): D (users never meet) and MVA (users arrive in random order)
-    noise_open_ms: float = math.nan  # the standard error of the open loop's mean latency, from this run (batch means)
+    # the standard error of the open loop's mean around the fed queue's high end, from this run (batch means)
+    noise_open_ms: float = math.nan
     noise_closed_ms: float = math.nan  # and of the closed loop's
     others_open: neighbours.Neighbours | None = None  # what else held the CPUs while the open loop ran
     others_closed: neighbours.Neighbours | None = None  # and while the closed loop ran
@@ -122,19 +126,24 @@ def run_point(server, path, load_share, nominal_s, duration_s, seed=1):
     predicted_closed = theory.mva(users, closed_service, THINK_S)[-1].response_s * 1000
     # M/D/1: Poisson arrivals (c_a² = 1), service of fixed length (c_s² = 0).
     predicted_open = theory.open_response(rate, service, arrival_cv2=1.0, service_cv2=0.0) * 1000
-    low = theory.open_response(rate, open_summary.demand_ms / 1000, 1.0, 0.0) * 1000
-    high = theory.open_response(rate, service + open_summary.client_demand_ms / 1000, 1.0, 1.0) * 1000
     in_order = lambda result, since: [  # noqa: E731 -- latencies (ms) in the order the requests were meant to be sent
         getattr(sample, since) * 1000 for sample in sorted(result.samples, key=lambda sample: sample.intended or sample.start)]
+    # M/D/1 is a long run's average over every Poisson schedule; a run of a second or two has one schedule, and its
+    # lulls and bursts move the mean more than the law's band. Fed to one ideal server, this run's own sends predict it.
+    meant = sorted((sample.intended, sample.latency_from_intended * 1000) for sample in opened.samples)
+    measured = [ms for _, ms in meant]
+    own_s = own_time_s(meant, service)
+    low_fed, high_fed = sorted((fed_mean_ms(meant, nominal_s, own_s), fed_mean_ms(meant, service, own_s)))
+    high_latencies = [ms - service * 1000 + own_s * 1000 for _, ms in queue_fed(meant, service)]
     return Point(
         load=load_share, rate_rps=rate, users=users, closed=closed_summary, open=open_summary,
         open_points=[(s.intended, s.latency_from_intended * 1000) for s in opened.samples],
         service_s=service, predicted_closed_ms=predicted_closed, predicted_open_ms=predicted_open,
-        band_open_ms=(low, high),
+        band_open_ms=(low_fed, high_fed),
         # Users who think a fixed time and start spread out rarely meet at the server: their response time can be
         # as low as D. MVA assumes they arrive in random order, and queue as such: the most to expect.
         band_closed_ms=(closed_summary.demand_ms, predicted_closed),
-        noise_open_ms=mean_noise_ms(in_order(opened, "latency_from_intended")),
+        noise_open_ms=mean_noise_ms([ms - fed for ms, fed in zip(measured, high_latencies)]),
         noise_closed_ms=mean_noise_ms(in_order(closed, "latency")),
         others_open=open_watch.found, others_closed=closed_watch.found,
         sent_points=[(s.start, s.latency * 1000) for s in opened.samples],
@@ -162,6 +171,23 @@ def queue_fed(points, service_s):
         latencies.append((sent, (wait + service_s) * 1000))
         previous = sent
     return latencies
+
+
+def own_time_s(points, service_s, fewest=5):
+    """What a request takes with no queue ahead of it, on this run: the median latency of the requests that the queue
+    fed this run's sends at `service_s` has meet an empty server (`points`: [(intended send s, latency ms)]). It is
+    the server's service time and what lies around it on the path: the client's read, the loopback. `service_s`
+    where fewer than `fewest` met an empty server."""
+    alone = [ms for (_, ms), (_, fed_ms) in zip(sorted(points), queue_fed(points, service_s))
+             if fed_ms <= service_s * 1000 + 1e-9]
+    return statistics.median(alone) / 1000 if len(alone) >= fewest else service_s
+
+
+def fed_mean_ms(points, wait_service_s, own_service_s):
+    """The mean latency (ms) of a queue fed `points`' sends whose waits build at `wait_service_s` a request, each
+    request then taking `own_service_s` of its own."""
+    waits = [ms / 1000 - wait_service_s for _, ms in queue_fed(points, wait_service_s)]
+    return (sum(waits) / len(waits) + own_service_s) * 1000 if waits else math.nan
 
 
 def mean_noise_ms(latencies_ms, batches=5):

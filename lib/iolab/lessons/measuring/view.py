@@ -58,6 +58,8 @@ def open_vs_closed(points):
     loads = [p.load for p in points]
     finite = lambda v: v if math.isfinite(v) else math.nan  # noqa: E731
     axes.plot(loads, [finite(p.predicted_open_ms) for p in points], "-", color="tab:orange", label="open: M/D/1 predicted")
+    axes.plot(loads, [finite(p.band_open_ms[1]) for p in points], "x", color="tab:orange",
+              label="open: its own sends, one ideal server")
     axes.plot(loads, [p.open.mean_ms for p in points], "o", color="tab:orange", label="open: measured")
     axes.plot(loads, [p.predicted_closed_ms for p in points], "-", color="tab:blue", label="closed: MVA predicted")
     axes.plot(loads, [p.closed.mean_ms for p in points], "s", color="tab:blue", label="closed: measured")

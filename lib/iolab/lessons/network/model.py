@@ -7,6 +7,7 @@ import math
 
 MSS_BYTES = 1448  # a 1500-byte Ethernet MTU less 20 (IP), 20 (TCP) and 12 (the timestamp option)
 INITIAL_WINDOW = 10  # segments a new connection may send before its first ACK (RFC 6928, Linux since 2.6.39)
+HEAD_SEGMENTS = 1  # the bulk sender's answer head: written, and so sent, before the body's first byte
 DELAYED_ACK_MS = 40.0  # Linux's shortest delayed-ACK timer, TCP_DELACK_MIN = HZ / 25 (include/net/tcp.h)
 INITIAL_RTO_S = 1.0  # the retransmission timeout before any round trip is measured (RFC 6298, 2.1)
 MIN_RTO_S = 0.2  # Linux's shortest retransmission timeout once round trips are measured (TCP_RTO_MIN)
@@ -41,11 +42,17 @@ def wait_for_a_worker_s(clients, workers, answer_s):
     return max(0, clients - workers) * answer_s
 
 
-def slow_start_rounds(size_bytes, window=INITIAL_WINDOW, mss=MSS_BYTES):
+def slow_start_rounds(size_bytes, window=INITIAL_WINDOW, mss=MSS_BYTES, head_segments=0):
     """Round trips to deliver `size_bytes` in slow start: `window` segments in the first, twice as many in each next,
-    so k rounds carry window · (2^k − 1) segments."""
-    segments = math.ceil(size_bytes / mss)
+    so k rounds carry window · (2^k − 1) segments; `head_segments` more where the answer's head travels alone."""
+    segments = math.ceil(size_bytes / mss) + head_segments
     return max(1, math.ceil(math.log2(segments / window + 1)))
+
+
+def answer_rounds(size_bytes):
+    """Section 3's rounds for an answer of `size_bytes` from the lab's bulk sender: its head goes out first, in a
+    segment of its own (http.server writes the head before the body), then the body's segments."""
+    return slow_start_rounds(size_bytes, head_segments=HEAD_SEGMENTS)
 
 
 def mathis_rate(rtt_s, loss, mss=MSS_BYTES, acked_per_ack=2):

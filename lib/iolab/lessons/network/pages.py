@@ -5,7 +5,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from iolab import children, contract, neighbours, registry, servers
 
-from .parameters import LOSSY_PAGES
+from .parameters import LOSSY_AT_ONCE, LOSSY_PAGES
 
 SERVER = "hypercorn_app"  # one server, one loop, for both protocols: only the protocol differs
 CONNECTIONS_H1 = 6  # what browsers open to one host over HTTP/1.1
@@ -73,14 +73,19 @@ def in_turn(path, requests, size, repeats):
     return found
 
 
-def at_once(path, requests, size, repeats=LOSSY_PAGES):
-    """Each way `repeats` times, every page at once: under loss a page waits seconds for its retransmissions, not
-    for the server, and the link has no rate to share, so the pages do not slow each other; the run takes as long
-    as its slowest page, not their sum."""
-    with serving(path) as server, ThreadPoolExecutor(len(WAYS) * repeats) as pool:
-        futures = {way: [pool.submit(one_page, server, way, requests, size, path) for _ in range(repeats)]
-                   for way in WAYS}
-        return {way: [future.result() for future in done] for way, done in futures.items()}
+def at_once(path, requests, size, repeats=LOSSY_PAGES, batch=LOSSY_AT_ONCE):
+    """Each way `repeats` times, `batch` pages of each way at once: under loss a page waits seconds for its
+    retransmissions, not for the server, and the link has no rate to share, so the pages of a batch do not slow each
+    other much; a batch takes as long as its slowest page, not their sum."""
+    found = {way: [] for way in WAYS}
+    with serving(path) as server, ThreadPoolExecutor(len(WAYS) * batch) as pool:
+        for start in range(0, repeats, batch):
+            count = min(batch, repeats - start)
+            futures = {way: [pool.submit(one_page, server, way, requests, size, path) for _ in range(count)]
+                       for way in WAYS}
+            for way, done in futures.items():
+                found[way] += [future.result() for future in done]
+    return found
 
 
 def compare(path, requests, size, repeats, loss_percent):

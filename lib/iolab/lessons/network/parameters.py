@@ -43,10 +43,13 @@ LOSS_FLOWS = 8  # section 4's transfers from Reno, and from CUBIC, side by side:
 SLOW_CLIENTS_PER_WORKER = 2
 SLOW_START_SIZES = (20_000, 100_000, 500_000, 2_000_000)  # section 3: one to eight round trips from IW10
 PAGE_ANSWER_BYTES = 20_000  # section 5: each of the page's small answers, an icon or a script
-# Section 5's pages under loss, each way, all at once: the winner is judged on medians, and a lossy page's time
-# spreads over a factor of three. Resampled from 30 quick pages of each way at 2 % loss, the medians of 3 changed
-# places about one run in a hundred, of 5 one in 700, of 7 one in 4,000.
-LOSSY_PAGES = 7
+# Section 5's pages under loss, each way, in batches run at once: the winner is judged on medians, and a lossy
+# page's time spreads over a factor of five (an HTTP/2 page that meets an early loss crawls). Resampled from 91
+# quick pages of each way, seven at once, at 2 % loss, the medians of 7 changed places one run in 290, of 14 one in
+# 16,000: a class's 140 runs would meet none. Fifteen at once slowed HTTP/1.1's pages (90 connections and more
+# client threads), so the batches stay at seven.
+LOSSY_PAGES = 14
+LOSSY_AT_ONCE = 7
 # The notebook's parameters cell at full size, for a benchmark or a test that runs the lesson's parts alone.
 DEFAULTS = {"rtt_ms": 40, "loss_percent": 2.0, "requests": 10, "repeats": 5, "nagle_exchanges": 30,
             "loss_bytes": 2_000_000, "connects": 200, "rate_mbit": 16, "answer_bytes": 400_000, "workers": 2,

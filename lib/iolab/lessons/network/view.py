@@ -60,7 +60,7 @@ def slow_start_table(found, round_trips):
     rows, others = [], neighbours.held(found.get("neighbours"))
     for size, pairs in found["sizes"].items():
         times = [whole for whole, _ in pairs]
-        rounds = model.slow_start_rounds(int(size))
+        rounds = model.answer_rounds(int(size))
         rows.append((f"{int(size):,}", rounds, f"{rounds * rtt:.0f}", f"{_ms(times):.0f}",
                      f"{_ms(times) / rtt:.1f}", others))
     return tables.markdown(["bytes", "rounds predicted", "predicted (ms)", "measured median (ms)",
