@@ -297,7 +297,7 @@ def _open_closed_claims(claims, points, cpu_ms, growth):
             floor, ceiling = (band_low - 3 * noise, band_high + 3 * noise) if loop == "open" else (
                 cpu_ms, band_high + 3 * noise)
             claim = (f"load {load}: the open loop's mean as a queue fed its own sends predicts" if loop == "open"
-                     else f"load {load}: the closed loop's mean within its run's band")
+                     else f"load {load}: the closed loop's mean between D (users who never meet) and MVA")
             half_width = (ceiling - floor) / (ceiling + floor) if ceiling + floor > 0 else math.inf
             if not math.isfinite(ceiling) or (loop == "open" and half_width > OPEN_WIDEST):
                 # A band with no top, or wider than the figure it predicts, cannot fail: say why, rather than pass it.
