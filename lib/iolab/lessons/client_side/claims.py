@@ -86,13 +86,14 @@ def library(claims, row):
                   T, unit="ms", digits=0)
     # Each round's P calls take their CPU one after another, D each: a round lasts Z + P · D (limits.limit_read_back).
     predicted = limit_read_back(row)
-    burst = limit_read_back(row, cpus=row.get("burst_cpus", row["cpus"]))
-    if row.get("burst_cpus", row["cpus"]) > row["cpus"] and burst > predicted:
+    burst_cpus = row.get("burst_cpus", row["cpus"])
+    burst = limit_read_back(row, cpus=burst_cpus)
+    if burst_cpus > row["cpus"] and burst > predicted:
         # A quota of one CPU lets a round's short burst run client and server side by side: D may be the larger
         # of the two, not their sum. Between the two, a bound, and the claim says so.
         cpus = "one CPU" if row["cpus"] == 1 else f"{row['cpus']:g} CPUs"
         claims.timing(f"{name}: the limit read back, L = X · Z between P · Z / (Z + P · D) on {cpus} and on"
-                      f" {row['burst_cpus']:g}, as a quota lets a burst this short: {predicted:.1f} to {burst:.1f}",
+                      f" {burst_cpus:g}, as a quota lets a burst this short: {predicted:.1f} to {burst:.1f}",
                       row["measured_rps"] * T / 1000, (1 - READ_BACK_TOLERANCE) * predicted,
                       (1 + READ_BACK_TOLERANCE) * burst, neighbours=row.get("neighbours"), unit="calls", digits=1,
                       slower="below")

@@ -31,7 +31,8 @@ class Point:
     predicted_closed_ms: float
     predicted_open_ms: float
     # (low, high): a queue fed this run's own sends, its waits at the calibration's D (a burst's requests cost
-    # less each) and at the run's own service time S, each plus S: what this schedule predicts, lulls included
+    # less each) and at the run's own service time, each plus a request's own time (own_time_s): what this
+    # schedule predicts, lulls included
     band_open_ms: tuple
     band_closed_ms: tuple  # (low, high): D (users never meet) and MVA (users arrive in random order)
     # the standard error of the open loop's mean around the fed queue's high end, from this run (batch means)
